@@ -1,0 +1,466 @@
+//! The semantic IR: what an encoding *means*, independent of how it was written.
+//!
+//! Every layer meets here: the parser produces an [`Encoding`], the code generator, the CLI, the
+//! canonical printer and the dynamic storage (in `sparse-runtime`) consume it. Names follow MLIR's
+//! `sparse_tensor` dialect (`SparseTensorEncodingAttr`, `LevelType`, `dimToLvl`, `lvlToDim`).
+
+use std::fmt;
+
+/// A level format: how one storage level keeps its coordinates.
+///
+/// Rules follow MLIR's `sparse_tensor::LevelFormat`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LevelFormat {
+    /// Every coordinate of the level is present implicitly; no arrays.
+    Dense,
+    /// A leading batch level (MLIR `batch`): like dense, but every buffer below gets a leading
+    /// batch dimension. Stored by a later issue; the parser accepts it.
+    Batch,
+    /// Only coordinates that hold entries: `pos` (length parent-size + 1) and `crd`.
+    Compressed,
+    /// Like compressed with a `(lo, hi)` pair per parent position: `pos` has 2 x parent-size entries.
+    LooseCompressed,
+    /// One coordinate per parent position, no `pos` (MLIR `singleton`).
+    Singleton,
+    /// n:m structured sparsity (MLIR `structured[n, m]`, the reference's `block2_4`): exactly `n`
+    /// stored values per block of `m`, each with its in-block coordinate.
+    NOutOfM {
+        /// Stored values per block.
+        n: u32,
+        /// Block size.
+        m: u32,
+    },
+}
+
+impl LevelFormat {
+    /// The MLIR spelling of the format (`structured[n, m]` for n:m).
+    pub fn mlir_name(&self) -> String {
+        match self {
+            LevelFormat::Dense => "dense".into(),
+            LevelFormat::Batch => "batch".into(),
+            LevelFormat::Compressed => "compressed".into(),
+            LevelFormat::LooseCompressed => "loose_compressed".into(),
+            LevelFormat::Singleton => "singleton".into(),
+            LevelFormat::NOutOfM { n, m } => format!("structured[{n}, {m}]"),
+        }
+    }
+}
+
+/// Level properties, as MLIR's `LevelPropNonDefault`. Every level is unique and ordered unless a
+/// property says otherwise.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct LevelProperties {
+    /// `nonunique`: duplicate coordinates may appear in a segment of this level.
+    pub nonunique: bool,
+    /// `nonordered`: coordinates in a segment may appear in any order.
+    pub nonordered: bool,
+    /// `soa`: a singleton level of a COO region keeps its own coordinate buffer (structure of
+    /// arrays) instead of sharing the interleaved buffer of the region's first level.
+    pub soa: bool,
+}
+
+/// One level of an encoding: a format plus properties.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LevelType {
+    /// How the level stores coordinates.
+    pub format: LevelFormat,
+    /// `nonunique` / `nonordered` / `soa`.
+    pub properties: LevelProperties,
+}
+
+impl LevelType {
+    /// A level with the given format and default properties (unique, ordered, AoS).
+    pub const fn new(format: LevelFormat) -> Self {
+        LevelType { format, properties: LevelProperties { nonunique: false, nonordered: false, soa: false } }
+    }
+    /// `true` unless the level is `nonunique`.
+    pub fn is_unique(&self) -> bool {
+        !self.properties.nonunique
+    }
+    /// `true` unless the level is `nonordered`.
+    pub fn is_ordered(&self) -> bool {
+        !self.properties.nonordered
+    }
+    /// `dense` or `batch`: every coordinate present, nothing stored.
+    pub fn is_dense(&self) -> bool {
+        matches!(self.format, LevelFormat::Dense | LevelFormat::Batch)
+    }
+    /// The level stores a positions (`pos`) array: compressed and loose_compressed.
+    pub fn has_positions(&self) -> bool {
+        matches!(self.format, LevelFormat::Compressed | LevelFormat::LooseCompressed)
+    }
+    /// The level stores coordinates (`crd`) of its own (possibly inside a shared AoS buffer).
+    pub fn has_coordinates(&self) -> bool {
+        matches!(
+            self.format,
+            LevelFormat::Compressed | LevelFormat::LooseCompressed | LevelFormat::Singleton | LevelFormat::NOutOfM { .. }
+        )
+    }
+}
+
+impl fmt::Display for LevelType {
+    /// MLIR's canonical spelling: `compressed(nonunique, nonordered)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.format.mlir_name())?;
+        let mut props = Vec::new();
+        if self.properties.nonunique {
+            props.push("nonunique");
+        }
+        if self.properties.nonordered {
+            props.push("nonordered");
+        }
+        if self.properties.soa {
+            props.push("soa");
+        }
+        if !props.is_empty() {
+            write!(f, "({})", props.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// An affine expression over the variables of one side of a map (`d0..` on the dimension side,
+/// `l0..` on the level side) and symbols `s0..`. Semantics are MLIR's `AffineExpr`:
+/// `floordiv` rounds toward negative infinity, `mod` is non-negative for a positive divisor.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum AffineExpr {
+    /// The N-th variable of the map's domain.
+    Var(usize),
+    /// The N-th symbol.
+    Symbol(usize),
+    /// An integer constant.
+    Constant(i64),
+    /// `a + b` (subtraction is `a + b * -1`, as in MLIR).
+    Add(Box<AffineExpr>, Box<AffineExpr>),
+    /// `a * b` (one side constant or symbolic).
+    Mul(Box<AffineExpr>, Box<AffineExpr>),
+    /// `a floordiv b`.
+    FloorDiv(Box<AffineExpr>, Box<AffineExpr>),
+    /// `a ceildiv b`.
+    CeilDiv(Box<AffineExpr>, Box<AffineExpr>),
+    /// `a mod b`.
+    Mod(Box<AffineExpr>, Box<AffineExpr>),
+}
+
+impl AffineExpr {
+    /// Evaluates the expression on concrete variable values (`vars`) and symbol values
+    /// (`symbols`). Returns `None` on a division by zero, overflow, or an out-of-range variable.
+    pub fn eval(&self, vars: &[i64], symbols: &[i64]) -> Option<i64> {
+        Some(match self {
+            AffineExpr::Var(v) => *vars.get(*v)?,
+            AffineExpr::Symbol(s) => *symbols.get(*s)?,
+            AffineExpr::Constant(c) => *c,
+            AffineExpr::Add(a, b) => a.eval(vars, symbols)?.checked_add(b.eval(vars, symbols)?)?,
+            AffineExpr::Mul(a, b) => a.eval(vars, symbols)?.checked_mul(b.eval(vars, symbols)?)?,
+            AffineExpr::FloorDiv(a, b) => {
+                let (a, b) = (a.eval(vars, symbols)?, b.eval(vars, symbols)?);
+                if b == 0 {
+                    return None;
+                }
+                let q = a.checked_div(b)?;
+                if (a % b != 0) && ((a < 0) != (b < 0)) {
+                    q - 1
+                } else {
+                    q
+                }
+            }
+            AffineExpr::CeilDiv(a, b) => {
+                let (a, b) = (a.eval(vars, symbols)?, b.eval(vars, symbols)?);
+                if b == 0 {
+                    return None;
+                }
+                let q = a.checked_div(b)?;
+                if (a % b != 0) && ((a < 0) == (b < 0)) {
+                    q + 1
+                } else {
+                    q
+                }
+            }
+            AffineExpr::Mod(a, b) => {
+                let (a, b) = (a.eval(vars, symbols)?, b.eval(vars, symbols)?);
+                if b == 0 {
+                    return None;
+                }
+                a.checked_rem_euclid(b)?
+            }
+        })
+    }
+
+    /// The variable this expression is, if it is a bare variable.
+    pub fn as_var(&self) -> Option<usize> {
+        match self {
+            AffineExpr::Var(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// The constant this expression is, if it is a bare constant.
+    pub fn as_constant(&self) -> Option<i64> {
+        match self {
+            AffineExpr::Constant(c) => Some(*c),
+            _ => None,
+        }
+    }
+
+    /// Writes the expression with variables named `{var_prefix}N` and symbols `sN`, in MLIR's
+    /// printing form (`d0 floordiv 2`, `d1 mod 3`, `d0 * 2 + d1`).
+    pub fn write(&self, out: &mut String, var_prefix: &str) {
+        self.write_prec(out, var_prefix, 0);
+    }
+
+    fn write_prec(&self, out: &mut String, p: &str, prec: u8) {
+        use std::fmt::Write;
+        // precedence: 0 = additive context, 1 = multiplicative context, 2 = atom
+        match self {
+            AffineExpr::Var(v) => {
+                let _ = write!(out, "{p}{v}");
+            }
+            AffineExpr::Symbol(s) => {
+                let _ = write!(out, "s{s}");
+            }
+            AffineExpr::Constant(c) => {
+                let _ = write!(out, "{c}");
+            }
+            AffineExpr::Add(a, b) => {
+                if prec > 0 {
+                    out.push('(');
+                }
+                a.write_prec(out, p, 0);
+                match &**b {
+                    AffineExpr::Constant(c) if *c < 0 => {
+                        let _ = write!(out, " - {}", -(*c as i128));
+                    }
+                    AffineExpr::Mul(x, y) if y.as_constant() == Some(-1) => {
+                        out.push_str(" - ");
+                        x.write_prec(out, p, 1);
+                    }
+                    _ => {
+                        out.push_str(" + ");
+                        b.write_prec(out, p, 1);
+                    }
+                }
+                if prec > 0 {
+                    out.push(')');
+                }
+            }
+            AffineExpr::Mul(a, b) | AffineExpr::FloorDiv(a, b) | AffineExpr::CeilDiv(a, b) | AffineExpr::Mod(a, b) => {
+                let op = match self {
+                    AffineExpr::Mul(..) => " * ",
+                    AffineExpr::FloorDiv(..) => " floordiv ",
+                    AffineExpr::CeilDiv(..) => " ceildiv ",
+                    _ => " mod ",
+                };
+                if prec > 1 {
+                    out.push('(');
+                }
+                a.write_prec(out, p, 1);
+                out.push_str(op);
+                b.write_prec(out, p, 2);
+                if prec > 1 {
+                    out.push(')');
+                }
+            }
+        }
+    }
+}
+
+/// An affine map `(vars)[symbols] -> (results)`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct AffineMap {
+    /// Number of domain variables.
+    pub num_vars: usize,
+    /// Number of symbols.
+    pub num_symbols: usize,
+    /// One expression per result.
+    pub results: Vec<AffineExpr>,
+}
+
+impl AffineMap {
+    /// The identity map on `n` variables.
+    pub fn identity(n: usize) -> Self {
+        AffineMap { num_vars: n, num_symbols: 0, results: (0..n).map(AffineExpr::Var).collect() }
+    }
+
+    /// If every result is a distinct bare variable and there are as many results as variables,
+    /// returns `perm` with `results[k] == Var(perm[k])`.
+    pub fn as_permutation(&self) -> Option<Vec<usize>> {
+        if self.results.len() != self.num_vars {
+            return None;
+        }
+        let mut seen = vec![false; self.num_vars];
+        let mut perm = Vec::with_capacity(self.num_vars);
+        for r in &self.results {
+            let v = r.as_var()?;
+            if seen[v] {
+                return None;
+            }
+            seen[v] = true;
+            perm.push(v);
+        }
+        Some(perm)
+    }
+
+    /// Evaluates every result on the given variables; `None` on overflow or division by zero.
+    pub fn eval(&self, vars: &[i64], symbols: &[i64]) -> Option<Vec<i64>> {
+        self.results.iter().map(|r| r.eval(vars, symbols)).collect()
+    }
+}
+
+/// A dimension slice `#sparse_tensor<slice(offset, size, stride)>`; `None` is a dynamic `?`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DimSlice {
+    /// Offset into the parent dimension (elements); `None` for `?`.
+    pub offset: Option<u64>,
+    /// Number of elements of the slice; `None` for `?`.
+    pub size: Option<u64>,
+    /// Step between elements (elements); `None` for `?`.
+    pub stride: Option<u64>,
+}
+
+/// The semantic IR of one `#sparse_tensor.encoding<{ ... }>`: MLIR's `SparseTensorEncodingAttr`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Encoding {
+    /// One level type per level, outermost first.
+    pub lvl_types: Vec<LevelType>,
+    /// The dimension-to-level map: `num_vars` = dimension rank, one result per level.
+    pub dim_to_lvl: AffineMap,
+    /// The level-to-dimension map (inverse): `num_vars` = level rank, one result per dimension.
+    pub lvl_to_dim: AffineMap,
+    /// Bits per position (`posWidth`): 0 means native (`usize`), else 8, 16, 32 or 64.
+    pub pos_width: u32,
+    /// Bits per coordinate (`crdWidth`): 0 means native (`usize`), else 8, 16, 32 or 64.
+    pub crd_width: u32,
+    /// Per-dimension slices, present when any dimension has one (then one per dimension).
+    pub dim_slices: Option<Vec<DimSlice>>,
+}
+
+impl Encoding {
+    /// Number of dimensions (rank of the semantic tensor).
+    pub fn dim_rank(&self) -> usize {
+        self.dim_to_lvl.num_vars
+    }
+
+    /// Number of storage levels.
+    pub fn lvl_rank(&self) -> usize {
+        self.lvl_types.len()
+    }
+
+    /// If `dim_to_lvl` is a permutation, `perm[l]` is the dimension stored at level `l`.
+    pub fn dim_permutation(&self) -> Option<Vec<usize>> {
+        self.dim_to_lvl.as_permutation()
+    }
+
+    /// First level of the COO region that level `l` belongs to, if `l` is part of a COO region:
+    /// a (loose_)compressed level with `nonunique` followed by one or more singleton levels.
+    /// Returns `Some(start)` for the region's first level and for each of its singleton levels.
+    pub fn coo_region_start(&self, l: usize) -> Option<usize> {
+        let lt = self.lvl_types.get(l)?;
+        let is_start = |k: usize| {
+            let t = &self.lvl_types[k];
+            t.has_positions()
+                && !t.is_unique()
+                && self.lvl_types.get(k + 1).is_some_and(|n| n.format == LevelFormat::Singleton)
+        };
+        if lt.format != LevelFormat::Singleton {
+            return if is_start(l) { Some(l) } else { None };
+        }
+        let mut k = l;
+        while k > 0 {
+            k -= 1;
+            match self.lvl_types[k].format {
+                LevelFormat::Singleton => continue,
+                _ => return if is_start(k) { Some(k) } else { None },
+            }
+        }
+        None
+    }
+
+    /// Last level (inclusive) of the COO region that starts at `start`.
+    pub fn coo_region_end(&self, start: usize) -> usize {
+        let mut e = start;
+        while self.lvl_types.get(e + 1).is_some_and(|t| t.format == LevelFormat::Singleton) {
+            e += 1;
+        }
+        e
+    }
+
+    /// Where level `l`'s coordinates live: `Some((owner, stride, offset))` means coordinate `p` of
+    /// level `l` is element `p * stride + offset` of the coordinate buffer owned by level `owner`.
+    /// A COO region stored array-of-structs (no `soa` on its singletons) keeps one interleaved
+    /// buffer on its first level (MLIR's default, see `sparse_tensor.print`). `None` for levels
+    /// that store no coordinates (dense).
+    pub fn crd_location(&self, l: usize) -> Option<(usize, usize, usize)> {
+        let lt = self.lvl_types.get(l)?;
+        if !lt.has_coordinates() {
+            return None;
+        }
+        if let Some(start) = self.coo_region_start(l) {
+            let end = self.coo_region_end(start);
+            let aos = !self.lvl_types[start + 1..=end].iter().any(|t| t.properties.soa);
+            if aos {
+                return Some((start, end - start + 1, l - start));
+            }
+        }
+        Some((l, 1, 0))
+    }
+
+    /// `true` if level `l` owns a coordinate buffer (its own, or the interleaved one of an AoS
+    /// COO region that starts at `l`).
+    pub fn owns_crd_buffer(&self, l: usize) -> bool {
+        matches!(self.crd_location(l), Some((owner, _, _)) if owner == l)
+    }
+
+    /// Level sizes for a dimension shape (`dim_shape.len()` must equal [`Self::dim_rank`]).
+    ///
+    /// A bare dimension variable takes that dimension's size; `d floordiv b` is `ceil(size / b)`;
+    /// `d mod b` is `b`. Returns `None` for an expression whose extent cannot be derived.
+    pub fn lvl_sizes(&self, dim_shape: &[usize]) -> Option<Vec<usize>> {
+        if dim_shape.len() != self.dim_rank() {
+            return None;
+        }
+        self.dim_to_lvl
+            .results
+            .iter()
+            .map(|r| match r {
+                AffineExpr::Var(d) => Some(dim_shape[*d]),
+                AffineExpr::FloorDiv(a, b) => {
+                    let (d, b) = (a.as_var()?, usize::try_from(b.as_constant()?).ok()?);
+                    if b == 0 {
+                        return None;
+                    }
+                    Some(dim_shape[d].div_ceil(b))
+                }
+                AffineExpr::Mod(a, b) => {
+                    a.as_var()?;
+                    usize::try_from(b.as_constant()?).ok().filter(|&b| b > 0)
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Maps dimension coordinates to level coordinates through `dim_to_lvl`.
+    /// Returns `None` if a result is negative or does not evaluate.
+    pub fn dim_to_lvl_coords(&self, dim: &[usize], lvl: &mut [usize]) -> Option<()> {
+        if let Some(perm) = self.dim_permutation() {
+            for (l, d) in perm.iter().enumerate() {
+                lvl[l] = *dim.get(*d)?;
+            }
+            return Some(());
+        }
+        let vars: Vec<i64> = dim.iter().map(|&c| i64::try_from(c).ok()).collect::<Option<_>>()?;
+        for (l, r) in self.dim_to_lvl.results.iter().enumerate() {
+            lvl[l] = usize::try_from(r.eval(&vars, &[])?).ok()?;
+        }
+        Some(())
+    }
+
+    /// Maps level coordinates back to dimension coordinates through `lvl_to_dim`.
+    pub fn lvl_to_dim_coords(&self, lvl: &[usize], dim: &mut [usize]) -> Option<()> {
+        let vars: Vec<i64> = lvl.iter().map(|&c| i64::try_from(c).ok()).collect::<Option<_>>()?;
+        for (d, r) in self.lvl_to_dim.results.iter().enumerate() {
+            dim[d] = usize::try_from(r.eval(&vars, &[])?).ok()?;
+        }
+        Some(())
+    }
+}

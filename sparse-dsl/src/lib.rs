@@ -1,0 +1,13 @@
+//! The MLIR sparse tensor encoding language: grammar, verifier, semantic IR, canonical printer
+//! and code generator.
+//!
+//! - [`ir`]: the semantic IR ([`ir::Encoding`]) every layer shares;
+//! - [`parse`]: the pest grammar and the verifier, text -> `Encoding` with [`diag::Diagnostic`]s;
+//! - [`print`]: MLIR's canonical text form of an `Encoding`;
+//! - [`diag`]: diagnostics with byte spans and line:column.
+#![warn(missing_docs)]
+
+pub mod diag;
+pub mod ir;
+pub mod parse;
+pub mod print;

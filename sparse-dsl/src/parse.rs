@@ -1,0 +1,1 @@
+//! Parser and verifier (being written).

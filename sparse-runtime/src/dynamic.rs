@@ -1,0 +1,3 @@
+//! Dynamic storage (placeholder, being written).
+/// placeholder
+pub struct DynamicStorage;

@@ -1,0 +1,197 @@
+//! Typed position and coordinate buffers, one element type per bit width.
+//!
+//! `posWidth`/`crdWidth` of an encoding pick the element type: 8 -> `u8`, 16 -> `u16`,
+//! 32 -> `u32`, 64 -> `u64`, 0 (native) -> `usize`. Generated code uses the [`Index`] types
+//! directly; the dynamic storage holds an [`IndexBuffer`] whose variant is chosen at run time.
+
+use std::fmt::{Debug, Display};
+
+/// An unsigned integer type usable for positions or coordinates.
+pub trait Index: Copy + Ord + Default + Debug + Display + Send + Sync + 'static {
+    /// The encoding width this type stands for, in bits (0 for the native `usize`).
+    const WIDTH: u32;
+    /// Converts from `usize`; `None` if `v` does not fit in this type.
+    fn from_usize(v: usize) -> Option<Self>;
+    /// Widens to `usize` (lossless for every supported type on 64-bit targets).
+    fn index(self) -> usize;
+    /// Borrows a slice of this type as a width-erased [`IndexSlice`].
+    fn slice(s: &[Self]) -> IndexSlice<'_>;
+}
+
+macro_rules! impl_index {
+    ($t:ty, $w:expr, $variant:ident) => {
+        impl Index for $t {
+            const WIDTH: u32 = $w;
+            #[inline(always)]
+            fn from_usize(v: usize) -> Option<Self> {
+                <$t>::try_from(v).ok()
+            }
+            #[inline(always)]
+            fn index(self) -> usize {
+                self as usize
+            }
+            #[inline(always)]
+            fn slice(s: &[Self]) -> IndexSlice<'_> {
+                IndexSlice::$variant(s)
+            }
+        }
+    };
+}
+impl_index!(u8, 8, U8);
+impl_index!(u16, 16, U16);
+impl_index!(u32, 32, U32);
+impl_index!(u64, 64, U64);
+impl_index!(usize, 0, Native);
+
+/// A borrowed position or coordinate array of any width.
+#[derive(Clone, Copy, Debug)]
+pub enum IndexSlice<'a> {
+    /// `posWidth`/`crdWidth = 8`.
+    U8(&'a [u8]),
+    /// `= 16`.
+    U16(&'a [u16]),
+    /// `= 32`.
+    U32(&'a [u32]),
+    /// `= 64`.
+    U64(&'a [u64]),
+    /// `= 0` (native `usize`).
+    Native(&'a [usize]),
+}
+
+macro_rules! each_slice {
+    ($s:expr, $v:ident => $e:expr) => {
+        match $s {
+            IndexSlice::U8($v) => $e,
+            IndexSlice::U16($v) => $e,
+            IndexSlice::U32($v) => $e,
+            IndexSlice::U64($v) => $e,
+            IndexSlice::Native($v) => $e,
+        }
+    };
+}
+
+impl<'a> IndexSlice<'a> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        each_slice!(self, s => s.len())
+    }
+    /// `true` if there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Element `i` widened to `usize`; `None` past the end.
+    pub fn get(&self, i: usize) -> Option<usize> {
+        each_slice!(self, s => s.get(i).map(|x| x.index()))
+    }
+    /// All elements widened to `usize`.
+    pub fn to_vec(&self) -> Vec<usize> {
+        each_slice!(self, s => s.iter().map(|x| x.index()).collect())
+    }
+    /// Bytes occupied by the elements.
+    pub fn bytes(&self) -> usize {
+        each_slice!(self, s => std::mem::size_of_val(*s))
+    }
+    /// The width in bits (0 for native).
+    pub fn width(&self) -> u32 {
+        match self {
+            IndexSlice::U8(_) => 8,
+            IndexSlice::U16(_) => 16,
+            IndexSlice::U32(_) => 32,
+            IndexSlice::U64(_) => 64,
+            IndexSlice::Native(_) => 0,
+        }
+    }
+}
+
+/// An owned position or coordinate buffer whose width is chosen at run time (dynamic storage).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IndexBuffer {
+    /// 8-bit elements.
+    U8(Vec<u8>),
+    /// 16-bit elements.
+    U16(Vec<u16>),
+    /// 32-bit elements.
+    U32(Vec<u32>),
+    /// 64-bit elements.
+    U64(Vec<u64>),
+    /// Native `usize` elements (width 0).
+    Native(Vec<usize>),
+}
+
+macro_rules! each_buf {
+    ($s:expr, $v:ident => $e:expr) => {
+        match $s {
+            IndexBuffer::U8($v) => $e,
+            IndexBuffer::U16($v) => $e,
+            IndexBuffer::U32($v) => $e,
+            IndexBuffer::U64($v) => $e,
+            IndexBuffer::Native($v) => $e,
+        }
+    };
+}
+
+impl IndexBuffer {
+    /// An empty buffer for `width` bits (0, 8, 16, 32, 64); `None` for any other width.
+    pub fn new(width: u32) -> Option<Self> {
+        Some(match width {
+            0 => IndexBuffer::Native(Vec::new()),
+            8 => IndexBuffer::U8(Vec::new()),
+            16 => IndexBuffer::U16(Vec::new()),
+            32 => IndexBuffer::U32(Vec::new()),
+            64 => IndexBuffer::U64(Vec::new()),
+            _ => return None,
+        })
+    }
+    /// Appends `v`; `Err(v)` (buffer unchanged) if `v` does not fit in the width.
+    pub fn push(&mut self, v: usize) -> Result<(), usize> {
+        each_buf!(self, b => b.push(Index::from_usize(v).ok_or(v)?));
+        Ok(())
+    }
+    /// Appends `count` copies of `v`; `Err(v)` if `v` does not fit in the width.
+    pub fn push_n(&mut self, v: usize, count: usize) -> Result<(), usize> {
+        each_buf!(self, b => {
+            let x = Index::from_usize(v).ok_or(v)?;
+            b.resize(b.len() + count, x)
+        });
+        Ok(())
+    }
+    /// Overwrites element `i` with `v`; `Err(v)` if `v` does not fit. Panics if `i` is out of
+    /// bounds (internal use by assembly, which only writes indices it has allocated).
+    pub fn set(&mut self, i: usize, v: usize) -> Result<(), usize> {
+        each_buf!(self, b => b[i] = Index::from_usize(v).ok_or(v)?);
+        Ok(())
+    }
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.as_slice().len()
+    }
+    /// `true` if there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Element `i` widened to `usize`; `None` past the end.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<usize> {
+        each_buf!(self, b => b.get(i).map(|x| x.index()))
+    }
+    /// Borrows the buffer as a width-erased slice.
+    pub fn as_slice(&self) -> IndexSlice<'_> {
+        each_buf!(self, b => Index::slice(b.as_slice()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_checks_width() {
+        let mut b = IndexBuffer::new(8).unwrap();
+        assert_eq!(b.push(255), Ok(()));
+        assert_eq!(b.push(300), Err(300));
+        assert_eq!(b.as_slice().to_vec(), vec![255]);
+        assert!(IndexBuffer::new(12).is_none());
+        assert_eq!(u16::from_usize(65536), None);
+        assert_eq!(<u32 as Index>::WIDTH, 32);
+    }
+}

@@ -1,0 +1,26 @@
+//! Runtime of the `sparse` project: what generated code calls and what users hold.
+//!
+//! - [`index`]: typed position/coordinate buffers per bit width;
+//! - [`value`]: the value-type trait;
+//! - [`coo`]: the COO operand;
+//! - [`storage`]: the level-by-level view every tensor gives, `sparse_tensor.print` and `validate`;
+//! - [`dynamic`]: the reference storage built at run time from an [`Encoding`](sparse_dsl::ir::Encoding);
+//! - [`mmio`]: Matrix Market reading;
+//! - [`error`]: the storage errors.
+#![warn(missing_docs)]
+
+pub mod coo;
+pub mod dynamic;
+pub mod error;
+pub mod index;
+pub mod mmio;
+pub mod storage;
+pub mod value;
+
+pub use coo::CooTensor;
+pub use dynamic::DynamicStorage;
+pub use error::{BufferKind, StorageError};
+pub use index::{Index, IndexBuffer, IndexSlice};
+pub use storage::SparseStorage;
+pub use value::Value;
+pub use sparse_dsl;

@@ -1,0 +1,1 @@
+//! Matrix Market reader (placeholder, being written).
