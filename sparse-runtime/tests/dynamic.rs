@@ -1,0 +1,130 @@
+//! Exact arrays of the dynamic storage on hand-checked examples.
+
+use sparse_dsl::ir::{AffineExpr as E, AffineMap, Encoding, LevelFormat as F, LevelType};
+use sparse_runtime::{BufferKind, CooTensor, DynamicStorage, StorageError};
+
+fn lt(f: F) -> LevelType {
+    LevelType::new(f)
+}
+fn nonunique(f: F) -> LevelType {
+    let mut t = LevelType::new(f);
+    t.properties.nonunique = true;
+    t
+}
+fn perm(types: Vec<LevelType>, perm: &[usize], pos: u32, crd: u32) -> Encoding {
+    let n = perm.len();
+    let mut inv = vec![E::Var(0); n];
+    for (l, &d) in perm.iter().enumerate() {
+        inv[d] = E::Var(l);
+    }
+    Encoding {
+        lvl_types: types,
+        dim_to_lvl: AffineMap { num_vars: n, num_symbols: 0, results: perm.iter().map(|&d| E::Var(d)).collect() },
+        lvl_to_dim: AffineMap { num_vars: n, num_symbols: 0, results: inv },
+        pos_width: pos,
+        crd_width: crd,
+        dim_slices: None,
+    }
+}
+fn bsr(b: i64) -> Encoding {
+    let c = |v| Box::new(E::Constant(v));
+    let d = |v| Box::new(E::Var(v));
+    Encoding {
+        lvl_types: vec![lt(F::Dense), lt(F::Compressed), lt(F::Dense), lt(F::Dense)],
+        dim_to_lvl: AffineMap {
+            num_vars: 2,
+            num_symbols: 0,
+            results: vec![E::FloorDiv(d(0), c(b)), E::FloorDiv(d(1), c(b)), E::Mod(d(0), c(b)), E::Mod(d(1), c(b))],
+        },
+        lvl_to_dim: AffineMap {
+            num_vars: 4,
+            num_symbols: 0,
+            results: vec![E::Add(Box::new(E::Mul(d(0), c(b))), d(2)), E::Add(Box::new(E::Mul(d(1), c(b))), d(3))],
+        },
+        pos_width: 0,
+        crd_width: 0,
+        dim_slices: None,
+    }
+}
+fn coo(shape: &[usize], entries: &[(usize, usize, f64)]) -> CooTensor<f64> {
+    let mut t = CooTensor::new(shape.to_vec());
+    for &(i, j, v) in entries {
+        t.push(&[i, j], v);
+    }
+    t
+}
+
+#[test]
+fn csr_with_empty_rows_and_duplicates() {
+    let e = perm(vec![lt(F::Dense), lt(F::Compressed)], &[0, 1], 32, 32);
+    let a = coo(&[4, 5], &[(2, 4, 1.0), (0, 1, 2.0), (2, 0, 3.0), (0, 1, 0.5)]);
+    let s = DynamicStorage::from_coo(&e, &a).unwrap();
+    assert_eq!(s.positions(1).unwrap().to_vec(), vec![0, 1, 1, 3, 3]);
+    assert_eq!(s.coordinates(1).unwrap().to_vec(), vec![1, 0, 4]);
+    assert_eq!(s.values(), &[2.5, 3.0, 1.0]);
+    assert_eq!(s.get(&[2, 4]), Some(&1.0));
+    assert_eq!(s.get(&[1, 4]), None);
+    s.validate().unwrap();
+    let mut y = vec![0.0; 4];
+    s.spmv(&[1.0, 2.0, 3.0, 4.0, 5.0], &mut y).unwrap();
+    assert_eq!(y, vec![5.0, 0.0, 8.0, 0.0]);
+}
+
+#[test]
+fn bsr_seed_matches_reference_document() {
+    // ../shared/reference/encoding.md, "BSR, 2x2 blocks, 4 x 6 matrix"
+    let a = coo(&[4, 6], &[(0, 0, 1.), (0, 1, 2.), (0, 4, 4.), (1, 1, 3.), (1, 5, 5.), (2, 2, 6.), (2, 3, 7.), (3, 2, 8.)]);
+    let s = DynamicStorage::from_coo(&bsr(2), &a).unwrap();
+    assert_eq!(s.positions(1).unwrap().to_vec(), vec![0, 2, 3]);
+    assert_eq!(s.coordinates(1).unwrap().to_vec(), vec![0, 2, 1]);
+    assert_eq!(s.values(), &[1., 2., 0., 3., 4., 0., 0., 5., 6., 7., 8., 0.]);
+    assert_eq!(s.nse(), 12);
+    let text = s.to_string();
+    assert!(text.contains("lvl = ( 2, 3, 2, 2 )"), "{text}");
+    let dense = s.to_dense().unwrap();
+    assert_eq!(dense[4], 4.0);
+    assert_eq!(dense[6 + 5], 5.0);
+    s.validate().unwrap();
+}
+
+#[test]
+fn coo_is_array_of_structs_unless_soa() {
+    let mut types = vec![nonunique(F::Compressed), lt(F::Singleton)];
+    let a = coo(&[3, 3], &[(2, 1, 1.), (0, 2, 2.), (0, 0, 3.)]);
+    let s = DynamicStorage::from_coo(&perm(types.clone(), &[0, 1], 0, 0), &a).unwrap();
+    assert_eq!(s.positions(0).unwrap().to_vec(), vec![0, 3]);
+    assert_eq!(s.coordinates(0).unwrap().to_vec(), vec![0, 0, 0, 2, 2, 1]);
+    assert!(s.coordinates(1).is_none());
+    assert_eq!(s.values(), &[3., 2., 1.]);
+    assert_eq!(s.get(&[0, 2]), Some(&2.0));
+    s.validate().unwrap();
+    types[1].properties.soa = true;
+    let s = DynamicStorage::from_coo(&perm(types, &[0, 1], 0, 0), &a).unwrap();
+    assert_eq!(s.coordinates(0).unwrap().to_vec(), vec![0, 0, 2]);
+    assert_eq!(s.coordinates(1).unwrap().to_vec(), vec![0, 2, 1]);
+    s.validate().unwrap();
+}
+
+#[test]
+fn width_overflow_names_level_and_value() {
+    let e = perm(vec![lt(F::Dense), lt(F::Compressed)], &[0, 1], 8, 8);
+    let a = coo(&[1, 300], &(0..300).map(|j| (0, j, 1.0)).collect::<Vec<_>>());
+    let err = DynamicStorage::from_coo(&e, &a).unwrap_err();
+    assert_eq!(err, StorageError::WidthOverflow { level: 1, kind: BufferKind::Coordinate, value: 256, width: 8 });
+    let e = perm(vec![lt(F::Dense), lt(F::Compressed)], &[0, 1], 8, 16);
+    let err = DynamicStorage::from_coo(&e, &a).unwrap_err();
+    assert_eq!(err, StorageError::WidthOverflow { level: 1, kind: BufferKind::Position, value: 300, width: 8 });
+    assert_eq!(err.to_string(), "level 1: position 300 does not fit in 8 bits");
+}
+
+#[test]
+fn out_of_range_and_empty() {
+    let e = perm(vec![lt(F::Compressed), lt(F::Compressed)], &[1, 0], 0, 0);
+    let err = DynamicStorage::from_coo(&e, &coo(&[2, 2], &[(0, 2, 1.0)])).unwrap_err();
+    assert_eq!(err, StorageError::CoordinateOutOfRange { entry: 0, dim: 1, coordinate: 2, size: 2 });
+    let s = DynamicStorage::from_coo(&e, &coo(&[2, 2], &[])).unwrap();
+    assert_eq!(s.positions(0).unwrap().to_vec(), vec![0, 0]);
+    assert_eq!(s.positions(1).unwrap().to_vec(), vec![0]);
+    assert_eq!(s.nse(), 0);
+    s.validate().unwrap();
+}
