@@ -4,9 +4,11 @@
 //! - [`ir`]: the semantic IR ([`ir::Encoding`]) every layer shares;
 //! - [`parse`]: the pest grammar and the verifier, text -> `Encoding` with [`diag::Diagnostic`]s;
 //! - [`print`]: MLIR's canonical text form of an `Encoding`;
-//! - [`diag`]: diagnostics with byte spans and line:column.
+//! - [`diag`]: diagnostics with byte spans and line:column;
+//! - [`codegen`]: the Rust items generated for one declaration.
 #![warn(missing_docs)]
 
+pub mod codegen;
 pub mod diag;
 pub mod ir;
 pub mod parse;

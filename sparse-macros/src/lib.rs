@@ -1,1 +1,193 @@
-extern crate proc_macro;
+//! The `sparse_format!` proc macro: a thin shim over `sparse-dsl` (as `pest_derive` is over
+//! `pest_generator`). It reads declarations with `syn`, renders each inline encoding back to text
+//! while remembering which span every piece of text came from, lets `sparse-dsl` parse, verify
+//! and generate, and turns every diagnostic into a `compile_error!` at the offending token.
+
+use proc_macro2::{Delimiter, Span, TokenStream, TokenTree};
+use quote::{quote, ToTokens};
+use syn::parse::{Parse, ParseStream};
+use syn::{Attribute, Ident, LitStr, Token, Visibility};
+
+use sparse_dsl::codegen::{generate, Declaration};
+use sparse_dsl::diag::Diagnostic;
+use sparse_dsl::parse::parse_encoding;
+
+/// Declares sparse tensor formats in MLIR's encoding language and generates, for each, a
+/// monomorphised storage struct `Name<V = f64>` with its constructors, iterators and kernels.
+///
+/// ```ignore
+/// sparse::sparse_format! {
+///     /// Compressed sparse row with 32-bit positions and coordinates.
+///     pub Csr = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>;
+///     pub Coo = "#sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton) }>";
+/// }
+/// ```
+///
+/// The encoding is written inline as Rust tokens exactly as MLIR writes it, or as a string
+/// literal. A bad encoding is a compile error at the offending token (for the string form, at the
+/// literal, with `line:column` inside it); all errors of all declarations are reported together.
+/// The generated code names the runtime as `::sparse::runtime`.
+#[proc_macro]
+pub fn sparse_format(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
+    match syn::parse::<Declarations>(input) {
+        Ok(decls) => expand(decls).into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+struct Declarations(Vec<RawDeclaration>);
+
+struct RawDeclaration {
+    attrs: Vec<Attribute>,
+    vis: Visibility,
+    name: Ident,
+    encoding: EncodingSource,
+}
+
+enum EncodingSource {
+    /// The inline tokens (may be empty; the parser then reports it).
+    Tokens(TokenStream, Span),
+    /// A string literal.
+    Literal(LitStr),
+}
+
+impl Parse for Declarations {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let mut out = Vec::new();
+        while !input.is_empty() {
+            let attrs = input.call(Attribute::parse_outer)?;
+            let vis: Visibility = input.parse()?;
+            let name: Ident = input.parse()?;
+            let eq: Token![=] = input.parse()?;
+            let encoding = if input.peek(LitStr) {
+                let lit: LitStr = input.parse()?;
+                input.parse::<Token![;]>()?;
+                EncodingSource::Literal(lit)
+            } else {
+                let mut tokens = TokenStream::new();
+                let mut last = eq.span;
+                loop {
+                    if input.is_empty() {
+                        return Err(syn::Error::new(last, "expected `;` after the encoding"));
+                    }
+                    if input.peek(Token![;]) {
+                        input.parse::<Token![;]>()?;
+                        break;
+                    }
+                    let tt: TokenTree = input.parse()?;
+                    last = tt.span();
+                    tokens.extend(std::iter::once(tt));
+                }
+                EncodingSource::Tokens(tokens, eq.span)
+            };
+            out.push(RawDeclaration { attrs, vis, name, encoding });
+        }
+        Ok(Declarations(out))
+    }
+}
+
+/// Encoding text rendered from tokens, with the span of every rendered token.
+struct Rendered {
+    text: String,
+    /// `(start, end, span)` byte ranges of `text`, in order.
+    pieces: Vec<(usize, usize, Span)>,
+}
+
+impl Rendered {
+    fn push(&mut self, s: &str, span: Span, space_before: bool) {
+        if space_before && !self.text.is_empty() {
+            self.text.push(' ');
+        }
+        let start = self.text.len();
+        self.text.push_str(s);
+        self.pieces.push((start, self.text.len(), span));
+    }
+
+    /// Renders `tokens` as MLIR text: tokens separated by spaces, except no space after `#`,
+    /// around `.` (`#sparse_tensor.encoding`) and after a joint punctuation (`->`).
+    fn render(&mut self, tokens: TokenStream, glue: &mut bool) {
+        for tt in tokens {
+            match tt {
+                TokenTree::Group(g) => {
+                    let (open, close) = match g.delimiter() {
+                        Delimiter::Parenthesis => ("(", ")"),
+                        Delimiter::Brace => ("{", "}"),
+                        Delimiter::Bracket => ("[", "]"),
+                        Delimiter::None => ("", ""),
+                    };
+                    self.push(open, g.span_open(), !*glue);
+                    *glue = false;
+                    self.render(g.stream(), glue);
+                    self.push(close, g.span_close(), true);
+                    *glue = false;
+                }
+                TokenTree::Punct(p) => {
+                    let c = p.as_char();
+                    self.push(&c.to_string(), p.span(), !*glue && c != '.');
+                    *glue = c == '#' || c == '.' || p.spacing() == proc_macro2::Spacing::Joint;
+                }
+                TokenTree::Ident(i) => {
+                    self.push(&i.to_string(), i.span(), !*glue);
+                    *glue = false;
+                }
+                TokenTree::Literal(l) => {
+                    self.push(&l.to_string(), l.span(), !*glue);
+                    *glue = false;
+                }
+            }
+        }
+    }
+
+    /// The span of the token at (or, in whitespace, right after) byte offset `at`.
+    fn span_at(&self, at: usize, fallback: Span) -> Span {
+        self.pieces
+            .iter()
+            .find(|(_, end, _)| at < *end)
+            .or(self.pieces.last())
+            .map(|(_, _, s)| *s)
+            .unwrap_or(fallback)
+    }
+}
+
+fn expand(decls: Declarations) -> TokenStream {
+    let rt = quote!(::sparse::runtime);
+    let mut out = TokenStream::new();
+    let mut errors: Option<syn::Error> = None;
+    let mut add_error = |e: syn::Error| match errors.as_mut() {
+        Some(all) => all.combine(e),
+        None => errors = Some(e),
+    };
+    for d in decls.0 {
+        let (text, to_error): (String, Box<dyn Fn(&Diagnostic) -> syn::Error>) = match d.encoding {
+            EncodingSource::Literal(lit) => {
+                let span = lit.span();
+                (lit.value(), Box::new(move |diag: &Diagnostic| syn::Error::new(span, diag.to_string())))
+            }
+            EncodingSource::Tokens(tokens, fallback) => {
+                let mut r = Rendered { text: String::new(), pieces: Vec::new() };
+                r.render(tokens, &mut false);
+                let text = r.text.clone();
+                (text, Box::new(move |diag: &Diagnostic| syn::Error::new(r.span_at(diag.start, fallback), &diag.message)))
+            }
+        };
+        match parse_encoding(&text) {
+            Err(diags) => diags.iter().for_each(|diag| add_error(to_error(diag))),
+            Ok(parsed) => {
+                let decl = Declaration {
+                    attrs: d.attrs.iter().map(|a| a.to_token_stream()).collect(),
+                    vis: d.vis.to_token_stream(),
+                    name: d.name.clone(),
+                    encoding: parsed.encoding,
+                };
+                match generate(&decl, &rt) {
+                    Ok(tokens) => out.extend(tokens),
+                    Err(e) => add_error(syn::Error::new(d.name.span(), e.to_string())),
+                }
+            }
+        }
+    }
+    if let Some(e) = errors {
+        out.extend(e.to_compile_error());
+    }
+    out
+}

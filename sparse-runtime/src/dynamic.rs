@@ -57,6 +57,15 @@ fn check_supported(encoding: &Encoding, dim_shape: &[usize]) -> Result<Vec<usize
     if encoding.dim_to_lvl.num_symbols > 0 {
         return Err(StorageError::Unsupported { reason: "counting symbols (ELL) are not stored yet".into() });
     }
+    for r in &encoding.dim_to_lvl.results {
+        if let sparse_dsl::ir::AffineExpr::FloorDiv(a, b) = r {
+            if let (Some(dim), Some(block)) = (a.as_var(), b.as_constant().and_then(|b| usize::try_from(b).ok())) {
+                if block > 0 && dim_shape[dim] % block != 0 {
+                    return Err(StorageError::BlockShape { dim, size: dim_shape[dim], block });
+                }
+            }
+        }
+    }
     let sizes = encoding.lvl_sizes(dim_shape).ok_or_else(|| StorageError::Unsupported {
         reason: "level sizes cannot be derived from the map (only permutations and floordiv/mod blocks)".into(),
     })?;

@@ -71,6 +71,17 @@ pub enum StorageError {
         /// The dimension sizes.
         shape: Vec<usize>,
     },
+    /// A blocked dimension's size is not a multiple of its block size (as PyTorch's BSR and
+    /// MLIR's static block shapes require).
+    #[error("dimension {dim} of size {size} is not a multiple of the block size {block}")]
+    BlockShape {
+        /// Dimension (0-based).
+        dim: usize,
+        /// Its size.
+        size: usize,
+        /// The block size (the constant of `floordiv`/`mod`).
+        block: usize,
+    },
     /// The encoding uses a feature this storage cannot hold yet.
     #[error("unsupported encoding: {reason}")]
     Unsupported {

@@ -23,4 +23,5 @@ pub use error::{BufferKind, StorageError};
 pub use index::{Index, IndexBuffer, IndexSlice};
 pub use storage::SparseStorage;
 pub use value::Value;
+pub use num_traits;
 pub use sparse_dsl;

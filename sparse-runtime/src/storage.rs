@@ -222,3 +222,72 @@ fn aos_stride<S: SparseStorage + ?Sized>(s: &S, l: usize) -> usize {
 fn inv(level: usize, invariant: &'static str, position: usize, detail: String) -> StorageError {
     StorageError::Invariant { level, invariant, position, detail }
 }
+
+/// Segment-level access used by the generic iterator [`LevelIter`]: the two questions every level
+/// format answers (MLIR's `SparseIterator`: where does the segment under a parent position start
+/// and end, and which coordinate sits at a position).
+///
+/// `L` is the level rank. Implemented by generated structs with one `match` arm per level.
+pub trait LevelAccess<const L: usize> {
+    /// `(lo, hi)`: the positions of level `l` under parent position `parent` (0 for level 0).
+    fn segment(&self, l: usize, parent: usize) -> (usize, usize);
+    /// The level-`l` coordinate at position `p` (whose parent position is `parent`).
+    fn coord(&self, l: usize, parent: usize, p: usize) -> usize;
+}
+
+/// Iterates the stored entries of a [`LevelAccess`] in storage order, yielding
+/// `(level coordinates, value position)`.
+#[derive(Clone, Debug)]
+pub struct LevelIter<'a, S, const L: usize> {
+    s: &'a S,
+    parent: [usize; L],
+    pos: [usize; L],
+    end: [usize; L],
+    lc: [usize; L],
+    depth: usize,
+}
+
+impl<'a, S: LevelAccess<L>, const L: usize> LevelIter<'a, S, L> {
+    /// Starts at the first stored entry of `s`.
+    pub fn new(s: &'a S) -> Self {
+        let (lo, hi) = if L == 0 { (0, 0) } else { s.segment(0, 0) };
+        let mut pos = [0; L];
+        let mut end = [0; L];
+        if L > 0 {
+            pos[0] = lo;
+            end[0] = hi;
+        }
+        LevelIter { s, parent: [0; L], pos, end, lc: [0; L], depth: 0 }
+    }
+}
+
+impl<S: LevelAccess<L>, const L: usize> Iterator for LevelIter<'_, S, L> {
+    type Item = ([usize; L], usize);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        if L == 0 {
+            return None;
+        }
+        loop {
+            let d = self.depth;
+            if self.pos[d] < self.end[d] {
+                let p = self.pos[d];
+                self.pos[d] += 1;
+                self.lc[d] = self.s.coord(d, self.parent[d], p);
+                if d + 1 == L {
+                    return Some((self.lc, p));
+                }
+                let (lo, hi) = self.s.segment(d + 1, p);
+                self.parent[d + 1] = p;
+                self.pos[d + 1] = lo;
+                self.end[d + 1] = hi;
+                self.depth = d + 1;
+            } else if d == 0 {
+                return None;
+            } else {
+                self.depth = d - 1;
+            }
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! `compressed`: `pos` (parent-size + 1 entries) and `crd`; the segment under parent `q` is
+//! `crd[pos[q] .. pos[q + 1]]`, segments back to back.
+
+use proc_macro2::{Ident, TokenStream};
+use quote::quote;
+
+use super::level::{LevelCtx, LevelGen};
+
+/// The compressed level format.
+pub struct Compressed;
+
+/// Fields of a level with positions and (if it owns them) coordinates.
+pub(super) fn pos_crd_fields(cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
+    let mut out = vec![(cx.pos_field.clone().expect("positions"), cx.pos_ty.clone())];
+    if let Some(loc) = cx.crd.as_ref().filter(|c| c.owner) {
+        out.push((loc.field.clone(), cx.crd_ty.clone()));
+    }
+    out
+}
+
+/// `append_crd` of every level that stores coordinates: push, count.
+pub(super) fn push_and_count(cx: &LevelCtx) -> TokenStream {
+    let l = cx.l;
+    let push = cx.push_crd();
+    quote! {
+        #push
+        self.count[#l] += 1;
+        ::core::result::Result::Ok(())
+    }
+}
+
+/// Locating `c{l}` in the segment `(__lo, __hi)`: binary search when the level is ordered and
+/// unique with a plain coordinate buffer, else a scan visiting every match.
+pub(super) fn locate_in_segment(cx: &LevelCtx, seg: TokenStream, body: TokenStream) -> TokenStream {
+    let rt = &cx.rt;
+    let (p, c) = (cx.p(), cx.c());
+    let loc = cx.crd.as_ref().expect("coordinates");
+    if cx.lt.is_unique() && cx.lt.is_ordered() && loc.stride == 1 {
+        let f = &loc.field;
+        quote! {{
+            let (__lo, __hi) = #seg;
+            if let ::core::result::Result::Ok(__k) = self.#f[__lo..__hi].binary_search_by(|__x| #rt::Index::index(*__x).cmp(&#c)) {
+                let #p = __lo + __k;
+                #body
+            }
+        }}
+    } else {
+        let read = cx.read_crd(&quote!(self), &quote!(#p));
+        quote! {{
+            let (__lo, __hi) = #seg;
+            for #p in __lo..__hi {
+                if #read == #c {
+                    #body
+                }
+            }
+        }}
+    }
+}
+
+impl LevelGen for Compressed {
+    fn fields(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
+        pos_crd_fields(cx)
+    }
+    fn init(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
+        self.fields(cx)
+            .into_iter()
+            .enumerate()
+            .map(|(i, (f, ty))| (f, if i == 0 { quote!(::std::vec![<#ty>::default()]) } else { quote!(::std::vec::Vec::new()) }))
+            .collect()
+    }
+    fn append_crd(&self, cx: &LevelCtx) -> TokenStream {
+        push_and_count(cx)
+    }
+    fn finalize_segment(&self, cx: &LevelCtx) -> TokenStream {
+        let l = cx.l;
+        let push = cx.push_pos(quote!(self.count[#l]), quote!(count));
+        quote! {
+            if count == 0 {
+                return ::core::result::Result::Ok(());
+            }
+            #push
+            ::core::result::Result::Ok(())
+        }
+    }
+    fn segment(&self, cx: &LevelCtx, parent: TokenStream) -> TokenStream {
+        let rt = &cx.rt;
+        let f = cx.pos_field.as_ref().expect("positions");
+        quote!((#rt::Index::index(self.#f[#parent]), #rt::Index::index(self.#f[#parent + 1])))
+    }
+    fn coord(&self, cx: &LevelCtx, _parent: TokenStream, p: TokenStream) -> TokenStream {
+        cx.read_crd(&quote!(self), &p)
+    }
+    fn emit_loop(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
+        let (p, c) = (cx.p(), cx.c());
+        let seg = self.segment(cx, cx.parent());
+        let read = cx.read_crd(&quote!(self), &quote!(#p));
+        quote! {
+            let (__lo, __hi) = #seg;
+            for #p in __lo..__hi {
+                let #c = #read;
+                #body
+            }
+        }
+    }
+    fn emit_locate(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
+        locate_in_segment(cx, self.segment(cx, cx.parent()), body)
+    }
+}

@@ -1,0 +1,152 @@
+//! The interface every level format implements on the codegen side (TACO's level functions,
+//! MLIR's `SparseTensorLevel`): which arrays it stores, how assembly appends to it and closes its
+//! segments, how a segment is iterated, and how a coordinate is located.
+//!
+//! Variable conventions in the emitted code: `p{l}` is the position at level `l`, `c{l}` its
+//! coordinate; the parent position of level 0 is the literal `0usize`. Assembly code runs in a
+//! method of the generated builder (`self` is the builder, fields named as in the struct, plus
+//! `values`, `cursor`, `count` and `loose_start` arrays), with `full`, `count` and `crd` in scope
+//! as the method's parameters.
+
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote};
+
+use crate::ir::{LevelFormat, LevelType};
+
+/// Where a level's coordinates live.
+#[derive(Clone, Debug)]
+pub struct CrdLoc {
+    /// The buffer's field name (`crd_{owner}`).
+    pub field: Ident,
+    /// Elements per stored position (the AoS COO region length, else 1).
+    pub stride: usize,
+    /// This level's element within a stride.
+    pub offset: usize,
+    /// `true` if this level owns the buffer (is the region's first level, or not in AoS).
+    pub owner: bool,
+}
+
+/// Everything a level format needs to know about its place in the format.
+#[derive(Clone, Debug)]
+pub struct LevelCtx {
+    /// Level index.
+    pub l: usize,
+    /// Level rank of the format.
+    pub lvl_rank: usize,
+    /// The level type.
+    pub lt: LevelType,
+    /// Level size, as an expression over the struct/builder field `lvl_sizes`.
+    pub size: TokenStream,
+    /// Positions field (`pos_{l}`), when the level stores positions.
+    pub pos_field: Option<Ident>,
+    /// Coordinates, when the level stores any.
+    pub crd: Option<CrdLoc>,
+    /// Position element type (`u32`, `usize`, ...).
+    pub pos_ty: TokenStream,
+    /// Coordinate element type.
+    pub crd_ty: TokenStream,
+    /// Path of the runtime crate (`::sparse::runtime`).
+    pub rt: TokenStream,
+}
+
+impl LevelCtx {
+    /// `true` for the innermost level.
+    pub fn is_last(&self) -> bool {
+        self.l + 1 == self.lvl_rank
+    }
+    /// `p{l}`.
+    pub fn p(&self) -> Ident {
+        format_ident!("p{}", self.l)
+    }
+    /// `c{l}`.
+    pub fn c(&self) -> Ident {
+        format_ident!("c{}", self.l)
+    }
+    /// The parent position expression (`p{l-1}`, or `0usize` at level 0).
+    pub fn parent(&self) -> TokenStream {
+        if self.l == 0 {
+            quote!(0usize)
+        } else {
+            let p = format_ident!("p{}", self.l - 1);
+            quote!(#p)
+        }
+    }
+    /// `finalize_segment_{l+1}` (the next level's method in the builder).
+    pub fn next_finalize(&self) -> Ident {
+        format_ident!("finalize_segment_{}", self.l + 1)
+    }
+    /// Expression reading this level's coordinate at position expression `p` from `base`
+    /// (`self` or `b`), widened to `usize`.
+    pub fn read_crd(&self, base: &TokenStream, p: &TokenStream) -> TokenStream {
+        let rt = &self.rt;
+        let loc = self.crd.as_ref().expect("level stores coordinates");
+        let f = &loc.field;
+        let (stride, offset) = (loc.stride, loc.offset);
+        let idx = if stride == 1 { quote!(#p) } else { quote!(#p * #stride + #offset) };
+        quote!(#rt::Index::index(#base.#f[#idx]))
+    }
+    /// Statements pushing `crd` (a usize in scope) into this level's coordinate buffer, with the
+    /// width check.
+    pub fn push_crd(&self) -> TokenStream {
+        let rt = &self.rt;
+        let l = self.l;
+        let f = &self.crd.as_ref().expect("level stores coordinates").field;
+        let ty = &self.crd_ty;
+        quote! {
+            let __x = <#ty as #rt::Index>::from_usize(crd).ok_or(#rt::StorageError::WidthOverflow {
+                level: #l, kind: #rt::BufferKind::Coordinate, value: crd, width: <#ty as #rt::Index>::WIDTH,
+            })?;
+            self.#f.push(__x);
+        }
+    }
+    /// Statements pushing `value` (a usize expression) `times` times into the positions array.
+    pub fn push_pos(&self, value: TokenStream, times: TokenStream) -> TokenStream {
+        let rt = &self.rt;
+        let l = self.l;
+        let f = self.pos_field.as_ref().expect("level stores positions");
+        let ty = &self.pos_ty;
+        quote! {{
+            let __v: usize = #value;
+            let __x = <#ty as #rt::Index>::from_usize(__v).ok_or(#rt::StorageError::WidthOverflow {
+                level: #l, kind: #rt::BufferKind::Position, value: __v, width: <#ty as #rt::Index>::WIDTH,
+            })?;
+            let __n = self.#f.len() + #times;
+            self.#f.resize(__n, __x);
+        }}
+    }
+}
+
+/// One level format's code generator. A new level format is one new implementation of this trait
+/// (one file) plus its line in [`level_gen`].
+pub trait LevelGen {
+    /// Fields this level owns in the struct: `(name, element type)`; each is a `Vec<elem>`.
+    fn fields(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)>;
+    /// Initial contents of each owned field in the builder (an expression of type `Vec<elem>`).
+    fn init(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)>;
+    /// Body of the builder method `append_crd_{l}(&mut self, full: usize, crd: usize)` (MLIR
+    /// `appendCrd`): record a new node with coordinate `crd`; returns `Result<(), StorageError>`.
+    fn append_crd(&self, cx: &LevelCtx) -> TokenStream;
+    /// Body of `finalize_segment_{l}(&mut self, full: usize, count: usize)` (MLIR
+    /// `finalizeSegment`): close `count` segments, the first holding coordinates `0..full`.
+    fn finalize_segment(&self, cx: &LevelCtx) -> TokenStream;
+    /// Expression `(lo, hi)` of the segment under `parent`, reading fields from `self`.
+    fn segment(&self, cx: &LevelCtx, parent: TokenStream) -> TokenStream;
+    /// Expression: the coordinate at position `p` under `parent`, reading fields from `self`.
+    fn coord(&self, cx: &LevelCtx, parent: TokenStream, p: TokenStream) -> TokenStream;
+    /// A loop over the segment under the parent position, binding `p{l}` and `c{l}` around `body`.
+    fn emit_loop(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream;
+    /// Code that finds the position(s) of coordinate `c{l}` under the parent, binding `p{l}`
+    /// around `body` for each match (random access where the format allows it).
+    fn emit_locate(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream;
+}
+
+/// The generator for a level format; `None` for formats the generator does not handle yet.
+pub fn level_gen(format: LevelFormat) -> Option<&'static dyn LevelGen> {
+    match format {
+        LevelFormat::Dense => Some(&super::dense::Dense),
+        LevelFormat::Compressed => Some(&super::compressed::Compressed),
+        LevelFormat::LooseCompressed => Some(&super::loose_compressed::LooseCompressed),
+        LevelFormat::Singleton => Some(&super::singleton::Singleton),
+        LevelFormat::Batch | LevelFormat::NOutOfM { .. } => None,
+    }
+}

@@ -1,0 +1,60 @@
+//! `loose_compressed`: a `(lo, hi)` pair per parent position (`pos` has 2 x parent-size
+//! entries) and `crd`; segments may sit in any order with room between them. Assembly lays them
+//! back to back.
+
+use proc_macro2::{Ident, TokenStream};
+use quote::quote;
+
+use super::compressed::{locate_in_segment, pos_crd_fields, push_and_count};
+use super::level::{LevelCtx, LevelGen};
+
+/// The loose_compressed level format.
+pub struct LooseCompressed;
+
+impl LevelGen for LooseCompressed {
+    fn fields(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
+        pos_crd_fields(cx)
+    }
+    fn init(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
+        self.fields(cx).into_iter().map(|(f, _)| (f, quote!(::std::vec::Vec::new()))).collect()
+    }
+    fn append_crd(&self, cx: &LevelCtx) -> TokenStream {
+        push_and_count(cx)
+    }
+    fn finalize_segment(&self, cx: &LevelCtx) -> TokenStream {
+        let l = cx.l;
+        let push_lo = cx.push_pos(quote!(self.loose_start[#l]), quote!(1));
+        let push_hi = cx.push_pos(quote!(self.count[#l]), quote!(1));
+        quote! {
+            for _ in 0..count {
+                #push_lo
+                #push_hi
+                self.loose_start[#l] = self.count[#l];
+            }
+            ::core::result::Result::Ok(())
+        }
+    }
+    fn segment(&self, cx: &LevelCtx, parent: TokenStream) -> TokenStream {
+        let rt = &cx.rt;
+        let f = cx.pos_field.as_ref().expect("positions");
+        quote!((#rt::Index::index(self.#f[2 * #parent]), #rt::Index::index(self.#f[2 * #parent + 1])))
+    }
+    fn coord(&self, cx: &LevelCtx, _parent: TokenStream, p: TokenStream) -> TokenStream {
+        cx.read_crd(&quote!(self), &p)
+    }
+    fn emit_loop(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
+        let (p, c) = (cx.p(), cx.c());
+        let seg = self.segment(cx, cx.parent());
+        let read = cx.read_crd(&quote!(self), &quote!(#p));
+        quote! {
+            let (__lo, __hi) = #seg;
+            for #p in __lo..__hi {
+                let #c = #read;
+                #body
+            }
+        }
+    }
+    fn emit_locate(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
+        locate_in_segment(cx, self.segment(cx, cx.parent()), body)
+    }
+}

@@ -1,0 +1,729 @@
+//! The code generator: one [`Declaration`] (a name and an [`Encoding`]) in, the Rust items of a
+//! monomorphised storage struct out, as a `proc_macro2::TokenStream`.
+//!
+//! The generated struct holds exactly the arrays the format needs (`pos_{l}` for each level with
+//! positions, `crd_{l}` for each level owning a coordinate buffer, `values`) with the element
+//! types the widths ask for, and gets constructors (`from_coo`, `from_coo_tensor`, `from_dense`),
+//! `to_dense`, iteration, lookup, `spmv`, `validate`, `memory_bytes` and MLIR's
+//! `sparse_tensor.print` as `Display`. Each level format contributes its pieces through
+//! [`level::LevelGen`] (one file per format: [`dense`], [`compressed`], [`loose_compressed`],
+//! [`singleton`]); this module only stacks them.
+
+pub mod compressed;
+pub mod dense;
+pub mod level;
+pub mod loose_compressed;
+pub mod singleton;
+
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote};
+
+use crate::ir::{AffineExpr, Encoding, LevelFormat};
+use level::{level_gen, CrdLoc, LevelCtx};
+
+/// One `pub Name = <encoding>;` declaration of `sparse_format!`.
+#[derive(Clone, Debug)]
+pub struct Declaration {
+    /// Outer attributes to put on the struct (doc comments, `#[derive]`s are added anyway).
+    pub attrs: Vec<TokenStream>,
+    /// Visibility (`pub`, `pub(crate)`, or empty).
+    pub vis: TokenStream,
+    /// The struct name.
+    pub name: Ident,
+    /// The verified encoding.
+    pub encoding: Encoding,
+}
+
+/// Why an encoding cannot be generated (yet): a message for the declaration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodegenError(pub String);
+
+impl std::fmt::Display for CodegenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The element type for a `posWidth`/`crdWidth` value (0 -> `usize`).
+pub fn width_type(width: u32) -> Result<TokenStream, CodegenError> {
+    Ok(match width {
+        0 => quote!(usize),
+        8 => quote!(u8),
+        16 => quote!(u16),
+        32 => quote!(u32),
+        64 => quote!(u64),
+        w => return Err(CodegenError(format!("bit width {w} is not stored by the code generator yet"))),
+    })
+}
+
+/// `usize` code for `dim_to_lvl` result `e` over the coordinate array `c` (or, with
+/// `sizes = true`, the level size over the shape array `shape`).
+fn dim_to_lvl_expr(e: &AffineExpr, sizes: bool) -> Result<TokenStream, CodegenError> {
+    let unsupported = || CodegenError(format!("level expression is not a dimension or a floordiv/mod block split; not generated yet"));
+    let block = |b: &AffineExpr| b.as_constant().and_then(|b| usize::try_from(b).ok()).filter(|&b| b > 0).ok_or_else(unsupported);
+    Ok(match e {
+        AffineExpr::Var(d) => {
+            if sizes {
+                quote!(shape[#d])
+            } else {
+                quote!(c[#d])
+            }
+        }
+        AffineExpr::FloorDiv(a, b) => {
+            let (d, b) = (a.as_var().ok_or_else(unsupported)?, block(b)?);
+            if sizes {
+                quote!(shape[#d].div_ceil(#b))
+            } else {
+                quote!(c[#d] / #b)
+            }
+        }
+        AffineExpr::Mod(a, b) => {
+            let (d, b) = (a.as_var().ok_or_else(unsupported)?, block(b)?);
+            if sizes {
+                quote!(#b)
+            } else {
+                quote!(c[#d] % #b)
+            }
+        }
+        _ => return Err(unsupported()),
+    })
+}
+
+/// `usize` code for a `lvl_to_dim` result over the level coordinate array `lc`.
+fn lvl_to_dim_expr(e: &AffineExpr) -> Result<TokenStream, CodegenError> {
+    Ok(match e {
+        AffineExpr::Var(l) => quote!(lc[#l]),
+        AffineExpr::Constant(c) if *c >= 0 => {
+            let c = *c as usize;
+            quote!(#c)
+        }
+        AffineExpr::Add(a, b) => {
+            let (a, b) = (lvl_to_dim_expr(a)?, lvl_to_dim_expr(b)?);
+            quote!((#a + #b))
+        }
+        AffineExpr::Mul(a, b) => {
+            let (a, b) = (lvl_to_dim_expr(a)?, lvl_to_dim_expr(b)?);
+            quote!((#a * #b))
+        }
+        _ => return Err(CodegenError("lvl_to_dim expression with negative or divided terms; not generated yet".into())),
+    })
+}
+
+fn level_type_tokens(e: &Encoding, rt: &TokenStream) -> Vec<TokenStream> {
+    e.lvl_types
+        .iter()
+        .map(|lt| {
+            let format = match lt.format {
+                LevelFormat::Dense => quote!(Dense),
+                LevelFormat::Batch => quote!(Batch),
+                LevelFormat::Compressed => quote!(Compressed),
+                LevelFormat::LooseCompressed => quote!(LooseCompressed),
+                LevelFormat::Singleton => quote!(Singleton),
+                LevelFormat::NOutOfM { n, m } => quote!(NOutOfM { n: #n, m: #m }),
+            };
+            let (nu, no, soa) = (lt.properties.nonunique, lt.properties.nonordered, lt.properties.soa);
+            quote! {
+                #rt::sparse_dsl::ir::LevelType {
+                    format: #rt::sparse_dsl::ir::LevelFormat::#format,
+                    properties: #rt::sparse_dsl::ir::LevelProperties { nonunique: #nu, nonordered: #no, soa: #soa },
+                }
+            }
+        })
+        .collect()
+}
+
+/// Generates the items for one declaration. `rt` is the path of the runtime crate as the
+/// generated code should name it (`::sparse::runtime` for users of the facade).
+///
+/// Errors: [`CodegenError`] for encodings the generator does not handle yet (batch and n:m
+/// levels, slices, counting symbols, level expressions other than `d`, `d floordiv b`, `d mod b`).
+pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, CodegenError> {
+    let e = &decl.encoding;
+    let name = &decl.name;
+    let vis = &decl.vis;
+    let attrs = &decl.attrs;
+    let dim_rank = e.dim_rank();
+    let lvl_rank = e.lvl_rank();
+    if e.dim_slices.is_some() {
+        return Err(CodegenError("dimension slices are not generated yet".into()));
+    }
+    if e.dim_to_lvl.num_symbols > 0 {
+        return Err(CodegenError("counting symbols (ELL) are not generated yet".into()));
+    }
+    let pos_ty = width_type(e.pos_width)?;
+    let crd_ty = width_type(e.crd_width)?;
+
+    // Level contexts and generators.
+    let mut gens = Vec::with_capacity(lvl_rank);
+    let mut ctxs = Vec::with_capacity(lvl_rank);
+    for (l, lt) in e.lvl_types.iter().enumerate() {
+        let g = level_gen(lt.format)
+            .ok_or_else(|| CodegenError(format!("level {l}: level format {} is not generated yet", lt.format.mlir_name())))?;
+        let crd = e.crd_location(l).map(|(owner, stride, offset)| CrdLoc {
+            field: format_ident!("crd_{}", owner),
+            stride,
+            offset,
+            owner: owner == l,
+        });
+        ctxs.push(LevelCtx {
+            l,
+            lvl_rank,
+            lt: *lt,
+            size: quote!(self.lvl_sizes[#l]),
+            pos_field: lt.has_positions().then(|| format_ident!("pos_{}", l)),
+            crd,
+            pos_ty: pos_ty.clone(),
+            crd_ty: crd_ty.clone(),
+            rt: rt.clone(),
+        });
+        gens.push(g);
+    }
+
+    let size_exprs = e.dim_to_lvl.results.iter().map(|r| dim_to_lvl_expr(r, true)).collect::<Result<Vec<_>, _>>()?;
+    let d2l_exprs = e.dim_to_lvl.results.iter().map(|r| dim_to_lvl_expr(r, false)).collect::<Result<Vec<_>, _>>()?;
+    let block_checks: Vec<TokenStream> = e
+        .dim_to_lvl
+        .results
+        .iter()
+        .filter_map(|r| match r {
+            AffineExpr::FloorDiv(a, b) => Some((a.as_var()?, usize::try_from(b.as_constant()?).ok()?)),
+            _ => None,
+        })
+        .map(|(dim, block)| {
+            quote! {
+                if shape[#dim] % #block != 0 {
+                    return ::core::result::Result::Err(#rt::StorageError::BlockShape { dim: #dim, size: shape[#dim], block: #block });
+                }
+            }
+        })
+        .collect();
+    let l2d_exprs = e.lvl_to_dim.results.iter().map(lvl_to_dim_expr).collect::<Result<Vec<_>, _>>()?;
+
+    // Struct fields.
+    let mut field_names = Vec::new();
+    let mut field_types = Vec::new();
+    for (g, cx) in gens.iter().zip(&ctxs) {
+        for (f, ty) in g.fields(cx) {
+            field_names.push(f);
+            field_types.push(ty);
+        }
+    }
+    let init: Vec<(Ident, TokenStream)> = gens.iter().zip(&ctxs).flat_map(|(g, cx)| g.init(cx)).collect();
+    let init_names: Vec<&Ident> = init.iter().map(|(f, _)| f).collect();
+    let init_exprs: Vec<&TokenStream> = init.iter().map(|(_, x)| x).collect();
+
+    let pos_levels: Vec<usize> = ctxs.iter().filter(|c| c.pos_field.is_some()).map(|c| c.l).collect();
+    let pos_fields: Vec<&Ident> = ctxs.iter().filter_map(|c| c.pos_field.as_ref()).collect();
+    let crd_levels: Vec<usize> = ctxs.iter().filter(|c| c.crd.as_ref().is_some_and(|x| x.owner)).map(|c| c.l).collect();
+    let crd_fields: Vec<&Ident> = ctxs.iter().filter_map(|c| c.crd.as_ref().filter(|x| x.owner).map(|x| &x.field)).collect();
+
+    let lvl_types = level_type_tokens(e, rt);
+    let canonical = e.to_string();
+    let builder = format_ident!("__{}Builder", name);
+
+    // Builder methods (assembly), one pair per level.
+    let append_fns: Vec<TokenStream> = gens
+        .iter()
+        .zip(&ctxs)
+        .map(|(g, cx)| {
+            let f = format_ident!("append_crd_{}", cx.l);
+            let body = g.append_crd(cx);
+            quote!(fn #f(&mut self, full: usize, crd: usize) -> ::core::result::Result<(), #rt::StorageError> { #body })
+        })
+        .collect();
+    let finalize_fns: Vec<TokenStream> = gens
+        .iter()
+        .zip(&ctxs)
+        .map(|(g, cx)| {
+            let f = format_ident!("finalize_segment_{}", cx.l);
+            let body = g.finalize_segment(cx);
+            quote!(fn #f(&mut self, full: usize, count: usize) -> ::core::result::Result<(), #rt::StorageError> { #body })
+        })
+        .collect();
+    let lex_diff_steps: Vec<TokenStream> = ctxs
+        .iter()
+        .map(|cx| {
+            let l = cx.l;
+            if cx.lt.is_unique() {
+                quote!(if lc[#l] != self.cursor[#l] { return #l; })
+            } else {
+                quote!(return #l;)
+            }
+        })
+        .collect();
+    let end_path_steps: Vec<TokenStream> = (0..lvl_rank)
+        .rev()
+        .map(|l| {
+            let f = format_ident!("finalize_segment_{}", l);
+            quote!(if diff <= #l { self.#f(self.cursor[#l] + 1, 1)?; })
+        })
+        .collect();
+    let insert_steps: Vec<TokenStream> = (0..lvl_rank)
+        .map(|l| {
+            let f = format_ident!("append_crd_{}", l);
+            quote!(if diff <= #l { self.#f(full, lc[#l])?; full = 0; self.cursor[#l] = lc[#l]; })
+        })
+        .collect();
+    let merge = e.lvl_types.last().is_some_and(|t| t.is_unique());
+
+    // Level access (iterator support).
+    let seg_arms: Vec<TokenStream> = gens.iter().zip(&ctxs).map(|(g, cx)| g.segment(cx, quote!(parent))).collect();
+    let coord_arms: Vec<TokenStream> = gens.iter().zip(&ctxs).map(|(g, cx)| g.coord(cx, quote!(parent), quote!(p))).collect();
+    let levels: Vec<usize> = (0..lvl_rank).collect();
+
+    // Nested loops over all stored entries.
+    let cs: Vec<Ident> = (0..lvl_rank).map(|l| format_ident!("c{}", l)).collect();
+    let p_last = format_ident!("p{}", lvl_rank - 1);
+    let nest = |inner: TokenStream, locate: bool| -> TokenStream {
+        let mut body = inner;
+        for (g, cx) in gens.iter().zip(&ctxs).rev() {
+            body = if locate { g.emit_locate(cx, body) } else { g.emit_loop(cx, body) };
+        }
+        body
+    };
+    let for_each_body = nest(quote!(f(Self::lvl_to_dim(&[#(#cs),*]), &self.values[#p_last]);), false);
+    let get_body = nest(quote!(return ::core::option::Option::Some(&self.values[#p_last]);), true);
+
+    // SpMV: a row-accumulating loop when level 0 is dense over dimension 0 and level 1 is the
+    // last level over dimension 1 (CSR and loose CSR); otherwise nested loops scattering into y.
+    let spmv = if dim_rank == 2 {
+        let perm = e.dim_permutation();
+        let csr_like = lvl_rank == 2
+            && perm.as_deref() == Some(&[0, 1][..])
+            && e.lvl_types[0].format == LevelFormat::Dense
+            && e.lvl_types[1].has_positions();
+        let kernel = if csr_like {
+            let seg = gens[1].segment(&ctxs[1], quote!(i));
+            let crd_field = &ctxs[1].crd.as_ref().expect("compressed level has coordinates").field;
+            quote! {
+                let __vals = &self.values[..];
+                let __crd = &self.#crd_field[..];
+                for (i, __yi) in y.iter_mut().enumerate() {
+                    let (__lo, __hi) = #seg;
+                    let mut __acc = <V as #rt::num_traits::Zero>::zero();
+                    for (__v, __c) in __vals[__lo..__hi].iter().zip(&__crd[__lo..__hi]) {
+                        __acc += *__v * x[#rt::Index::index(*__c)];
+                    }
+                    *__yi = __acc;
+                }
+            }
+        } else {
+            let scatter = nest(
+                quote! {
+                    let [__i, __j] = Self::lvl_to_dim(&[#(#cs),*]);
+                    y[__i] += self.values[#p_last] * x[__j];
+                },
+                false,
+            );
+            quote! {
+                for __yi in y.iter_mut() {
+                    *__yi = <V as #rt::num_traits::Zero>::zero();
+                }
+                #scatter
+            }
+        };
+        quote! {
+            /// `y = A · x`: `x` has `shape()[1]` elements, `y` has `shape()[0]` and is overwritten.
+            ///
+            /// Errors: `StorageError::LengthMismatch` naming `"x"` or `"y"` when a length is wrong.
+            #[allow(unused_variables, clippy::needless_range_loop)]
+            pub fn spmv(&self, x: &[V], y: &mut [V]) -> ::core::result::Result<(), #rt::StorageError> {
+                if x.len() != self.dim_shape[1] {
+                    return ::core::result::Result::Err(#rt::StorageError::LengthMismatch { operand: "x", expected: self.dim_shape[1], got: x.len() });
+                }
+                if y.len() != self.dim_shape[0] {
+                    return ::core::result::Result::Err(#rt::StorageError::LengthMismatch { operand: "y", expected: self.dim_shape[0], got: y.len() });
+                }
+                #kernel
+                ::core::result::Result::Ok(())
+            }
+        }
+    } else {
+        quote!()
+    };
+
+    let doc_encoding = format!("Encoding: `{canonical}`.");
+    let doc_fields = format!(
+        "Stored arrays: {}values.",
+        ctxs.iter()
+            .map(|cx| {
+                let mut s = String::new();
+                if cx.pos_field.is_some() {
+                    s.push_str(&format!("`pos_{}` ({} positions), ", cx.l, width_name(e.pos_width)));
+                }
+                if let Some(loc) = cx.crd.as_ref().filter(|x| x.owner) {
+                    let what = if loc.stride > 1 { format!("interleaved {} coordinates of levels {}..={}", loc.stride, cx.l, cx.l + loc.stride - 1) } else { "coordinates".into() };
+                    s.push_str(&format!("`crd_{}` ({}, {}), ", cx.l, what, width_name(e.crd_width)));
+                }
+                s
+            })
+            .collect::<String>()
+    );
+
+    Ok(quote! {
+        #(#attrs)*
+        #[doc = ""]
+        #[doc = #doc_encoding]
+        #[doc = ""]
+        #[doc = #doc_fields]
+        #[derive(Clone, Debug, PartialEq)]
+        #vis struct #name<V = f64> {
+            dim_shape: [usize; #dim_rank],
+            lvl_sizes: [usize; #lvl_rank],
+            #( #field_names: ::std::vec::Vec<#field_types>, )*
+            values: ::std::vec::Vec<V>,
+        }
+
+        #[doc(hidden)]
+        #[allow(non_camel_case_types)]
+        struct #builder<V> {
+            lvl_sizes: [usize; #lvl_rank],
+            #( #field_names: ::std::vec::Vec<#field_types>, )*
+            values: ::std::vec::Vec<V>,
+            cursor: [usize; #lvl_rank],
+            count: [usize; #lvl_rank],
+            loose_start: [usize; #lvl_rank],
+        }
+
+        #[allow(unused_variables, unused_mut, unused_assignments, unreachable_code, dead_code, clippy::all)]
+        impl<V: #rt::Value> #builder<V> {
+            #(#append_fns)*
+            #(#finalize_fns)*
+            fn lex_diff(&self, lc: &[usize; #lvl_rank]) -> usize {
+                #(#lex_diff_steps)*
+                #lvl_rank - 1
+            }
+            fn end_path(&mut self, diff: usize) -> ::core::result::Result<(), #rt::StorageError> {
+                #(#end_path_steps)*
+                ::core::result::Result::Ok(())
+            }
+            fn lex_insert(&mut self, first: bool, lc: &[usize; #lvl_rank], v: V) -> ::core::result::Result<(), #rt::StorageError> {
+                let (diff, mut full) = if first {
+                    (0, 0)
+                } else {
+                    let d = self.lex_diff(lc);
+                    self.end_path(d + 1)?;
+                    (d, self.cursor[d] + 1)
+                };
+                #(#insert_steps)*
+                self.values.push(v);
+                ::core::result::Result::Ok(())
+            }
+        }
+
+        #[allow(dead_code, clippy::all)]
+        impl<V> #name<V> {
+            /// Number of dimensions.
+            pub const DIM_RANK: usize = #dim_rank;
+            /// Number of storage levels.
+            pub const LVL_RANK: usize = #lvl_rank;
+            /// The encoding in MLIR's canonical form.
+            pub const ENCODING: &'static str = #canonical;
+            /// The level types, outermost first.
+            pub const LVL_TYPES: [#rt::sparse_dsl::ir::LevelType; #lvl_rank] = [#(#lvl_types),*];
+
+            /// The encoding as the semantic IR (parsed from [`Self::ENCODING`]).
+            pub fn encoding() -> #rt::sparse_dsl::ir::Encoding {
+                #rt::sparse_dsl::parse::parse_encoding(Self::ENCODING)
+                    .expect("the canonical form of a verified encoding parses")
+                    .encoding
+            }
+
+            /// Level sizes (elements) for a dimension shape.
+            pub fn lvl_sizes_for(shape: &[usize; #dim_rank]) -> [usize; #lvl_rank] {
+                [#(#size_exprs),*]
+            }
+
+            /// Maps dimension coordinates to level coordinates (`dim_to_lvl`).
+            #[inline(always)]
+            pub fn dim_to_lvl(c: &[usize; #dim_rank]) -> [usize; #lvl_rank] {
+                [#(#d2l_exprs),*]
+            }
+
+            /// Maps level coordinates to dimension coordinates (`lvl_to_dim`).
+            #[inline(always)]
+            pub fn lvl_to_dim(lc: &[usize; #lvl_rank]) -> [usize; #dim_rank] {
+                [#(#l2d_exprs),*]
+            }
+
+            /// Dimension sizes.
+            pub fn shape(&self) -> [usize; #dim_rank] {
+                self.dim_shape
+            }
+
+            /// Level sizes.
+            pub fn lvl_sizes(&self) -> [usize; #lvl_rank] {
+                self.lvl_sizes
+            }
+
+            /// Number of stored entries (explicit zeros included), MLIR's `nse`.
+            pub fn nse(&self) -> usize {
+                self.values.len()
+            }
+
+            /// The values array, `nse()` elements in storage order.
+            pub fn values(&self) -> &[V] {
+                &self.values
+            }
+
+            /// The positions array of level `lvl`; `None` if the level stores none.
+            pub fn positions(&self, lvl: usize) -> ::core::option::Option<&[#pos_ty]> {
+                match lvl {
+                    #( #pos_levels => ::core::option::Option::Some(&self.#pos_fields), )*
+                    _ => ::core::option::Option::None,
+                }
+            }
+
+            /// The coordinate buffer owned by level `lvl`; `None` if the level owns none. In an
+            /// array-of-structs COO region the region's first level owns one buffer interleaving
+            /// the coordinates of all its levels, entry by entry.
+            pub fn coordinates(&self, lvl: usize) -> ::core::option::Option<&[#crd_ty]> {
+                match lvl {
+                    #( #crd_levels => ::core::option::Option::Some(&self.#crd_fields), )*
+                    _ => ::core::option::Option::None,
+                }
+            }
+
+            /// Bytes held by the position, coordinate and value arrays.
+            pub fn memory_bytes(&self) -> usize {
+                #rt::storage::memory_bytes(self)
+            }
+
+            /// Checks every storage invariant (see `sparse_runtime::storage::validate`).
+            ///
+            /// Errors: `StorageError::Invariant` naming the invariant, level and position.
+            pub fn validate(&self) -> ::core::result::Result<(), #rt::StorageError> {
+                #rt::storage::validate(self)
+            }
+
+            /// Stored entries in storage order as `(dimension coordinates, &value)`.
+            pub fn iter(&self) -> impl ::core::iter::Iterator<Item = ([usize; #dim_rank], &V)> + '_ {
+                #rt::storage::LevelIter::new(self).map(move |(lc, p)| (Self::lvl_to_dim(&lc), &self.values[p]))
+            }
+
+            /// Stored entries in storage order as `(level coordinates, &value)`.
+            pub fn iter_levels(&self) -> impl ::core::iter::Iterator<Item = ([usize; #lvl_rank], &V)> + '_ {
+                #rt::storage::LevelIter::new(self).map(move |(lc, p)| (lc, &self.values[p]))
+            }
+
+            /// Calls `f(dimension coordinates, &value)` for every stored entry in storage order
+            /// (nested loops, faster than [`Self::iter`]).
+            #[allow(unused_variables)]
+            pub fn for_each(&self, mut f: impl FnMut([usize; #dim_rank], &V)) {
+                #for_each_body
+            }
+
+            /// The value stored at `coords`; `None` if nothing is stored there or `coords` is out
+            /// of range. With stored duplicates, the first in storage order.
+            #[allow(unused_variables, unreachable_code)]
+            pub fn get(&self, coords: [usize; #dim_rank]) -> ::core::option::Option<&V> {
+                if coords.iter().zip(self.dim_shape.iter()).any(|(c, s)| c >= s) {
+                    return ::core::option::Option::None;
+                }
+                let [#(#cs),*] = Self::dim_to_lvl(&coords);
+                #get_body
+                ::core::option::Option::None
+            }
+        }
+
+        #[allow(dead_code, clippy::all)]
+        impl<V: #rt::Value> #name<V> {
+            /// Builds the storage from entries `(dimension coordinates, value)` in any order.
+            /// Duplicates are summed when the last level is unique, kept otherwise.
+            ///
+            /// Errors: `StorageError::BlockShape` if a blocked dimension is not a multiple of its
+            /// block size; `StorageError::CoordinateOutOfRange` naming the entry, dimension and
+            /// value; `StorageError::WidthOverflow` naming the level when a position or
+            /// coordinate does not fit the width.
+            pub fn from_coo<I>(shape: [usize; #dim_rank], entries: I) -> ::core::result::Result<Self, #rt::StorageError>
+            where
+                I: ::core::iter::IntoIterator<Item = ([usize; #dim_rank], V)>,
+            {
+                #(#block_checks)*
+                let entries = entries.into_iter();
+                let cap = entries.size_hint().0;
+                let mut keys: ::std::vec::Vec<[usize; #lvl_rank]> = ::std::vec::Vec::with_capacity(cap);
+                let mut vals: ::std::vec::Vec<V> = ::std::vec::Vec::with_capacity(cap);
+                for (entry, (c, v)) in entries.enumerate() {
+                    for dim in 0..#dim_rank {
+                        if c[dim] >= shape[dim] {
+                            return ::core::result::Result::Err(#rt::StorageError::CoordinateOutOfRange { entry, dim, coordinate: c[dim], size: shape[dim] });
+                        }
+                    }
+                    keys.push(Self::dim_to_lvl(&c));
+                    vals.push(v);
+                }
+                Self::assemble(shape, keys, vals)
+            }
+
+            /// Builds the storage from a `CooTensor` (e.g. read from a Matrix
+            /// Market file).
+            ///
+            /// Errors: `StorageError::RankMismatch` if its rank
+            /// is not the dimension rank; otherwise as [`Self::from_coo`].
+            pub fn from_coo_tensor(coo: &#rt::CooTensor<V>) -> ::core::result::Result<Self, #rt::StorageError> {
+                let shape: [usize; #dim_rank] = coo
+                    .shape
+                    .as_slice()
+                    .try_into()
+                    .map_err(|_| #rt::StorageError::RankMismatch { expected: #dim_rank, got: coo.shape.len() })?;
+                if coo.coords.len() != coo.values.len() * #dim_rank {
+                    return ::core::result::Result::Err(#rt::StorageError::LengthMismatch { operand: "COO coordinates", expected: coo.values.len() * #dim_rank, got: coo.coords.len() });
+                }
+                Self::from_coo(
+                    shape,
+                    coo.coords.chunks_exact(#dim_rank).zip(coo.values.iter()).map(|(c, v)| {
+                        let mut a = [0usize; #dim_rank];
+                        a.copy_from_slice(c);
+                        (a, *v)
+                    }),
+                )
+            }
+
+            /// Builds the storage from a dense row-major array (last dimension fastest); zeros
+            /// are not stored (except where a dense level stores them anyway).
+            ///
+            /// Errors: `StorageError::LengthMismatch` if
+            /// `data.len()` is not the product of `shape`; otherwise as [`Self::from_coo`].
+            pub fn from_dense(shape: [usize; #dim_rank], data: &[V]) -> ::core::result::Result<Self, #rt::StorageError> {
+                let total = #rt::dynamic::checked_product(&shape)?;
+                if data.len() != total {
+                    return ::core::result::Result::Err(#rt::StorageError::LengthMismatch { operand: "dense input", expected: total, got: data.len() });
+                }
+                let mut idx = [0usize; #dim_rank];
+                Self::from_coo(
+                    shape,
+                    data.iter().enumerate().filter(|(_, v)| !<V as #rt::num_traits::Zero>::is_zero(*v)).map(move |(flat, v)| {
+                        #rt::dynamic::unflatten(flat, &shape, &mut idx);
+                        (idx, *v)
+                    }),
+                )
+            }
+
+            /// The dense tensor, row-major (last dimension fastest); stored duplicates are summed.
+            ///
+            /// Errors: `StorageError::ShapeOverflow` if the
+            /// element count does not fit `usize`.
+            pub fn to_dense(&self) -> ::core::result::Result<::std::vec::Vec<V>, #rt::StorageError> {
+                let total = #rt::dynamic::checked_product(&self.dim_shape)?;
+                let mut out = ::std::vec![<V as #rt::num_traits::Zero>::zero(); total];
+                let shape = self.dim_shape;
+                self.for_each(|c, v| {
+                    let flat = c.iter().zip(shape.iter()).fold(0usize, |acc, (c, s)| acc * s + c);
+                    out[flat] += *v;
+                });
+                ::core::result::Result::Ok(out)
+            }
+
+            fn assemble(
+                shape: [usize; #dim_rank],
+                keys: ::std::vec::Vec<[usize; #lvl_rank]>,
+                vals: ::std::vec::Vec<V>,
+            ) -> ::core::result::Result<Self, #rt::StorageError> {
+                let lvl_sizes = Self::lvl_sizes_for(&shape);
+                let n = keys.len();
+                let mut order: ::std::vec::Vec<usize> = (0..n).collect();
+                if !keys.windows(2).all(|w| w[0] <= w[1]) {
+                    order.sort_by(|&a, &b| keys[a].cmp(&keys[b]));
+                }
+                let mut b = #builder::<V> {
+                    lvl_sizes,
+                    #( #init_names: #init_exprs, )*
+                    values: ::std::vec::Vec::with_capacity(n),
+                    cursor: [0; #lvl_rank],
+                    count: [0; #lvl_rank],
+                    loose_start: [0; #lvl_rank],
+                };
+                let mut first = true;
+                let mut k = 0;
+                while k < n {
+                    let e = order[k];
+                    let mut v = vals[e];
+                    k += 1;
+                    if #merge {
+                        while k < n && keys[order[k]] == keys[e] {
+                            v += vals[order[k]];
+                            k += 1;
+                        }
+                    }
+                    b.lex_insert(first, &keys[e], v)?;
+                    first = false;
+                }
+                if n == 0 {
+                    b.finalize_segment_0(0, 1)?;
+                } else {
+                    b.end_path(0)?;
+                }
+                ::core::result::Result::Ok(#name {
+                    dim_shape: shape,
+                    lvl_sizes,
+                    #( #field_names: b.#field_names, )*
+                    values: b.values,
+                })
+            }
+
+            #spmv
+        }
+
+        impl<V> #rt::storage::LevelAccess<#lvl_rank> for #name<V> {
+            #[inline(always)]
+            fn segment(&self, l: usize, parent: usize) -> (usize, usize) {
+                match l {
+                    #( #levels => #seg_arms, )*
+                    _ => (0, 0),
+                }
+            }
+            #[inline(always)]
+            fn coord(&self, l: usize, parent: usize, p: usize) -> usize {
+                match l {
+                    #( #levels => #coord_arms, )*
+                    _ => 0,
+                }
+            }
+        }
+
+        impl<V> #rt::SparseStorage for #name<V> {
+            type Value = V;
+            fn dim_shape(&self) -> &[usize] {
+                &self.dim_shape
+            }
+            fn lvl_sizes(&self) -> &[usize] {
+                &self.lvl_sizes
+            }
+            fn lvl_types(&self) -> &[#rt::sparse_dsl::ir::LevelType] {
+                &Self::LVL_TYPES
+            }
+            fn position_buffer(&self, l: usize) -> ::core::option::Option<#rt::IndexSlice<'_>> {
+                self.positions(l).map(<#pos_ty as #rt::Index>::slice)
+            }
+            fn coordinate_buffer(&self, l: usize) -> ::core::option::Option<#rt::IndexSlice<'_>> {
+                self.coordinates(l).map(<#crd_ty as #rt::Index>::slice)
+            }
+            fn value_slice(&self) -> &[V] {
+                &self.values
+            }
+        }
+
+        impl<V: ::core::fmt::Display> ::core::fmt::Display for #name<V> {
+            /// MLIR's `sparse_tensor.print` form.
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                #rt::storage::fmt_sparse_tensor(self, f)
+            }
+        }
+    })
+}
+
+fn width_name(w: u32) -> String {
+    if w == 0 {
+        "usize".into()
+    } else {
+        format!("u{w}")
+    }
+}
+
+/// The generated code for `decl`, formatted with `prettyplease` (what `sparse expand` prints).
+pub fn expand_to_string(decl: &Declaration, rt: &TokenStream) -> Result<String, CodegenError> {
+    let tokens = generate(decl, rt)?;
+    let file: syn::File = syn::parse2(tokens).map_err(|e| CodegenError(format!("generated code does not parse: {e}")))?;
+    Ok(prettyplease::unparse(&file))
+}

@@ -1,0 +1,54 @@
+//! `singleton`: exactly one coordinate per parent position, no positions. In an array-of-structs
+//! COO region its coordinates are interleaved in the buffer of the region's first level.
+
+use proc_macro2::{Ident, TokenStream};
+use quote::quote;
+
+use super::compressed::push_and_count;
+use super::level::{LevelCtx, LevelGen};
+
+/// The singleton level format.
+pub struct Singleton;
+
+impl LevelGen for Singleton {
+    fn fields(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
+        match cx.crd.as_ref() {
+            Some(loc) if loc.owner => vec![(loc.field.clone(), cx.crd_ty.clone())],
+            _ => Vec::new(),
+        }
+    }
+    fn init(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
+        self.fields(cx).into_iter().map(|(f, _)| (f, quote!(::std::vec::Vec::new()))).collect()
+    }
+    fn append_crd(&self, cx: &LevelCtx) -> TokenStream {
+        push_and_count(cx)
+    }
+    fn finalize_segment(&self, _cx: &LevelCtx) -> TokenStream {
+        quote!(::core::result::Result::Ok(()))
+    }
+    fn segment(&self, _cx: &LevelCtx, parent: TokenStream) -> TokenStream {
+        quote!((#parent, #parent + 1))
+    }
+    fn coord(&self, cx: &LevelCtx, _parent: TokenStream, p: TokenStream) -> TokenStream {
+        cx.read_crd(&quote!(self), &p)
+    }
+    fn emit_loop(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
+        let (p, c, parent) = (cx.p(), cx.c(), cx.parent());
+        let read = cx.read_crd(&quote!(self), &quote!(#p));
+        quote! {{
+            let #p = #parent;
+            let #c = #read;
+            #body
+        }}
+    }
+    fn emit_locate(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
+        let (p, c, parent) = (cx.p(), cx.c(), cx.parent());
+        let read = cx.read_crd(&quote!(self), &quote!(#p));
+        quote! {{
+            let #p = #parent;
+            if #read == #c {
+                #body
+            }
+        }}
+    }
+}
