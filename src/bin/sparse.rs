@@ -1,1 +1,163 @@
-fn main() {}
+//! The `sparse` command line: check encodings, inspect storage, run SpMV, expand generated code.
+//!
+//! Contract: `../shared/conformance/README.md`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use quote::format_ident;
+use sparse::dsl::codegen::{expand_to_string, Declaration};
+use sparse::dsl::parse::{parse_encoding, ParsedEncoding};
+use sparse::runtime::mmio::read_matrix_market;
+use sparse::runtime::DynamicStorage;
+
+#[derive(Parser)]
+#[command(name = "sparse", version, about = "Sparse tensor formats from MLIR's encoding language")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Verify the encoding in FILE; print `ok: <canonical form>` or one `error: LINE:COL: MESSAGE` per problem.
+    Check {
+        /// A file holding one encoding (`#Name = ` prefix and `//` comments allowed).
+        file: PathBuf,
+    },
+    /// Build the storage of a Matrix Market matrix in an encoding and print it as `sparse_tensor.print` does.
+    Inspect {
+        /// The encoding: `@FILE` or the encoding text itself.
+        #[arg(long)]
+        encoding: String,
+        /// The matrix (`.mtx`, coordinate format).
+        matrix: PathBuf,
+    },
+    /// Compute y = A·x for a Matrix Market matrix stored in an encoding; print y, one value per line.
+    Spmv {
+        /// The encoding: `@FILE` or the encoding text itself.
+        #[arg(long)]
+        encoding: String,
+        /// The matrix (`.mtx`, coordinate format).
+        matrix: PathBuf,
+        /// x as whitespace-separated numbers (default: x[j] = 1 + (j % 7)).
+        #[arg(long)]
+        x: Option<PathBuf>,
+    },
+    /// Print the Rust code `sparse_format!` generates for the encoding in FILE.
+    Expand {
+        /// A file holding one encoding (the alias, if any, names the struct).
+        file: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check { file } => return check(&file),
+        Command::Inspect { encoding, matrix } => inspect(&encoding, &matrix),
+        Command::Spmv { encoding, matrix, x } => spmv(&encoding, &matrix, x.as_deref()),
+        Command::Expand { file } => expand(&file),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("error: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn read(path: &std::path::Path) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn check(file: &std::path::Path) -> ExitCode {
+    let text = match read(file) {
+        Ok(t) => t,
+        Err(e) => {
+            println!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match parse_encoding(&text) {
+        Ok(p) => {
+            println!("ok: {}", p.encoding);
+            ExitCode::SUCCESS
+        }
+        Err(diags) => {
+            for d in diags {
+                println!("error: {d}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Parses `--encoding`: `@FILE` or the text itself.
+fn load_encoding(arg: &str) -> Result<ParsedEncoding, String> {
+    let text = match arg.strip_prefix('@') {
+        Some(path) => read(path.as_ref())?,
+        None => arg.to_string(),
+    };
+    parse_encoding(&text).map_err(|diags| diags.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\nerror: "))
+}
+
+fn build(encoding: &str, matrix: &std::path::Path) -> Result<DynamicStorage<f64>, String> {
+    let enc = load_encoding(encoding)?;
+    let mm = read_matrix_market(matrix).map_err(|e| format!("{}: {e}", matrix.display()))?;
+    DynamicStorage::from_coo(&enc.encoding, &mm.tensor).map_err(|e| e.to_string())
+}
+
+fn inspect(encoding: &str, matrix: &std::path::Path) -> Result<(), String> {
+    let s = build(encoding, matrix)?;
+    print!("{s}");
+    Ok(())
+}
+
+/// Shortest round-trip text of `v`, in scientific form when the plain form would be long.
+fn fmt_value(v: f64) -> String {
+    let a = v.abs();
+    if a != 0.0 && a.is_finite() && !(1e-5..1e16).contains(&a) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+fn spmv(encoding: &str, matrix: &std::path::Path, x_file: Option<&std::path::Path>) -> Result<(), String> {
+    let s = build(encoding, matrix)?;
+    let shape = s.shape().to_vec();
+    if shape.len() != 2 {
+        return Err(format!("spmv needs a matrix, the encoding has {} dimensions", shape.len()));
+    }
+    let x: Vec<f64> = match x_file {
+        None => (0..shape[1]).map(|j| 1.0 + (j % 7) as f64).collect(),
+        Some(path) => read(path)?
+            .split_ascii_whitespace()
+            .enumerate()
+            .map(|(k, w)| w.parse::<f64>().map_err(|_| format!("{}: x[{k}] = '{w}' is not a number", path.display())))
+            .collect::<Result<_, _>>()?,
+    };
+    let mut y = vec![0.0; shape[0]];
+    s.spmv(&x, &mut y).map_err(|e| e.to_string())?;
+    let mut out = String::with_capacity(y.len() * 20);
+    for v in y {
+        out.push_str(&fmt_value(v));
+        out.push('\n');
+    }
+    print!("{out}");
+    Ok(())
+}
+
+fn expand(file: &std::path::Path) -> Result<(), String> {
+    let text = read(file)?;
+    let parsed = parse_encoding(&text).map_err(|diags| diags.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\nerror: "))?;
+    let name = parsed.alias.clone().unwrap_or_else(|| "Format".into());
+    let name = syn::parse_str::<syn::Ident>(&name).unwrap_or_else(|_| format_ident!("Format"));
+    let decl = Declaration { attrs: Vec::new(), vis: quote::quote!(pub), name, encoding: parsed.encoding };
+    let code = expand_to_string(&decl, &quote::quote!(::sparse::runtime)).map_err(|e| e.to_string())?;
+    print!("{code}");
+    Ok(())
+}

@@ -1,0 +1,133 @@
+//! The main job: declare formats with `sparse_format!`, build each from a real SuiteSparse
+//! matrix, print nnz, bytes and SpMV time per format, and check that all give the same y.
+//!
+//! ```text
+//! cargo run --release --example tour [-- path/to/matrix.mtx]
+//! ```
+//! Without an argument it reads `data/bcsstk16.mtx` (HB/bcsstk16, see `data/SOURCES.md`).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use sparse::runtime::mmio::read_matrix_market;
+use sparse::runtime::CooTensor;
+
+sparse::sparse_format! {
+    /// Compressed sparse row with 32-bit positions and coordinates.
+    pub Csr = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>;
+    /// CSR with 16-bit coordinates (for matrices with at most 65,536 columns).
+    pub Csr16 = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 16 }>;
+    /// Compressed sparse column.
+    pub Csc = #sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed), posWidth = 32, crdWidth = 32 }>;
+    /// Doubly compressed sparse column.
+    pub Dcsc = #sparse_tensor.encoding<{ map = (i, j) -> (j : compressed, i : compressed) }>;
+    /// Sorted coordinate format, coordinates array-of-structs.
+    pub Coo = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton) }>;
+    /// CSR with a (lo, hi) pair per row.
+    pub LooseCsr = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : loose_compressed), posWidth = 32, crdWidth = 32 }>;
+    /// Block sparse row, 2x2 blocks.
+    pub Bsr = #sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense), posWidth = 32, crdWidth = 32 }>;
+}
+
+/// Median time of `runs` calls of `f`.
+fn time(runs: usize, mut f: impl FnMut()) -> Duration {
+    let mut t: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let s = Instant::now();
+            f();
+            s.elapsed()
+        })
+        .collect();
+    t.sort();
+    t[runs / 2]
+}
+
+struct Row {
+    name: &'static str,
+    nse: usize,
+    bytes: usize,
+    build: Duration,
+    spmv: Duration,
+    y: Vec<f64>,
+}
+
+macro_rules! run {
+    ($rows:ident, $ty:ident, $coo:expr, $x:expr, $runs:expr) => {{
+        let start = Instant::now();
+        match $ty::<f64>::from_coo_tensor($coo) {
+            Ok(a) => {
+                let build = start.elapsed();
+                let mut y = vec![0.0; a.shape()[0]];
+                let spmv = time($runs, || a.spmv($x, &mut y).expect("operand lengths match"));
+                $rows.push(Row { name: stringify!($ty), nse: a.nse(), bytes: a.memory_bytes(), build, spmv, y });
+            }
+            Err(e) => println!("{:<10} skipped: {e}", stringify!($ty)),
+        }
+    }};
+}
+
+fn main() {
+    let path = std::env::args()
+        .nth(1)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/bcsstk16.mtx"));
+    let start = Instant::now();
+    let mm = match read_matrix_market(&path) {
+        Ok(mm) => mm,
+        Err(e) => {
+            eprintln!("error: {}: {e}", path.display());
+            std::process::exit(1);
+        }
+    };
+    let coo: &CooTensor<f64> = &mm.tensor;
+    println!(
+        "{}: {} x {}, {} entries in the file, nnz = {} ({:?} {:?}), read in {:.1} ms",
+        path.display(),
+        coo.shape[0],
+        coo.shape[1],
+        mm.stored,
+        coo.len(),
+        mm.field,
+        mm.symmetry,
+        start.elapsed().as_secs_f64() * 1e3
+    );
+    let x: Vec<f64> = (0..coo.shape[1]).map(|j| 1.0 + (j % 7) as f64).collect();
+    let runs = 21;
+    let mut rows = Vec::new();
+    run!(rows, Csr, coo, &x, runs);
+    run!(rows, Csr16, coo, &x, runs);
+    run!(rows, Csc, coo, &x, runs);
+    run!(rows, Dcsc, coo, &x, runs);
+    run!(rows, Coo, coo, &x, runs);
+    run!(rows, LooseCsr, coo, &x, runs);
+    run!(rows, Bsr, coo, &x, runs);
+
+    println!("{:<10} {:>10} {:>12} {:>10} {:>12} {:>10}", "format", "nse", "bytes", "bytes/nnz", "build ms", "spmv us");
+    for r in &rows {
+        println!(
+            "{:<10} {:>10} {:>12} {:>10.2} {:>12.2} {:>10.1}",
+            r.name,
+            r.nse,
+            r.bytes,
+            r.bytes as f64 / coo.len().max(1) as f64,
+            r.build.as_secs_f64() * 1e3,
+            r.spmv.as_secs_f64() * 1e6
+        );
+    }
+    let Some(reference) = rows.first() else {
+        eprintln!("error: no format could store the matrix");
+        std::process::exit(1);
+    };
+    let mut worst = 0.0f64;
+    for r in &rows[1..] {
+        for (a, b) in r.y.iter().zip(&reference.y) {
+            worst = worst.max((a - b).abs() / b.abs().max(1.0));
+        }
+    }
+    if worst <= 1e-12 {
+        println!("all {} formats give the same y (max relative difference {worst:.1e})", rows.len());
+    } else {
+        eprintln!("error: formats disagree on y (max relative difference {worst:.1e})");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,112 @@
+//! The `sparse` command line against the contract of `../shared/conformance/README.md`, and
+//! `sparse spmv` on a real matrix against an independent computation.
+
+mod common;
+
+use std::process::Command;
+
+use common::{data, shared};
+
+fn sparse(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sparse")).args(args).output().expect("run sparse");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+const CSR: &str = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>";
+
+/// y = A x for bcsstk16 (symmetric, lower triangle stored), computed straight from the file's
+/// text with no project code: each off-diagonal entry contributes to both rows.
+fn independent_spmv(path: &std::path::Path) -> Vec<f64> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines().filter(|l| !l.starts_with('%'));
+    let size: Vec<usize> = lines.next().unwrap().split_whitespace().map(|w| w.parse().unwrap()).collect();
+    let x: Vec<f64> = (0..size[1]).map(|j| 1.0 + (j % 7) as f64).collect();
+    let mut y = vec![0.0; size[0]];
+    for l in lines {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        if w.len() < 3 {
+            continue;
+        }
+        let (i, j, v) = (w[0].parse::<usize>().unwrap() - 1, w[1].parse::<usize>().unwrap() - 1, w[2].parse::<f64>().unwrap());
+        y[i] += v * x[j];
+        if i != j {
+            y[j] += v * x[i];
+        }
+    }
+    y
+}
+
+#[test]
+fn spmv_bcsstk16_matches_independent_computation() {
+    let path = data("bcsstk16.mtx");
+    let want = independent_spmv(&path);
+    for enc in [CSR, "#sparse_tensor.encoding<{ map = (i, j) -> (j : compressed, i : compressed), posWidth = 32, crdWidth = 16 }>"] {
+        let (rc, out, err) = sparse(&["spmv", "--encoding", enc, path.to_str().unwrap()]);
+        assert_eq!(rc, 0, "{err}");
+        let got: Vec<f64> = out.lines().map(|l| l.parse().unwrap()).collect();
+        assert_eq!(got.len(), 4884);
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!((g - w).abs() <= 1e-12 * w.abs().max(1.0), "y[{i}] = {g}, expected {w}");
+        }
+    }
+}
+
+#[test]
+fn spmv_with_x_file_and_errors() {
+    let dir = std::env::temp_dir().join(format!("sparse-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let m = dir.join("m.mtx");
+    std::fs::write(&m, "%%MatrixMarket matrix coordinate real general\n2 3 3\n1 1 2.5\n1 3 1\n2 2 -1\n").unwrap();
+    let x = dir.join("x.txt");
+    std::fs::write(&x, "1\n2\n0.1\n").unwrap();
+    let (rc, out, _) = sparse(&["spmv", "--encoding", CSR, m.to_str().unwrap(), "--x", x.to_str().unwrap()]);
+    assert_eq!(rc, 0);
+    assert_eq!(out, "2.6\n-2\n");
+    std::fs::write(&x, "1\n2\n").unwrap();
+    let (rc, _, err) = sparse(&["spmv", "--encoding", CSR, m.to_str().unwrap(), "--x", x.to_str().unwrap()]);
+    assert_eq!(rc, 1);
+    assert_eq!(err.trim(), "error: x: expected 3 elements, got 2");
+    std::fs::write(&m, "%%MatrixMarket matrix coordinate real general\n2 3 1\n1 4 2.5\n").unwrap();
+    let (rc, _, err) = sparse(&["inspect", "--encoding", CSR, m.to_str().unwrap()]);
+    assert_eq!(rc, 1);
+    assert!(err.contains("line 3") && err.contains("column index 4"), "{err}");
+    std::fs::write(&m, "%%MatrixMarket matrix coordinate real general\n2 3 1\n1 3 2.5\n").unwrap();
+    let (rc, _, err) = sparse(&["inspect", "--encoding", "#sparse_tensor.encoding<{ map = (i) -> (i : dense) }>", m.to_str().unwrap()]);
+    assert_eq!(rc, 1);
+    assert!(err.contains("rank mismatch"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn check_prints_canonical_form_or_errors() {
+    let valid = shared().join("conformance/encodings/valid/dcsc_widths.mlir");
+    let (rc, out, _) = sparse(&["check", valid.to_str().unwrap()]);
+    assert_eq!(rc, 0);
+    assert_eq!(out, "ok: #sparse_tensor.encoding<{ map = (d0, d1) -> (d1 : compressed, d0 : compressed), posWidth = 32, crdWidth = 8 }>\n");
+    let invalid = shared().join("conformance/encodings/invalid/unknown_format.mlir");
+    let (rc, out, _) = sparse(&["check", invalid.to_str().unwrap()]);
+    assert_eq!(rc, 1);
+    assert_eq!(out, "error: 2:64: unknown level format: compresed\n");
+}
+
+#[test]
+fn inspect_prints_storage() {
+    let m = shared().join("conformance/storage/bsr_2x2_seed/matrix.mtx");
+    let enc = format!("@{}", shared().join("conformance/storage/bsr_2x2_seed/encoding.mlir").display());
+    let (rc, out, err) = sparse(&["inspect", "--encoding", &enc, m.to_str().unwrap()]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(
+        out,
+        "---- Sparse Tensor ----\nnse = 12\ndim = ( 4, 6 )\nlvl = ( 2, 3, 2, 2 )\npos[1] : ( 0, 2, 3 )\ncrd[1] : ( 0, 2, 1 )\nvalues : ( 1, 2, 0, 3, 4, 0, 0, 5, 6, 7, 8, 0 )\n----\n"
+    );
+}
+
+#[test]
+fn expand_prints_formatted_code() {
+    let f = shared().join("conformance/encodings/valid/csr.mlir");
+    let (rc, out, err) = sparse(&["expand", f.to_str().unwrap()]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("pub struct CSR<V = f64> {"), "{out}");
+    assert!(out.contains("pos_1: ::std::vec::Vec<usize>,"), "{out}");
+    assert!(out.contains("pub fn spmv("), "{out}");
+}

@@ -1,0 +1,237 @@
+//! Differential property tests: every generated format against the dynamic reference storage
+//! (same arrays), against the dense tensor (to_dense, get, iter), and SpMV against dense SpMV.
+
+use proptest::prelude::*;
+use sparse::runtime::{CooTensor, DynamicStorage, Index};
+
+sparse::sparse_format! {
+    Csr = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>;
+    Csc = #sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed), posWidth = 16, crdWidth = 16 }>;
+    Dcsr = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed, j : compressed), crdWidth = 8 }>;
+    Dcsc = #sparse_tensor.encoding<{ map = (i, j) -> (j : compressed, i : compressed), posWidth = 32, crdWidth = 8 }>;
+    Coo = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton) }>;
+    CooSoa = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton(soa)) }>;
+    CooDup = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton(nonunique)), posWidth = 64 }>;
+    CscCoo = #sparse_tensor.encoding<{ map = (i, j) -> (j : compressed(nonunique), i : singleton) }>;
+    LooseCsr = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : loose_compressed) }>;
+    UnorderedCsr = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed(nonordered)) }>;
+    DenseMat = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : dense) }>;
+    Bsr22 = #sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense) }>;
+    Bsc23 = #sparse_tensor.encoding<{ map = (i, j) -> (j floordiv 3 : dense, i floordiv 2 : compressed, j mod 3 : dense, i mod 2 : dense) }>;
+    Csf = #sparse_tensor.encoding<{ map = (i, j, k) -> (i : compressed, j : compressed, k : compressed) }>;
+    Coo3 = #sparse_tensor.encoding<{ map = (i, j, k) -> (i : compressed(nonunique), j : singleton, k : singleton) }>;
+    Mode1 = #sparse_tensor.encoding<{ map = (i, j, k) -> (j : dense, k : compressed, i : compressed) }>;
+    SparseVector = #sparse_tensor.encoding<{ map = (i) -> (i : compressed), posWidth = 8, crdWidth = 8 }>;
+}
+
+fn arrays<S: sparse::runtime::SparseStorage>(s: &S) -> Vec<(Option<Vec<usize>>, Option<Vec<usize>>)> {
+    (0..s.lvl_types().len())
+        .map(|l| (s.position_buffer(l).map(|b| b.to_vec()), s.coordinate_buffer(l).map(|b| b.to_vec())))
+        .collect()
+}
+
+fn dense_of<const R: usize>(shape: [usize; R], entries: &[([usize; R], f64)]) -> Vec<f64> {
+    let mut d = vec![0.0; shape.iter().product()];
+    for (c, v) in entries {
+        let flat = c.iter().zip(shape.iter()).fold(0, |a, (c, s)| a * s + c);
+        d[flat] += v;
+    }
+    d
+}
+
+macro_rules! check_format {
+    ($ty:ident, $shape:expr, $entries:expr) => {{
+        let shape = $shape;
+        let entries: &Vec<(_, f64)> = $entries;
+        let g = $ty::<f64>::from_coo(shape, entries.iter().cloned()).unwrap();
+        let mut coo = CooTensor::new(shape.to_vec());
+        for (c, v) in entries {
+            coo.push(&c[..], *v);
+        }
+        let d = DynamicStorage::from_coo(&$ty::<f64>::encoding(), &coo).unwrap();
+        prop_assert_eq!(arrays(&g), arrays(&d), "{} arrays", stringify!($ty));
+        prop_assert_eq!(g.values(), d.values());
+        prop_assert_eq!(g.to_string(), d.to_string());
+        g.validate().unwrap();
+        let dense = dense_of(shape, entries);
+        prop_assert_eq!(&g.to_dense().unwrap(), &dense);
+        prop_assert_eq!(&d.to_dense().unwrap(), &dense);
+        let gi: Vec<(Vec<usize>, f64)> = g.iter().map(|(c, v)| (c.to_vec(), *v)).collect();
+        let di: Vec<(Vec<usize>, f64)> = d.iter().map(|(c, v)| (c, *v)).collect();
+        prop_assert_eq!(&gi, &di);
+        let mut fe = Vec::new();
+        g.for_each(|c, v| fe.push((c.to_vec(), *v)));
+        prop_assert_eq!(&fe, &gi);
+        for (c, _) in entries.iter().take(20) {
+            let flat = c.iter().zip(shape.iter()).fold(0, |a, (c, s)| a * s + c);
+            let got = g.get(*c).copied();
+            prop_assert_eq!(got, d.get(&c[..]).copied());
+            if $ty::<f64>::LVL_TYPES.last().unwrap().is_unique() {
+                prop_assert_eq!(got, Some(dense[flat]));
+            }
+        }
+        prop_assert_eq!(g.memory_bytes(), d.memory_bytes());
+        g
+    }};
+}
+
+fn matrix() -> impl Strategy<Value = ([usize; 2], Vec<([usize; 2], f64)>)> {
+    (1usize..13, 1usize..13).prop_flat_map(|(m, n)| {
+        let entry = ((0..m, 0..n), -4i32..5).prop_map(|((i, j), v)| ([i, j], v as f64));
+        (Just([m, n]), proptest::collection::vec(entry, 0..60))
+    })
+}
+
+fn blocked_matrix() -> impl Strategy<Value = ([usize; 2], Vec<([usize; 2], f64)>)> {
+    (1usize..6, 1usize..4).prop_flat_map(|(a, b)| {
+        let (m, n) = (2 * a, 6 * b);
+        let entry = ((0..m, 0..n), -4i32..5).prop_map(|((i, j), v)| ([i, j], v as f64));
+        (Just([m, n]), proptest::collection::vec(entry, 0..60))
+    })
+}
+
+fn tensor3() -> impl Strategy<Value = ([usize; 3], Vec<([usize; 3], f64)>)> {
+    (1usize..6, 1usize..6, 1usize..6).prop_flat_map(|(a, b, c)| {
+        let entry = ((0..a, 0..b, 0..c), -4i32..5).prop_map(|((i, j, k), v)| ([i, j, k], v as f64));
+        (Just([a, b, c]), proptest::collection::vec(entry, 0..40))
+    })
+}
+
+fn dense_spmv(shape: [usize; 2], entries: &[([usize; 2], f64)], x: &[f64]) -> Vec<f64> {
+    let mut y = vec![0.0; shape[0]];
+    for ([i, j], v) in entries {
+        y[*i] += v * x[*j];
+    }
+    y
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn matrices_match_dynamic_and_dense((shape, entries) in matrix()) {
+        let x: Vec<f64> = (0..shape[1]).map(|j| 1.0 + (j % 7) as f64).collect();
+        let want = dense_spmv(shape, &entries, &x);
+        macro_rules! with_spmv {
+            ($ty:ident) => {{
+                let g = check_format!($ty, shape, &entries);
+                let mut y = vec![f64::NAN; shape[0]];
+                g.spmv(&x, &mut y).unwrap();
+                prop_assert_eq!(&y, &want, "{} spmv", stringify!($ty));
+            }};
+        }
+        with_spmv!(Csr);
+        with_spmv!(Csc);
+        with_spmv!(Dcsr);
+        with_spmv!(Dcsc);
+        with_spmv!(Coo);
+        with_spmv!(CooSoa);
+        with_spmv!(CooDup);
+        with_spmv!(CscCoo);
+        with_spmv!(LooseCsr);
+        with_spmv!(UnorderedCsr);
+        with_spmv!(DenseMat);
+        if shape[0] % 2 == 0 && shape[1] % 2 == 0 {
+            with_spmv!(Bsr22);
+        } else {
+            let err = Bsr22::<f64>::from_coo(shape, entries.iter().cloned()).unwrap_err();
+            prop_assert!(matches!(err, sparse::runtime::StorageError::BlockShape { block: 2, .. } ), "{err}");
+        }
+    }
+
+    #[test]
+    fn blocked_matrices_match_dynamic_and_dense((shape, entries) in blocked_matrix()) {
+        let x: Vec<f64> = (0..shape[1]).map(|j| 1.0 + (j % 7) as f64).collect();
+        let want = dense_spmv(shape, &entries, &x);
+        for g in [check_format!(Bsr22, shape, &entries)] {
+            let mut y = vec![f64::NAN; shape[0]];
+            g.spmv(&x, &mut y).unwrap();
+            prop_assert_eq!(&y, &want);
+        }
+        let g = check_format!(Bsc23, shape, &entries);
+        let mut y = vec![f64::NAN; shape[0]];
+        g.spmv(&x, &mut y).unwrap();
+        prop_assert_eq!(&y, &want);
+    }
+
+    #[test]
+    fn tensors_match_dynamic_and_dense((shape, entries) in tensor3()) {
+        check_format!(Csf, shape, &entries);
+        check_format!(Coo3, shape, &entries);
+        check_format!(Mode1, shape, &entries);
+    }
+
+    #[test]
+    fn vectors_match((n, entries) in (1usize..200).prop_flat_map(|n| (Just(n), proptest::collection::vec(((0..n), -4i32..5).prop_map(|(i, v)| ([i], v as f64)), 0..50)))) {
+        check_format!(SparseVector, [n], &entries);
+    }
+
+    #[test]
+    fn dense_round_trip((shape, entries) in matrix()) {
+        let dense = dense_of(shape, &entries);
+        let a = Csr::<f64>::from_dense(shape, &dense).unwrap();
+        prop_assert_eq!(a.to_dense().unwrap(), dense.clone());
+        prop_assert!(a.values().iter().all(|v| *v != 0.0));
+        if shape[0] % 2 == 0 && shape[1] % 2 == 0 {
+            let b = Bsr22::<f64>::from_dense(shape, &dense).unwrap();
+            prop_assert_eq!(b.to_dense().unwrap(), dense);
+        }
+    }
+}
+
+#[test]
+fn narrow_widths_overflow_with_level_and_value() {
+    use sparse::runtime::{BufferKind, StorageError};
+    // 300 entries in one row: positions under posWidth = 8 overflow at level 0 of the vector.
+    let entries: Vec<([usize; 1], f64)> = (0..300).map(|i| ([i], 1.0)).collect();
+    let err = SparseVector::<f64>::from_coo([300], entries).unwrap_err();
+    assert_eq!(err, StorageError::WidthOverflow { level: 0, kind: BufferKind::Coordinate, value: 256, width: 8 });
+    let entries: Vec<([usize; 1], f64)> = (0..256).map(|i| ([i], 1.0)).collect();
+    let err = SparseVector::<f64>::from_coo([300], entries).unwrap_err();
+    assert_eq!(err, StorageError::WidthOverflow { level: 0, kind: BufferKind::Position, value: 256, width: 8 });
+    assert_eq!(err.to_string(), "level 0: position 256 does not fit in 8 bits");
+}
+
+#[test]
+fn constructors_reject_bad_input() {
+    use sparse::runtime::StorageError;
+    let err = Csr::<f64>::from_coo([2, 3], [([0, 1], 1.0), ([2, 0], 1.0)]).unwrap_err();
+    assert_eq!(err, StorageError::CoordinateOutOfRange { entry: 1, dim: 0, coordinate: 2, size: 2 });
+    assert_eq!(err.to_string(), "entry 1: coordinate 2 of dimension 0 is out of range (size 2)");
+    let err = Csr::<f64>::from_dense([2, 2], &[1.0, 2.0, 3.0]).unwrap_err();
+    assert_eq!(err, StorageError::LengthMismatch { operand: "dense input", expected: 4, got: 3 });
+    let a = Csr::<f64>::from_coo([2, 3], [([0, 1], 1.0)]).unwrap();
+    let err = a.spmv(&[1.0; 2], &mut [0.0; 2]).unwrap_err();
+    assert_eq!(err, StorageError::LengthMismatch { operand: "x", expected: 3, got: 2 });
+    let mut coo = CooTensor::new(vec![2, 2, 2]);
+    coo.push(&[0, 0, 0], 1.0);
+    assert_eq!(Csr::<f64>::from_coo_tensor(&coo).unwrap_err(), StorageError::RankMismatch { expected: 2, got: 3 });
+}
+
+#[test]
+fn exact_csr_arrays_and_accessors() {
+    // 4 x 4, nonzeros a..f (values 1..6), as in the reference's CSR example.
+    let a = Csr::<f64>::from_coo(
+        [4, 4],
+        [([0, 0], 1.0), ([0, 2], 2.0), ([1, 1], 3.0), ([3, 0], 4.0), ([3, 2], 5.0), ([3, 3], 6.0)],
+    )
+    .unwrap();
+    assert_eq!(a.positions(1), Some(&[0u32, 2, 3, 3, 6][..]));
+    assert_eq!(a.coordinates(1), Some(&[0u32, 2, 1, 0, 2, 3][..]));
+    assert_eq!(a.positions(0), None);
+    assert_eq!(a.values(), &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    assert_eq!(a.get([1, 1]), Some(&3.0));
+    assert_eq!(a.get([2, 1]), None);
+    assert_eq!(a.get([9, 1]), None);
+    assert_eq!(a.nse(), 6);
+    assert_eq!(a.shape(), [4, 4]);
+    assert_eq!(a.memory_bytes(), 5 * 4 + 6 * 4 + 6 * 8);
+    assert_eq!(Csr::<f64>::ENCODING, "#sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32 }>");
+    assert_eq!(
+        a.to_string(),
+        "---- Sparse Tensor ----\nnse = 6\ndim = ( 4, 4 )\nlvl = ( 4, 4 )\npos[1] : ( 0, 2, 3, 3, 6 )\ncrd[1] : ( 0, 2, 1, 0, 2, 3 )\nvalues : ( 1, 2, 3, 4, 5, 6 )\n----\n"
+    );
+    let c = Coo::<f64>::from_coo([4, 4], a.iter().map(|(c, v)| (c, *v))).unwrap();
+    assert_eq!(c.coordinates(0).map(|b| b.iter().map(|x| x.index()).collect::<Vec<_>>()), Some(vec![0, 0, 0, 2, 1, 1, 3, 0, 3, 2, 3, 3]));
+    assert_eq!(c.coordinates(1), None);
+}

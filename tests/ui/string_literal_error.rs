@@ -1,0 +1,8 @@
+sparse::sparse_format! {
+    pub Csr = "#sparse_tensor.encoding<{
+        map = (i, j) -> (i : dense, j : compressed),
+        crdBits = 8
+    }>";
+}
+
+fn main() {}
