@@ -149,6 +149,9 @@ impl Rendered {
     }
 }
 
+/// Turns a diagnostic of the rendered text into a spanned error.
+type ToError = Box<dyn Fn(&Diagnostic) -> syn::Error>;
+
 fn expand(decls: Declarations) -> TokenStream {
     let rt = quote!(::sparse::runtime);
     let mut out = TokenStream::new();
@@ -158,7 +161,7 @@ fn expand(decls: Declarations) -> TokenStream {
         None => errors = Some(e),
     };
     for d in decls.0 {
-        let (text, to_error): (String, Box<dyn Fn(&Diagnostic) -> syn::Error>) = match d.encoding {
+        let (text, to_error): (String, ToError) = match d.encoding {
             EncodingSource::Literal(lit) => {
                 let span = lit.span();
                 (lit.value(), Box::new(move |diag: &Diagnostic| syn::Error::new(span, diag.to_string())))

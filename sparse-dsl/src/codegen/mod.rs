@@ -59,7 +59,7 @@ pub fn width_type(width: u32) -> Result<TokenStream, CodegenError> {
 /// `usize` code for `dim_to_lvl` result `e` over the coordinate array `c` (or, with
 /// `sizes = true`, the level size over the shape array `shape`).
 fn dim_to_lvl_expr(e: &AffineExpr, sizes: bool) -> Result<TokenStream, CodegenError> {
-    let unsupported = || CodegenError(format!("level expression is not a dimension or a floordiv/mod block split; not generated yet"));
+    let unsupported = || CodegenError("level expression is not a dimension or a floordiv/mod block split; not generated yet".to_string());
     let block = |b: &AffineExpr| b.as_constant().and_then(|b| usize::try_from(b).ok()).filter(|&b| b > 0).ok_or_else(unsupported);
     Ok(match e {
         AffineExpr::Var(d) => {
