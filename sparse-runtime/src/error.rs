@@ -71,6 +71,17 @@ pub enum StorageError {
         /// The dimension sizes.
         shape: Vec<usize>,
     },
+    /// A shape differs from the static shape of a declared tensor type
+    /// (`tensor<20x30xf32, ...>` fixes dimension 0 to 20 and dimension 1 to 30).
+    #[error("dimension {dim} has size {got}, the declared tensor type fixes it to {expected}")]
+    ShapeMismatch {
+        /// Dimension (0-based).
+        dim: usize,
+        /// The static size.
+        expected: usize,
+        /// The size given.
+        got: usize,
+    },
     /// A blocked dimension's size is not a multiple of its block size (as PyTorch's BSR and
     /// MLIR's static block shapes require).
     #[error("dimension {dim} of size {size} is not a multiple of the block size {block}")]
