@@ -3,275 +3,416 @@
 //! This is the reference every generated format is tested against: for the same input it must
 //! hold exactly the arrays the generated struct holds. Assembly follows MLIR's
 //! `SparseTensorStorage` (`lexInsert` / `endPath` / `finalizeSegment` of the sparse runtime
-//! library): entries are sorted in level order, then inserted one by one; a dense level fills
-//! the coordinates nobody inserted with explicit zeros, a compressed level closes its segments
-//! by appending positions.
+//! library): entries are mapped to level coordinates, put in level order (a counting sort on the
+//! first level coordinate, then a stable comparison sort only inside buckets that are not
+//! already in order; nothing when the input is sorted), duplicates summed when the last level is
+//! unique, then inserted one by one; a dense level fills the coordinates nobody inserted with
+//! explicit zeros, a compressed level closes its segments by appending positions. The per-format
+//! rules live in [`crate::level`], one module per level format.
 //!
-//! Supported now: `dense`, `compressed`, `loose_compressed`, `singleton` levels (any properties),
-//! maps that are permutations or `floordiv`/`mod` block splits with a constant block size. Other
-//! features (`batch`, n:m levels, slices, counting symbols) give [`StorageError::Unsupported`].
+//! Supported: `dense`, `batch` (leading), `compressed`, `loose_compressed`, `singleton`, n:m
+//! (`structured[n, m]` / `block2_4`, last level below dense levels) with any properties; maps that
+//! are permutations, `floordiv`/`mod` block splits with a constant block size, and ELL counting
+//! maps. Slices are views over a parent storage ([`DynamicStorage::slice`]).
+//!
+//! # Arrays
+//!
+//! For each level `l`: `positions[l]` (compressed: parent-size + 1 entries; loose_compressed:
+//! 2 x parent-size entries, `(lo, hi)` pairs; none for the other formats) and `coordinates[l]`
+//! (one per stored position of the level; an array-of-structs COO region keeps one interleaved
+//! buffer on the region's first level holding all the region's coordinates entry by entry; an n:m
+//! level holds the in-block coordinate `0..m` of each stored value, packed four per byte under
+//! `crdWidth = 2`), both with the encoding's widths; `values` holds one value per stored position
+//! of the last level (`nse`).
+//!
+//! # Batch layout
+//!
+//! Leading `batch` levels (sizes `b0, b1, ..`) make `B = b0 * b1 * ..` independent batches, each
+//! stored like a tensor of the remaining levels; every buffer gets a leading batch dimension and
+//! is kept flat, batch-major (batch 0's part first; batches flattened row-major over the batch
+//! levels), like PyTorch's batched CSR/BSR:
+//! - a compressed level's `pos` has shape `[B, P + 1]` (`P` = its parent size within one batch),
+//!   and its numbers are *local* to the batch (every batch's part starts at 0);
+//! - a loose_compressed level's `pos` has shape `[B, 2P]`, local to the batch;
+//! - every `crd` buffer has shape `[B, C]` (`C` = stored coordinates of the level per batch);
+//! - `values` has shape `[B, nse / B]`.
+//!
+//! Batches may have different patterns, but every batch must store the same number of positions
+//! at every level (the same nse for CSR-like formats), otherwise
+//! [`StorageError::BatchNse`] names the level and the first batch that differs.
+//!
+//! # ELL counting
+//!
+//! `[c](i, j) -> (c * K * i : dense, i : dense, j : compressed)`: the counting level (the one
+//! whose expression holds the symbol; here level 0) has extent `K`; the k-th stored element of
+//! row `i` (in level order of the other levels, after merging duplicates) gets level coordinates
+//! `(k, i, j)`. The arrays are those of the `(K, rows, cols)` tensor with the encoding's level
+//! formats: for the form above `pos[2]` has `K * rows + 1` entries (slice `k`, row `i` is segment
+//! `k * rows + i`, holding 0 or 1 coordinate), `crd[2]` the column of each stored element, slice
+//! by slice, and `values` in the same order. A row with more than `K` elements is
+//! [`StorageError::EllRowOverflow`]. Iteration maps back through `lvl_to_dim` (which ignores the
+//! counting level); `get` tries every slice.
 
 use std::fmt;
 
-use sparse_dsl::ir::{Encoding, LevelFormat};
+use sparse_dsl::ir::{AffineExpr, Encoding, LevelFormat};
 
 use crate::coo::CooTensor;
-use crate::error::{BufferKind, StorageError};
+use crate::error::StorageError;
 use crate::index::{IndexBuffer, IndexSlice};
+use crate::level::{self, dispatch, Arrays, Builder, LevelKind};
+use crate::packed::{CrdBuffer, IndexView};
 use crate::storage::{self, SparseStorage};
 use crate::value::Value;
 
 /// A sparse tensor whose format is an [`Encoding`] value chosen at run time.
 ///
-/// Arrays: for each level `l`, `positions[l]` (compressed: parent-size + 1 entries;
-/// loose_compressed: 2 x parent-size entries, `(lo, hi)` pairs) and `coordinates[l]` (one per
-/// stored position of the level, or for an array-of-structs COO region, one interleaved buffer on
-/// the region's first level holding all the region's coordinates entry by entry), both with the
-/// encoding's widths; `values` holds one value per stored position of the last level (`nse`).
+/// See the module docs for the arrays (including the batch and ELL layouts).
 #[derive(Clone, Debug, PartialEq)]
 pub struct DynamicStorage<V> {
     encoding: Encoding,
     dim_shape: Vec<usize>,
     lvl_sizes: Vec<usize>,
     positions: Vec<Option<IndexBuffer>>,
-    coordinates: Vec<Option<IndexBuffer>>,
+    coordinates: Vec<Option<CrdBuffer>>,
     values: Vec<V>,
+    /// Global stored positions per level.
+    counts: Vec<usize>,
+    /// Product of the leading batch level sizes (1 without batch levels).
+    batches: usize,
+    counting: Option<Counting>,
 }
 
-/// Checks that the storage layer can hold `encoding` with `dim_shape`, and returns the level sizes.
-fn check_supported(encoding: &Encoding, dim_shape: &[usize]) -> Result<Vec<usize>, StorageError> {
+/// The arrays of a [`DynamicStorage`] taken apart by [`DynamicStorage::into_raw_parts`]; the
+/// arguments of [`DynamicStorage::from_raw_parts`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawParts<V> {
+    /// The encoding.
+    pub encoding: Encoding,
+    /// Dimension sizes.
+    pub dim_shape: Vec<usize>,
+    /// Per level: the positions array, present exactly for compressed and loose_compressed
+    /// levels, width `posWidth`.
+    pub positions: Vec<Option<IndexBuffer>>,
+    /// Per level: the coordinate buffer the level owns (see the module docs), width `crdWidth`.
+    pub coordinates: Vec<Option<CrdBuffer>>,
+    /// One value per stored position of the last level.
+    pub values: Vec<V>,
+}
+
+/// The counting level of an ELL map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Counting {
+    /// The level whose expression holds the symbol.
+    level: usize,
+    /// The counted dimension (the row).
+    dim: usize,
+    /// Number of slices `K` (the level's extent).
+    slices: usize,
+}
+
+/// What storage needs to know about an encoding on a shape.
+struct Layout {
+    lvl_sizes: Vec<usize>,
+    batch_levels: usize,
+    batches: usize,
+    counting: Option<Counting>,
+}
+
+/// `Some((dim, K))` if `e` is a product of `Symbol(0)`, one constant `K` (or none: `K = 1`) and
+/// one variable `dim`, in any order.
+fn counting_expr(e: &AffineExpr) -> Option<(usize, usize)> {
+    fn walk(e: &AffineExpr, sym: &mut u32, k: &mut i64, var: &mut Option<usize>) -> Option<()> {
+        match e {
+            AffineExpr::Mul(a, b) => {
+                walk(a, sym, k, var)?;
+                walk(b, sym, k, var)
+            }
+            AffineExpr::Symbol(0) => {
+                *sym += 1;
+                Some(())
+            }
+            AffineExpr::Constant(c) => {
+                *k = k.checked_mul(*c)?;
+                Some(())
+            }
+            AffineExpr::Var(v) if var.is_none() => {
+                *var = Some(*v);
+                Some(())
+            }
+            _ => None,
+        }
+    }
+    let (mut sym, mut k, mut var) = (0, 1i64, None);
+    walk(e, &mut sym, &mut k, &mut var)?;
+    if sym != 1 || k <= 0 {
+        return None;
+    }
+    Some((var?, usize::try_from(k).ok()?))
+}
+
+fn contains_symbol(e: &AffineExpr) -> bool {
+    match e {
+        AffineExpr::Symbol(_) => true,
+        AffineExpr::Var(_) | AffineExpr::Constant(_) => false,
+        AffineExpr::Add(a, b) | AffineExpr::Mul(a, b) | AffineExpr::FloorDiv(a, b) | AffineExpr::CeilDiv(a, b) | AffineExpr::Mod(a, b) => {
+            contains_symbol(a) || contains_symbol(b)
+        }
+    }
+}
+
+fn unsupported(reason: impl Into<String>) -> StorageError {
+    StorageError::Unsupported { reason: reason.into() }
+}
+
+/// Checks that the storage layer can hold `encoding` with `dim_shape` (slices aside) and derives
+/// the level sizes, batches and counting level.
+fn analyze(encoding: &Encoding, dim_shape: &[usize]) -> Result<Layout, StorageError> {
     if dim_shape.len() != encoding.dim_rank() {
         return Err(StorageError::RankMismatch { expected: encoding.dim_rank(), got: dim_shape.len() });
     }
+    let lvl_rank = encoding.lvl_rank();
+    if encoding.dim_to_lvl.results.len() != lvl_rank || lvl_rank == 0 {
+        return Err(unsupported("dim_to_lvl must have one result per level"));
+    }
+    let batch_levels = encoding.lvl_types.iter().take_while(|t| t.format == LevelFormat::Batch).count();
+    if encoding.lvl_types[batch_levels..].iter().any(|t| t.format == LevelFormat::Batch) {
+        return Err(unsupported("batch levels must be leading"));
+    }
     for (l, lt) in encoding.lvl_types.iter().enumerate() {
-        match lt.format {
-            LevelFormat::Batch | LevelFormat::NOutOfM { .. } => {
-                return Err(StorageError::Unsupported { reason: format!("level {l}: level format {} is not stored yet", lt.format.mlir_name()) })
+        if let LevelFormat::NOutOfM { n, m } = lt.format {
+            if l + 1 != lvl_rank || !encoding.lvl_types[..l].iter().all(|t| t.is_dense()) {
+                return Err(unsupported(format!("level {l}: an n:m level must be the last level, below dense levels")));
             }
-            _ => {}
+            if n == 0 || n > m {
+                return Err(unsupported(format!("level {l}: structured[{n}, {m}] needs 0 < n <= m")));
+            }
         }
     }
-    if encoding.dim_slices.is_some() {
-        return Err(StorageError::Unsupported { reason: "dimension slices are not stored yet".into() });
-    }
-    if encoding.dim_to_lvl.num_symbols > 0 {
-        return Err(StorageError::Unsupported { reason: "counting symbols (ELL) are not stored yet".into() });
-    }
-    for r in &encoding.dim_to_lvl.results {
-        if let sparse_dsl::ir::AffineExpr::FloorDiv(a, b) = r {
-            if let (Some(dim), Some(block)) = (a.as_var(), b.as_constant().and_then(|b| usize::try_from(b).ok())) {
-                if block > 0 && dim_shape[dim] % block != 0 {
-                    return Err(StorageError::BlockShape { dim, size: dim_shape[dim], block });
+    let mut counting = None;
+    let mut lvl_sizes = Vec::with_capacity(lvl_rank);
+    for (l, r) in encoding.dim_to_lvl.results.iter().enumerate() {
+        if contains_symbol(r) {
+            let (dim, slices) = counting_expr(r).filter(|&(d, _)| d < dim_shape.len()).ok_or_else(|| {
+                unsupported(format!("level {l}: a symbol is only stored as an ELL counting level `c * K * i`"))
+            })?;
+            if counting.is_some() || encoding.dim_to_lvl.num_symbols != 1 {
+                return Err(unsupported("ELL counting stores one counting symbol and one counting level"));
+            }
+            counting = Some(Counting { level: l, dim, slices });
+            lvl_sizes.push(slices);
+            continue;
+        }
+        let size = match r {
+            AffineExpr::Var(d) => dim_shape.get(*d).copied(),
+            AffineExpr::FloorDiv(a, b) => match (a.as_var(), b.as_constant().and_then(|b| usize::try_from(b).ok())) {
+                (Some(d), Some(b)) if b > 0 && d < dim_shape.len() => {
+                    if dim_shape[d] % b != 0 {
+                        return Err(StorageError::BlockShape { dim: d, size: dim_shape[d], block: b });
+                    }
+                    Some(dim_shape[d] / b)
                 }
+                _ => None,
+            },
+            AffineExpr::Mod(a, b) => {
+                a.as_var().filter(|&d| d < dim_shape.len()).and_then(|_| b.as_constant()).and_then(|b| usize::try_from(b).ok()).filter(|&b| b > 0)
             }
-        }
-    }
-    let sizes = encoding.lvl_sizes(dim_shape).ok_or_else(|| StorageError::Unsupported {
-        reason: "level sizes cannot be derived from the map (only permutations and floordiv/mod blocks)".into(),
-    })?;
-    Ok(sizes)
-}
-
-/// Assembly state: MLIR's `lvlCursor` plus per-level node counts.
-struct Builder<'e, V> {
-    enc: &'e Encoding,
-    lvl_sizes: &'e [usize],
-    positions: Vec<Option<IndexBuffer>>,
-    coordinates: Vec<Option<IndexBuffer>>,
-    values: Vec<V>,
-    cursor: Vec<usize>,
-    /// Nodes (stored positions) created so far at each level.
-    count: Vec<usize>,
-    /// loose_compressed: where the next segment starts.
-    loose_start: Vec<usize>,
-}
-
-impl<'e, V: Value> Builder<'e, V> {
-    fn new(enc: &'e Encoding, lvl_sizes: &'e [usize]) -> Result<Self, StorageError> {
-        let lvl_rank = enc.lvl_rank();
-        let mut positions = Vec::with_capacity(lvl_rank);
-        let mut coordinates = Vec::with_capacity(lvl_rank);
-        let bad_width = |w: u32| StorageError::Unsupported { reason: format!("bit width {w}") };
-        for l in 0..lvl_rank {
-            let lt = enc.lvl_types[l];
-            let mut pos = None;
-            if lt.has_positions() {
-                let mut b = IndexBuffer::new(enc.pos_width).ok_or_else(|| bad_width(enc.pos_width))?;
-                if lt.format == LevelFormat::Compressed {
-                    b.push(0).expect("0 fits any width");
-                }
-                pos = Some(b);
-            }
-            positions.push(pos);
-            coordinates.push(if enc.owns_crd_buffer(l) {
-                Some(IndexBuffer::new(enc.crd_width).ok_or_else(|| bad_width(enc.crd_width))?)
-            } else {
-                None
-            });
-        }
-        Ok(Builder {
-            enc,
-            lvl_sizes,
-            positions,
-            coordinates,
-            values: Vec::new(),
-            cursor: vec![0; lvl_rank],
-            count: vec![0; lvl_rank],
-            loose_start: vec![0; lvl_rank],
-        })
-    }
-
-    fn lvl_rank(&self) -> usize {
-        self.enc.lvl_rank()
-    }
-
-    /// First level where `lc` differs from the previous insertion (MLIR `lexDiff`); a
-    /// non-unique level with an equal coordinate counts as different (a new node per entry).
-    fn lex_diff(&self, lc: &[usize]) -> Option<usize> {
-        (0..self.lvl_rank()).find(|&l| lc[l] != self.cursor[l] || !self.enc.lvl_types[l].is_unique())
-    }
-
-    fn push_pos(&mut self, l: usize, value: usize, times: usize) -> Result<(), StorageError> {
-        let width = self.enc.pos_width;
-        let buf = self.positions[l].as_mut().expect("level has positions");
-        buf.push_n(value, times).map_err(|value| StorageError::WidthOverflow { level: l, kind: BufferKind::Position, value, width })
-    }
-
-    /// MLIR `finalizeSegment`: closes `count` segments of level `l`, the first of which already
-    /// holds coordinates `0..full` (dense levels only).
-    fn finalize_segment(&mut self, l: usize, full: usize, count: usize) -> Result<(), StorageError> {
-        if count == 0 {
-            return Ok(());
-        }
-        match self.enc.lvl_types[l].format {
-            LevelFormat::Compressed => self.push_pos(l, self.count[l], count),
-            LevelFormat::LooseCompressed => {
-                for _ in 0..count {
-                    let (lo, hi) = (self.loose_start[l], self.count[l]);
-                    self.push_pos(l, lo, 1)?;
-                    self.push_pos(l, hi, 1)?;
-                    self.loose_start[l] = hi;
-                }
-                Ok(())
-            }
-            LevelFormat::Singleton | LevelFormat::NOutOfM { .. } => Ok(()),
-            LevelFormat::Dense | LevelFormat::Batch => {
-                let size = self.lvl_sizes[l];
-                let n = count
-                    .checked_mul(size - full)
-                    .ok_or_else(|| StorageError::ShapeOverflow { shape: self.lvl_sizes.to_vec() })?;
-                if l + 1 == self.lvl_rank() {
-                    self.values.resize(self.values.len() + n, V::zero());
-                    Ok(())
-                } else {
-                    self.finalize_segment(l + 1, 0, n)
-                }
-            }
-        }
-    }
-
-    /// MLIR `appendCrd`.
-    fn append_crd(&mut self, l: usize, full: usize, crd: usize) -> Result<(), StorageError> {
-        let lt = self.enc.lvl_types[l];
-        if lt.is_dense() {
-            if crd > full {
-                if l + 1 == self.lvl_rank() {
-                    self.values.resize(self.values.len() + (crd - full), V::zero());
-                } else {
-                    self.finalize_segment(l + 1, 0, crd - full)?;
-                }
-            }
-        } else {
-            let (owner, _, _) = self.enc.crd_location(l).expect("level stores coordinates");
-            let width = self.enc.crd_width;
-            let buf = self.coordinates[owner].as_mut().expect("owner has a buffer");
-            buf.push(crd).map_err(|value| StorageError::WidthOverflow { level: l, kind: BufferKind::Coordinate, value, width })?;
-        }
-        self.count[l] += 1;
-        Ok(())
-    }
-
-    /// MLIR `endPath`: closes the open segments of levels `diff..`.
-    fn end_path(&mut self, diff: usize) -> Result<(), StorageError> {
-        for l in (diff..self.lvl_rank()).rev() {
-            self.finalize_segment(l, self.cursor[l] + 1, 1)?;
-        }
-        Ok(())
-    }
-
-    /// MLIR `lexInsert`: `lc` must not precede the previous insertion in level order.
-    fn lex_insert(&mut self, first: bool, lc: &[usize], v: V) -> Result<(), StorageError> {
-        let (diff, mut full) = if first {
-            (0, 0)
-        } else {
-            let d = self.lex_diff(lc).expect("duplicates are merged before insertion");
-            self.end_path(d + 1)?;
-            (d, self.cursor[d] + 1)
+            _ => None,
         };
-        for (l, &c) in lc.iter().enumerate().skip(diff) {
-            self.append_crd(l, full, c)?;
-            full = 0;
-            self.cursor[l] = c;
-        }
-        self.values.push(v);
-        Ok(())
+        lvl_sizes.push(size.ok_or_else(|| {
+            unsupported(format!("level {l}: level sizes cannot be derived from the map (only permutations, floordiv/mod blocks and ELL counting)"))
+        })?);
     }
+    if let Some(LevelFormat::NOutOfM { m, .. }) = encoding.lvl_types.last().map(|t| t.format) {
+        if lvl_sizes[lvl_rank - 1] != m as usize {
+            return Err(unsupported(format!("level {}: an n:m level needs the in-block map `j mod {m}`", lvl_rank - 1)));
+        }
+    }
+    for l in 0..batch_levels {
+        if encoding.dim_to_lvl.results[l].as_var().is_none() {
+            return Err(unsupported(format!("level {l}: a batch level must be a bare dimension")));
+        }
+    }
+    let batches = lvl_sizes[..batch_levels].iter().try_fold(1usize, |a, &s| a.checked_mul(s)).ok_or_else(|| StorageError::ShapeOverflow { shape: dim_shape.to_vec() })?;
+    Ok(Layout { lvl_sizes, batch_levels, batches, counting })
+}
 
-    fn end_insert(&mut self, empty: bool) -> Result<(), StorageError> {
-        if empty {
-            self.finalize_segment(0, 0, 1)
-        } else {
-            self.end_path(0)
+/// Maps dimension coordinates to level coordinates; a counting level gets 0.
+fn dim_to_lvl(enc: &Encoding, perm: Option<&[usize]>, dc: &[usize], lc: &mut [usize]) -> Option<()> {
+    if let Some(perm) = perm {
+        for (l, d) in perm.iter().enumerate() {
+            lc[l] = *dc.get(*d)?;
         }
+        return Some(());
     }
+    let vars: Vec<i64> = dc.iter().map(|&c| i64::try_from(c).ok()).collect::<Option<_>>()?;
+    for (l, r) in enc.dim_to_lvl.results.iter().enumerate() {
+        lc[l] = usize::try_from(r.eval(&vars, &[0])?).ok()?;
+    }
+    Some(())
+}
+
+/// The order that puts `n` entries (keys of `r` level coordinates each, entry-major) in level
+/// order, stably: identity when already sorted; else a counting sort on the first level
+/// coordinate (when the first level size is at most `4n + 1024`) followed by a stable comparison
+/// sort of the buckets that are not in order; else a stable comparison sort.
+fn level_order(keys: &[usize], r: usize, n: usize, size0: usize) -> Vec<usize> {
+    let key = |e: usize| &keys[e * r..(e + 1) * r];
+    let mut order: Vec<usize> = (0..n).collect();
+    if r == 0 || (1..n).all(|e| key(e - 1) <= key(e)) {
+        return order;
+    }
+    if size0 <= n.saturating_mul(4).saturating_add(1024) {
+        let mut start = vec![0usize; size0 + 1];
+        for e in 0..n {
+            start[keys[e * r] + 1] += 1;
+        }
+        for b in 0..size0 {
+            start[b + 1] += start[b];
+        }
+        let bounds = start.clone();
+        for e in 0..n {
+            let b = keys[e * r];
+            order[start[b]] = e;
+            start[b] += 1;
+        }
+        if r > 1 {
+            for b in 0..size0 {
+                let bucket = &mut order[bounds[b]..bounds[b + 1]];
+                if !bucket.windows(2).all(|w| key(w[0])[1..] <= key(w[1])[1..]) {
+                    bucket.sort_by(|&a, &b| key(a)[1..].cmp(&key(b)[1..]));
+                }
+            }
+        }
+    } else {
+        order.sort_by(|&a, &b| key(a).cmp(key(b)));
+    }
+    order
+}
+
+/// Global stored positions per level, from the arrays (never panics on inconsistent arrays).
+fn compute_counts(enc: &Encoding, lvl_sizes: &[usize], coordinates: &[Option<CrdBuffer>]) -> Vec<usize> {
+    let mut counts = Vec::with_capacity(enc.lvl_rank());
+    let mut parent = 1usize;
+    for (l, lt) in enc.lvl_types.iter().enumerate() {
+        let c = match lt.format {
+            LevelFormat::Dense | LevelFormat::Batch => parent.saturating_mul(lvl_sizes.get(l).copied().unwrap_or(0)),
+            LevelFormat::Compressed | LevelFormat::LooseCompressed => {
+                let stride = enc.crd_location(l).map_or(1, |(_, s, _)| s.max(1));
+                coordinates.get(l).and_then(|c| c.as_ref()).map_or(0, |c| c.len() / stride)
+            }
+            LevelFormat::Singleton => parent,
+            LevelFormat::NOutOfM { n, .. } => parent.saturating_mul(n as usize),
+        };
+        counts.push(c);
+        parent = c;
+    }
+    counts
+}
+
+/// Rebases the global positions of level `l` to batch-local ones (module docs, "Batch layout"),
+/// checking that every batch stores the same number of positions.
+fn rebase_batches(l: usize, format: LevelFormat, global: &[usize], batches: usize) -> Result<Vec<usize>, StorageError> {
+    if batches == 0 {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::with_capacity(global.len() + batches);
+    match format {
+        LevelFormat::Compressed => {
+            let per = (global.len() - 1) / batches;
+            let mut expected = None;
+            for b in 0..batches {
+                let base = global[b * per];
+                let got = global[(b + 1) * per] - base;
+                let want = *expected.get_or_insert(got);
+                if got != want {
+                    return Err(StorageError::BatchNse { level: l, batch: b, expected: want, got });
+                }
+                out.extend(global[b * per..=(b + 1) * per].iter().map(|p| p - base));
+            }
+        }
+        LevelFormat::LooseCompressed => {
+            let per = global.len() / 2 / batches;
+            let mut expected = None;
+            let mut base = 0;
+            for b in 0..batches {
+                let pairs = &global[2 * b * per..2 * (b + 1) * per];
+                let got: usize = pairs.chunks(2).map(|p| p[1] - p[0]).sum();
+                let want = *expected.get_or_insert(got);
+                if got != want {
+                    return Err(StorageError::BatchNse { level: l, batch: b, expected: want, got });
+                }
+                out.extend(pairs.iter().map(|p| p - base));
+                base += got;
+            }
+        }
+        _ => out.extend_from_slice(global),
+    }
+    Ok(out)
 }
 
 impl<V: Value> DynamicStorage<V> {
     /// Builds the storage of `coo` (dimension coordinates, any order, duplicates allowed) in the
     /// format `encoding`.
     ///
-    /// Entries are sorted in level order (stable); entries with equal coordinates are summed when
-    /// the last level is unique and kept apart otherwise.
+    /// Entries are put in level order (stable); entries with equal coordinates are summed when
+    /// the last level is unique and kept apart otherwise. n:m blocks with fewer than `n` entries
+    /// are padded with explicit zeros at the lowest free in-block coordinates; stored BSR blocks
+    /// get explicit zeros.
     ///
     /// Errors: [`StorageError::RankMismatch`] if `coo.shape` does not have the encoding's dimension
-    /// rank; [`StorageError::CoordinateOutOfRange`] naming the entry, dimension and value;
-    /// [`StorageError::WidthOverflow`] naming the level when a position or coordinate does not
-    /// fit `posWidth`/`crdWidth`; [`StorageError::Unsupported`] for features not stored yet.
+    /// rank; [`StorageError::LengthMismatch`] if `coo.coords` does not hold `rank` coordinates per
+    /// value; [`StorageError::CoordinateOutOfRange`] naming the entry, dimension and value;
+    /// [`StorageError::BlockShape`] for a blocked dimension that is not a multiple of its block;
+    /// [`StorageError::WidthOverflow`] naming the level, value and width when a position or
+    /// coordinate does not fit `posWidth`/`crdWidth`; [`StorageError::NOutOfMOverflow`] naming the
+    /// row and block of an n:m block with more than `n` entries;
+    /// [`StorageError::EllRowOverflow`] naming a row with more elements than ELL slices;
+    /// [`StorageError::BatchNse`] when batches differ in their number of stored positions;
+    /// [`StorageError::Unsupported`] for what cannot be stored (an encoding with slices is a view:
+    /// build the parent and call [`Self::slice`]).
     pub fn from_coo(encoding: &Encoding, coo: &CooTensor<V>) -> Result<Self, StorageError> {
-        let lvl_sizes = check_supported(encoding, &coo.shape)?;
+        if encoding.dim_slices.is_some() {
+            return Err(unsupported("an encoding with dimension slices is a view: build the parent storage and call DynamicStorage::slice"));
+        }
+        let layout = analyze(encoding, &coo.shape)?;
         let dim_rank = encoding.dim_rank();
         let lvl_rank = encoding.lvl_rank();
-        if coo.coords.len() != coo.values.len() * dim_rank {
-            return Err(StorageError::LengthMismatch { operand: "COO coordinates", expected: coo.values.len() * dim_rank, got: coo.coords.len() });
-        }
         let n = coo.len();
-        let mut lvl_coords = vec![0usize; n * lvl_rank];
+        if coo.coords.len() != n.checked_mul(dim_rank).ok_or_else(|| StorageError::ShapeOverflow { shape: coo.shape.clone() })? {
+            return Err(StorageError::LengthMismatch { operand: "COO coordinates", expected: n * dim_rank, got: coo.coords.len() });
+        }
+        let perm = encoding.dim_permutation();
+        let mut keys = vec![0usize; n * lvl_rank];
         for e in 0..n {
-            let dc = coo.entry_coords(e);
+            let dc = &coo.coords[e * dim_rank..(e + 1) * dim_rank];
             for (d, (&c, &size)) in dc.iter().zip(&coo.shape).enumerate() {
                 if c >= size {
                     return Err(StorageError::CoordinateOutOfRange { entry: e, dim: d, coordinate: c, size });
                 }
             }
-            encoding
-                .dim_to_lvl_coords(dc, &mut lvl_coords[e * lvl_rank..(e + 1) * lvl_rank])
-                .ok_or_else(|| StorageError::Unsupported { reason: "dim_to_lvl does not evaluate".into() })?;
+            dim_to_lvl(encoding, perm.as_deref(), dc, &mut keys[e * lvl_rank..(e + 1) * lvl_rank])
+                .ok_or_else(|| unsupported("dim_to_lvl does not evaluate"))?;
         }
-        let key = |e: usize| &lvl_coords[e * lvl_rank..(e + 1) * lvl_rank];
-        let mut order: Vec<usize> = (0..n).collect();
-        order.sort_by(|&a, &b| key(a).cmp(key(b)));
         let merge = encoding.lvl_types.last().is_some_and(|t| t.is_unique());
+        let mut values = coo.values.clone();
+        if let Some(cnt) = layout.counting {
+            (keys, values) = assign_slices(cnt, &coo.coords, dim_rank, keys, values, lvl_rank, merge)?;
+        }
+        let n = values.len();
+        let order = level_order(&keys, lvl_rank, n, layout.lvl_sizes[0]);
+        let key = |e: usize| &keys[e * lvl_rank..(e + 1) * lvl_rank];
 
-        let mut b = Builder::new(encoding, &lvl_sizes)?;
+        let mut b = Builder::new(encoding, &layout.lvl_sizes)?;
         let mut first = true;
         let mut k = 0;
         while k < n {
             let e = order[k];
-            let mut v = coo.values[e];
+            let mut v = values[e];
             k += 1;
             if merge {
                 while k < n && key(order[k]) == key(e) {
-                    v += coo.values[order[k]];
+                    v += values[order[k]];
                     k += 1;
                 }
             }
@@ -279,13 +420,28 @@ impl<V: Value> DynamicStorage<V> {
             first = false;
         }
         b.end_insert(n == 0)?;
+        let Builder { positions: gpos, coordinates, values, .. } = b;
+        let mut positions = Vec::with_capacity(lvl_rank);
+        for (l, p) in gpos.into_iter().enumerate() {
+            positions.push(match p {
+                None => None,
+                Some(g) => {
+                    let local = if layout.batch_levels > 0 { rebase_batches(l, encoding.lvl_types[l].format, &g, layout.batches)? } else { g };
+                    Some(level::to_index_buffer(l, encoding.pos_width, &local)?)
+                }
+            });
+        }
+        let counts = compute_counts(encoding, &layout.lvl_sizes, &coordinates);
         Ok(DynamicStorage {
             encoding: encoding.clone(),
             dim_shape: coo.shape.clone(),
-            positions: b.positions,
-            coordinates: b.coordinates,
-            values: b.values,
-            lvl_sizes,
+            lvl_sizes: layout.lvl_sizes,
+            positions,
+            coordinates,
+            values,
+            counts,
+            batches: layout.batches,
+            counting: layout.counting,
         })
     }
 
@@ -310,6 +466,115 @@ impl<V: Value> DynamicStorage<V> {
         Self::from_coo(encoding, &coo)
     }
 
+    /// Builds a tensor from its arrays (as [`Self::into_raw_parts`] gives them), checking the
+    /// arrays' presence and widths against the encoding and then every invariant
+    /// ([`Self::validate`]). A loose_compressed level may have gaps and segments in any order;
+    /// a non-ordered level may hold its coordinates in any order (kept as given); a non-unique
+    /// level may hold duplicates.
+    ///
+    /// `positions[l]` must be present exactly for compressed and loose_compressed levels, with
+    /// width `posWidth`; `coordinates[l]` exactly for the levels that own a coordinate buffer
+    /// (see the module docs), with width `crdWidth`.
+    ///
+    /// Errors: [`StorageError::RawParts`] naming the level for a missing, extra or mis-sized
+    /// array; [`StorageError::Invariant`] naming the invariant, level and position; as
+    /// [`Self::from_coo`] for an encoding or shape that cannot be stored. Never panics.
+    pub fn from_raw_parts(
+        encoding: &Encoding,
+        dim_shape: &[usize],
+        positions: Vec<Option<IndexBuffer>>,
+        coordinates: Vec<Option<CrdBuffer>>,
+        values: Vec<V>,
+    ) -> Result<Self, StorageError> {
+        if encoding.dim_slices.is_some() {
+            return Err(unsupported("an encoding with dimension slices is a view: build the parent storage and call DynamicStorage::slice"));
+        }
+        let layout = analyze(encoding, dim_shape)?;
+        let lvl_rank = encoding.lvl_rank();
+        let raw = |level: usize, reason: String| StorageError::RawParts { level, reason };
+        if positions.len() != lvl_rank {
+            return Err(raw(positions.len().min(lvl_rank), format!("{} position arrays for {lvl_rank} levels", positions.len())));
+        }
+        if coordinates.len() != lvl_rank {
+            return Err(raw(coordinates.len().min(lvl_rank), format!("{} coordinate arrays for {lvl_rank} levels", coordinates.len())));
+        }
+        for l in 0..lvl_rank {
+            let lt = encoding.lvl_types[l];
+            match (&positions[l], lt.has_positions()) {
+                (Some(p), true) if p.as_slice().width() != encoding.pos_width => {
+                    return Err(raw(l, format!("positions have width {}, posWidth is {}", p.as_slice().width(), encoding.pos_width)))
+                }
+                (Some(_), false) => return Err(raw(l, format!("a {} level has no positions array", lt.format.mlir_name()))),
+                (None, true) => return Err(raw(l, format!("a {} level needs a positions array", lt.format.mlir_name()))),
+                _ => {}
+            }
+            match (&coordinates[l], encoding.owns_crd_buffer(l)) {
+                (Some(c), true) if c.width() != encoding.crd_width => {
+                    return Err(raw(l, format!("coordinates have width {}, crdWidth is {}", c.width(), encoding.crd_width)))
+                }
+                (Some(_), false) => return Err(raw(l, "the level owns no coordinate buffer".into())),
+                (None, true) => return Err(raw(l, "the level needs a coordinate buffer".into())),
+                _ => {}
+            }
+        }
+        // SAFETY: the arrays are checked by `validate` before the value is returned.
+        let s = unsafe { Self::from_raw_parts_unchecked(encoding, dim_shape, positions, coordinates, values) };
+        s.validate()?;
+        let _ = layout;
+        Ok(s)
+    }
+
+    /// [`Self::from_raw_parts`] without any check.
+    ///
+    /// # Safety
+    ///
+    /// The arrays must be exactly what [`Self::from_raw_parts`] accepts for `encoding` and
+    /// `dim_shape`. No memory unsafety follows otherwise (this crate has no `unsafe` access), but
+    /// reading inconsistent arrays may panic or give wrong results.
+    pub unsafe fn from_raw_parts_unchecked(
+        encoding: &Encoding,
+        dim_shape: &[usize],
+        positions: Vec<Option<IndexBuffer>>,
+        coordinates: Vec<Option<CrdBuffer>>,
+        values: Vec<V>,
+    ) -> Self {
+        let (lvl_sizes, batches, counting) = match analyze(encoding, dim_shape) {
+            Ok(l) => (l.lvl_sizes, l.batches, l.counting),
+            Err(_) => (vec![0; encoding.lvl_rank()], 1, None),
+        };
+        let counts = compute_counts(encoding, &lvl_sizes, &coordinates);
+        DynamicStorage { encoding: encoding.clone(), dim_shape: dim_shape.to_vec(), lvl_sizes, positions, coordinates, values, counts, batches, counting }
+    }
+
+    /// Takes the tensor apart into its arrays (no copy); [`Self::from_raw_parts`] puts them back.
+    pub fn into_raw_parts(self) -> RawParts<V> {
+        RawParts { encoding: self.encoding, dim_shape: self.dim_shape, positions: self.positions, coordinates: self.coordinates, values: self.values }
+    }
+
+    /// The stored entries as a COO tensor in storage order (dimension coordinates, explicit
+    /// zeros and duplicates included), with this tensor's shape.
+    pub fn to_coo(&self) -> CooTensor<V> {
+        let mut coo = CooTensor::new(self.dim_shape.clone());
+        coo.coords.reserve(self.nse() * self.dim_shape.len());
+        coo.values.reserve(self.nse());
+        for (dc, v) in self.iter() {
+            coo.push(&dc, *v);
+        }
+        coo
+    }
+
+    /// The same tensor in the format `other` (same dimension shape): every stored entry
+    /// (explicit zeros included, as MLIR's and SciPy's conversions keep them) is re-assembled with
+    /// [`Self::from_coo`].
+    ///
+    /// Errors: as [`Self::from_coo`] (for example a BSR target whose block does not divide the
+    /// shape, or an n:m target with a too full block).
+    pub fn convert(&self, other: &Encoding) -> Result<DynamicStorage<V>, StorageError> {
+        Self::from_coo(other, &self.to_coo())
+    }
+}
+
+impl<V> DynamicStorage<V> {
     /// The encoding.
     pub fn encoding(&self) -> &Encoding {
         &self.encoding
@@ -322,6 +587,10 @@ impl<V: Value> DynamicStorage<V> {
     pub fn nse(&self) -> usize {
         self.values.len()
     }
+    /// Number of batches: the product of the leading batch level sizes (1 without batch levels).
+    pub fn batches(&self) -> usize {
+        self.batches
+    }
     /// The values array.
     pub fn values(&self) -> &[V] {
         &self.values
@@ -330,59 +599,60 @@ impl<V: Value> DynamicStorage<V> {
     pub fn positions(&self, l: usize) -> Option<IndexSlice<'_>> {
         self.positions.get(l)?.as_ref().map(|b| b.as_slice())
     }
-    /// The coordinate buffer owned by level `l` (see [`SparseStorage::coordinate_buffer`]).
+    /// The byte-aligned coordinate buffer owned by level `l` (see
+    /// [`SparseStorage::coordinate_buffer`]); `None` for a packed buffer (use
+    /// [`Self::coordinate_view`]).
     pub fn coordinates(&self, l: usize) -> Option<IndexSlice<'_>> {
-        self.coordinates.get(l)?.as_ref().map(|b| b.as_slice())
+        self.coordinates.get(l)?.as_ref().and_then(|b| b.as_index_slice())
+    }
+    /// The coordinate buffer owned by level `l`, byte-aligned or packed.
+    pub fn coordinate_view(&self, l: usize) -> Option<IndexView<'_>> {
+        self.coordinates.get(l)?.as_ref().map(|b| b.view())
     }
 
-    /// The `(lo, hi)` range of positions of level `l` under parent position `parent`.
-    fn segment(&self, l: usize, parent: usize) -> (usize, usize) {
-        let lt = self.encoding.lvl_types[l];
-        match lt.format {
-            LevelFormat::Dense | LevelFormat::Batch => {
-                let s = self.lvl_sizes[l];
-                (parent * s, parent * s + s)
-            }
-            LevelFormat::Compressed => {
-                let p = self.positions[l].as_ref().expect("compressed has positions");
-                (p.get(parent).unwrap_or(0), p.get(parent + 1).unwrap_or(0))
-            }
-            LevelFormat::LooseCompressed => {
-                let p = self.positions[l].as_ref().expect("loose_compressed has positions");
-                (p.get(2 * parent).unwrap_or(0), p.get(2 * parent + 1).unwrap_or(0))
-            }
-            LevelFormat::Singleton | LevelFormat::NOutOfM { .. } => (parent, parent + 1),
-        }
+    fn arrays(&self) -> Arrays<'_> {
+        Arrays { lvl_sizes: &self.lvl_sizes, lvl_types: &self.encoding.lvl_types, positions: &self.positions, counts: &self.counts, batches: self.batches }
+    }
+
+    /// The `(lo, hi)` range of global positions of level `l` under parent position `parent`.
+    fn segment(&self, a: &Arrays<'_>, l: usize, parent: usize) -> (usize, usize) {
+        dispatch!(self.encoding.lvl_types[l].format, K => K::segment(a, l, parent))
     }
 
     /// Coordinate of level `l` at position `p` (whose parent position is `parent`).
     fn crd(&self, l: usize, parent: usize, p: usize) -> usize {
         match self.encoding.crd_location(l) {
             None => p - parent * self.lvl_sizes[l],
-            Some((owner, stride, offset)) => {
-                self.coordinates[owner].as_ref().and_then(|b| b.get(p * stride + offset)).unwrap_or(usize::MAX)
-            }
+            Some((owner, stride, offset)) => self.coordinates[owner].as_ref().and_then(|b| b.get(p * stride + offset)).unwrap_or(usize::MAX),
         }
     }
 
     /// Calls `f(level coordinates, value position)` for every stored entry in storage order.
-    fn walk(&self, l: usize, parent: usize, lc: &mut Vec<usize>, f: &mut dyn FnMut(&[usize], usize)) {
-        let (lo, hi) = self.segment(l, parent);
+    fn walk(&self, a: &Arrays<'_>, l: usize, parent: usize, lc: &mut Vec<usize>, f: &mut dyn FnMut(&[usize], usize)) {
+        let (lo, hi) = self.segment(a, l, parent);
         for p in lo..hi {
             lc[l] = self.crd(l, parent, p);
             if l + 1 == lc.len() {
                 f(lc, p);
             } else {
-                self.walk(l + 1, p, lc, f);
+                self.walk(a, l + 1, p, lc, f);
             }
         }
+    }
+
+    /// Calls `f(level coordinates, value)` for every stored entry in storage order.
+    pub fn for_each_level(&self, mut f: impl FnMut(&[usize], &V)) {
+        let a = self.arrays();
+        let mut lc = vec![0; self.encoding.lvl_rank()];
+        self.walk(&a, 0, 0, &mut lc, &mut |lc, p| f(lc, &self.values[p]));
     }
 
     /// All stored entries in storage order as `(level coordinates, value)`.
     pub fn iter_levels(&self) -> impl Iterator<Item = (Vec<usize>, &V)> + '_ {
         let mut out = Vec::with_capacity(self.nse());
+        let a = self.arrays();
         let mut lc = vec![0; self.encoding.lvl_rank()];
-        self.walk(0, 0, &mut lc, &mut |lc, p| out.push((lc.to_vec(), p)));
+        self.walk(&a, 0, 0, &mut lc, &mut |lc, p| out.push((lc.to_vec(), p)));
         out.into_iter().map(move |(lc, p)| (lc, &self.values[p]))
     }
 
@@ -404,20 +674,36 @@ impl<V: Value> DynamicStorage<V> {
             return None;
         }
         let mut lc = vec![0; self.encoding.lvl_rank()];
-        self.encoding.dim_to_lvl_coords(coords, &mut lc)?;
-        self.locate(0, 0, &lc).map(|p| &self.values[p])
+        dim_to_lvl(&self.encoding, self.encoding.dim_permutation().as_deref(), coords, &mut lc)?;
+        let a = self.arrays();
+        self.locate(&a, 0, 0, &lc).map(|p| &self.values[p])
     }
 
-    fn locate(&self, l: usize, parent: usize, lc: &[usize]) -> Option<usize> {
-        let (lo, hi) = self.segment(l, parent);
+    fn locate(&self, a: &Arrays<'_>, l: usize, parent: usize, lc: &[usize]) -> Option<usize> {
+        let (lo, hi) = self.segment(a, l, parent);
         let last = l + 1 == lc.len();
-        if self.encoding.lvl_types[l].is_dense() {
-            let p = lo + lc[l];
-            return if last { Some(p) } else { self.locate(l + 1, p, lc) };
+        let next = |p: usize| if last { Some(p) } else { self.locate(a, l + 1, p, lc) };
+        if self.counting.is_some_and(|c| c.level == l) {
+            return (lo..hi).find_map(next);
         }
-        (lo..hi).filter(|&p| self.crd(l, parent, p) == lc[l]).find_map(|p| if last { Some(p) } else { self.locate(l + 1, p, lc) })
+        if self.encoding.lvl_types[l].is_dense() {
+            return if lc[l] < hi - lo { next(lo + lc[l]) } else { None };
+        }
+        (lo..hi).filter(|&p| self.crd(l, parent, p) == lc[l]).find_map(next)
     }
 
+    /// Bytes held by positions, coordinates and values.
+    pub fn memory_bytes(&self) -> usize {
+        storage::memory_bytes(self)
+    }
+
+    /// Checks every storage invariant; see [`storage::validate`].
+    pub fn validate(&self) -> Result<(), StorageError> {
+        storage::validate(self)
+    }
+}
+
+impl<V: Value> DynamicStorage<V> {
     /// The dense tensor, row-major (last dimension fastest); stored duplicates are summed.
     ///
     /// Errors: [`StorageError::ShapeOverflow`] if the element count does not fit `usize`.
@@ -448,16 +734,53 @@ impl<V: Value> DynamicStorage<V> {
         }
         Ok(())
     }
+}
 
-    /// Checks every storage invariant; see [`storage::validate`].
-    pub fn validate(&self) -> Result<(), StorageError> {
-        storage::validate(self)
+/// ELL: gives every entry its slice `k` (the rank of the entry in its row), merging duplicates
+/// first when `merge`; returns the new keys and values.
+#[allow(clippy::type_complexity)]
+fn assign_slices<V: Value>(
+    cnt: Counting,
+    coords: &[usize],
+    dim_rank: usize,
+    keys: Vec<usize>,
+    values: Vec<V>,
+    r: usize,
+    merge: bool,
+) -> Result<(Vec<usize>, Vec<V>), StorageError> {
+    let n = values.len();
+    let row = |e: usize| coords[e * dim_rank + cnt.dim];
+    let key = |e: usize| &keys[e * r..(e + 1) * r];
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| row(a).cmp(&row(b)).then_with(|| key(a).cmp(key(b))));
+    let mut out_keys = Vec::with_capacity(keys.len());
+    let mut out_vals = Vec::with_capacity(n);
+    let mut k = 0;
+    while k < n {
+        let i = row(order[k]);
+        let mut slot = 0;
+        let start = out_vals.len();
+        while k < n && row(order[k]) == i {
+            let e = order[k];
+            let mut v = values[e];
+            k += 1;
+            if merge {
+                while k < n && row(order[k]) == i && key(order[k]) == key(e) {
+                    v += values[order[k]];
+                    k += 1;
+                }
+            }
+            let mut lc = key(e).to_vec();
+            lc[cnt.level] = slot;
+            out_keys.extend_from_slice(&lc);
+            out_vals.push(v);
+            slot += 1;
+        }
+        if slot > cnt.slices {
+            return Err(StorageError::EllRowOverflow { row: i, count: out_vals.len() - start, slices: cnt.slices });
+        }
     }
-
-    /// Bytes held by positions, coordinates and values.
-    pub fn memory_bytes(&self) -> usize {
-        storage::memory_bytes(self)
-    }
+    Ok((out_keys, out_vals))
 }
 
 impl<V> SparseStorage for DynamicStorage<V> {
@@ -475,7 +798,10 @@ impl<V> SparseStorage for DynamicStorage<V> {
         self.positions.get(l)?.as_ref().map(|b| b.as_slice())
     }
     fn coordinate_buffer(&self, l: usize) -> Option<IndexSlice<'_>> {
-        self.coordinates.get(l)?.as_ref().map(|b| b.as_slice())
+        self.coordinates(l)
+    }
+    fn coordinate_view(&self, l: usize) -> Option<IndexView<'_>> {
+        DynamicStorage::coordinate_view(self, l)
     }
     fn value_slice(&self) -> &[V] {
         &self.values

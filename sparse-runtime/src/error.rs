@@ -111,4 +111,61 @@ pub enum StorageError {
         /// What was found.
         detail: String,
     },
+    /// An n:m block holds more than `n` entries.
+    #[error("level {level}: row {row}, block {block} holds {count} entries, more than n = {n} of m = {m}")]
+    NOutOfMOverflow {
+        /// The n:m level (0-based).
+        level: usize,
+        /// The row: the level coordinate two levels above the n:m level (for
+        /// `(i, j floordiv m, j mod m)` the matrix row `i`).
+        row: usize,
+        /// The block: the level coordinate directly above the n:m level (`j floordiv m`).
+        block: usize,
+        /// Entries found in the block.
+        count: usize,
+        /// Stored values per block.
+        n: usize,
+        /// Block size.
+        m: usize,
+    },
+    /// ELL counting: a row holds more stored elements than there are slices.
+    #[error("row {row} holds {count} stored elements, more than the {slices} ELL slices")]
+    EllRowOverflow {
+        /// The counted dimension's coordinate (the row).
+        row: usize,
+        /// Stored elements in the row (after merging duplicates).
+        count: usize,
+        /// Number of slices (the constant `K` of `c * K * i`).
+        slices: usize,
+    },
+    /// Batches differ in their number of stored positions at a level (every batch must have the
+    /// same nse, as PyTorch's batched CSR/BSR require).
+    #[error("level {level}: batch {batch} stores {got} positions, batch 0 stores {expected}")]
+    BatchNse {
+        /// Level (0-based).
+        level: usize,
+        /// The first batch (0-based, flattened over the batch levels) that differs.
+        batch: usize,
+        /// Positions of batch 0.
+        expected: usize,
+        /// Positions of `batch`.
+        got: usize,
+    },
+    /// A dimension slice is invalid for the parent tensor or its dynamic values are missing.
+    #[error("dimension {dim}: {reason}")]
+    Slice {
+        /// Dimension (0-based).
+        dim: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Raw parts given to `from_raw_parts` do not have the encoding's shape of arrays (which
+    /// levels have positions or coordinates, widths, number of levels).
+    #[error("raw parts, level {level}: {reason}")]
+    RawParts {
+        /// Level (0-based).
+        level: usize,
+        /// What is wrong.
+        reason: String,
+    },
 }

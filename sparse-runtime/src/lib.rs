@@ -5,7 +5,8 @@
 //! - [`coo`]: the COO operand;
 //! - [`storage`]: the level-by-level view every tensor gives, `sparse_tensor.print` and `validate`;
 //! - [`dynamic`]: the reference storage built at run time from an [`Encoding`](sparse_dsl::ir::Encoding);
-//! - [`mmio`]: Matrix Market reading;
+//! - [`mmio`]: Matrix Market reading and writing;
+//! - [`packed`]: sub-byte coordinate buffers (`crdWidth = 2` of n:m levels) and index views;
 //! - [`error`]: the storage errors.
 #![warn(missing_docs)]
 
@@ -13,14 +14,17 @@ pub mod coo;
 pub mod dynamic;
 pub mod error;
 pub mod index;
+pub(crate) mod level;
 pub mod mmio;
+pub mod packed;
 pub mod storage;
 pub mod value;
 
 pub use coo::CooTensor;
-pub use dynamic::DynamicStorage;
+pub use dynamic::{DynamicStorage, RawParts};
 pub use error::{BufferKind, StorageError};
 pub use index::{Index, IndexBuffer, IndexSlice};
+pub use packed::{CrdBuffer, IndexView, PackedBuffer};
 pub use storage::SparseStorage;
 pub use value::Value;
 pub use num_traits;

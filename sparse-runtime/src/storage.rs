@@ -7,6 +7,8 @@ use sparse_dsl::ir::{LevelFormat, LevelType};
 
 use crate::error::StorageError;
 use crate::index::IndexSlice;
+use crate::level::{dispatch, inv, Check, LevelKind};
+use crate::packed::IndexView;
 
 /// Read access to the arrays of a sparse tensor, level by level.
 ///
@@ -28,6 +30,13 @@ pub trait SparseStorage {
     fn coordinate_buffer(&self, l: usize) -> Option<IndexSlice<'_>>;
     /// The values array (`nse` elements, explicit zeros included).
     fn value_slice(&self) -> &[Self::Value];
+    /// The coordinate buffer owned by level `l` as a view that also covers packed sub-byte
+    /// buffers (`crdWidth` 1, 2, 4 of n:m levels). The default wraps
+    /// [`Self::coordinate_buffer`]; storages with packed buffers override it. Print, validate and
+    /// memory accounting read coordinates through this method.
+    fn coordinate_view(&self, l: usize) -> Option<IndexView<'_>> {
+        self.coordinate_buffer(l).map(IndexView::Plain)
+    }
 }
 
 /// Writes a tensor in the form of MLIR's `sparse_tensor.print`:
@@ -71,7 +80,7 @@ where
             list(f, p.to_vec().into_iter())?;
             f.write_str("\n")?;
         }
-        if let Some(c) = s.coordinate_buffer(l) {
+        if let Some(c) = s.coordinate_view(l) {
             write!(f, "crd[{l}] : ")?;
             list(f, c.to_vec().into_iter())?;
             f.write_str("\n")?;
@@ -87,140 +96,63 @@ pub fn memory_bytes<S: SparseStorage + ?Sized>(s: &S) -> usize {
     let mut total = std::mem::size_of_val(s.value_slice());
     for l in 0..s.lvl_types().len() {
         total += s.position_buffer(l).map_or(0, |b| b.bytes());
-        total += s.coordinate_buffer(l).map_or(0, |b| b.bytes());
+        total += s.coordinate_view(l).map_or(0, |b| b.bytes());
     }
     total
 }
 
 /// Checks the storage invariants level by level, outermost first, and returns the first
-/// violation as [`StorageError::Invariant`] naming the invariant, the level and the position.
+/// violation as [`StorageError::Invariant`] naming the invariant, the level and the position
+/// (an index into the level's `pos` array, or a global position of its coordinates).
 ///
-/// Per level, with `parent` = number of positions of the level above (1 for level 0) and
-/// `size` = the level size:
-/// - dense: `count = parent * size`;
-/// - compressed: `pos` has `parent + 1` entries, `pos[0] == 0`, non-decreasing, last entry equals
-///   the number of coordinates (PyTorch's compressed invariants 5.1-5.6 for one level);
-/// - loose_compressed: `pos` has `2 * parent` entries, `lo <= hi <= count` for each pair;
-/// - singleton: one coordinate per parent position;
-/// - every coordinate `< size`; strictly increasing within a segment when the level is ordered and
-///   unique, non-decreasing when ordered only.
+/// Leading `batch` levels split every buffer below them into `B` equal parts (`B` = product of
+/// the batch level sizes); the rules below hold for every batch. Per level, with `parent` = number
+/// of positions of the level above (1 for level 0) and `size` = the level size:
+/// - dense, batch: `count = parent * size`;
+/// - compressed (PyTorch's CSR/BSR index invariants of `bsr-invariants.md`, per batch):
+///   `3.8` `pos` has `parent + 1` entries per batch; `5.1` it starts at 0; `5.3` it is
+///   non-decreasing and (unique levels) no segment is longer than `size`; `5.2` the last entry
+///   equals the number of coordinates; `5.5` every coordinate is `< size` (5.4, `>= 0`, holds
+///   for unsigned buffers); `5.6` coordinates are sorted and distinct in a segment (ordered and
+///   unique levels; non-decreasing for ordered non-unique levels; distinct for unique
+///   non-ordered levels);
+/// - loose_compressed: `pos` has `2 * parent` entries; each `(lo, hi)` pair has `lo <= hi <=`
+///   the number of coordinates (segments may be in any order, with gaps); coordinates as above;
+/// - singleton: one coordinate per parent position, `< size`;
+/// - n:m: exactly `n` coordinates per block (`parent * n`), each `< m`, sorted and distinct in
+///   a block;
+/// - an AoS COO buffer holds whole tuples (its length is a multiple of the region length).
 ///
-/// Finally the number of values must equal the count of the last level.
+/// Finally the number of values must equal the count of the last level. Never panics, whatever
+/// the arrays hold.
 pub fn validate<S: SparseStorage + ?Sized>(s: &S) -> Result<(), StorageError> {
     let types = s.lvl_types();
     let sizes = s.lvl_sizes();
     let lvl_rank = types.len();
-    // coordinate of level l at position p, honouring AoS interleaving
-    let crd_at = |l: usize, p: usize| -> Option<usize> {
-        // find owner: walk back over singleton levels to a buffer owner
-        let mut owner = l;
-        loop {
-            if let Some(buf) = s.coordinate_buffer(owner) {
-                if owner == l {
-                    // own buffer: either plain, or AoS region start with stride
-                    let stride = aos_stride(s, l);
-                    return buf.get(p * stride);
-                }
-                let stride = aos_stride(s, owner);
-                return buf.get(p * stride + (l - owner));
-            }
-            if owner == 0 || types[owner].format != LevelFormat::Singleton {
-                return None;
-            }
-            owner -= 1;
+    if sizes.len() != lvl_rank {
+        return Err(inv(0, "one size per level", sizes.len(), format!("{} sizes for {lvl_rank} levels", sizes.len())));
+    }
+    let mut batches = 1usize;
+    for (l, t) in types.iter().enumerate() {
+        if t.format != LevelFormat::Batch {
+            break;
         }
-    };
+        batches = batches.checked_mul(sizes[l]).ok_or_else(|| StorageError::ShapeOverflow { shape: sizes.to_vec() })?;
+    }
+    let cx = Check { s, batches };
     let mut parent = 1usize;
-    for l in 0..lvl_rank {
-        let lt = types[l];
-        let size = sizes[l];
-        let count;
-        // segments (lo, hi) per parent position
-        let mut segments: Vec<(usize, usize)> = Vec::new();
-        match lt.format {
-            LevelFormat::Dense | LevelFormat::Batch => {
-                count = parent.checked_mul(size).ok_or(StorageError::ShapeOverflow { shape: sizes.to_vec() })?;
-            }
-            LevelFormat::Compressed => {
-                let pos = s.position_buffer(l).ok_or_else(|| inv(l, "positions present", 0, "no positions array".into()))?;
-                if pos.len() != parent + 1 {
-                    return Err(inv(l, "positions length is parent size + 1", pos.len(), format!("{} positions for {} parents", pos.len(), parent)));
-                }
-                let pos = pos.to_vec();
-                if pos[0] != 0 {
-                    return Err(inv(l, "positions start at 0", 0, format!("pos[0] = {}", pos[0])));
-                }
-                for p in 1..pos.len() {
-                    if pos[p] < pos[p - 1] {
-                        return Err(inv(l, "positions non-decreasing", p, format!("pos[{}] = {} < pos[{}] = {}", p, pos[p], p - 1, pos[p - 1])));
-                    }
-                    segments.push((pos[p - 1], pos[p]));
-                }
-                count = pos[parent];
-            }
-            LevelFormat::LooseCompressed => {
-                let pos = s.position_buffer(l).ok_or_else(|| inv(l, "positions present", 0, "no positions array".into()))?;
-                if pos.len() != 2 * parent {
-                    return Err(inv(l, "positions length is 2 x parent size", pos.len(), format!("{} positions for {} parents", pos.len(), parent)));
-                }
-                let pos = pos.to_vec();
-                let mut hi_max = 0;
-                for q in 0..parent {
-                    let (lo, hi) = (pos[2 * q], pos[2 * q + 1]);
-                    if lo > hi {
-                        return Err(inv(l, "segment lo <= hi", 2 * q, format!("lo = {lo} > hi = {hi}")));
-                    }
-                    hi_max = hi_max.max(hi);
-                    segments.push((lo, hi));
-                }
-                count = hi_max;
-            }
-            LevelFormat::Singleton | LevelFormat::NOutOfM { .. } => {
-                count = parent;
-                segments.extend((0..parent).map(|q| (q, q + 1)));
-            }
-        }
-        if lt.has_coordinates() {
-            for &(lo, hi) in &segments {
-                let mut prev: Option<usize> = None;
-                for p in lo..hi {
-                    let c = crd_at(l, p).ok_or_else(|| inv(l, "coordinates cover positions", p, format!("no coordinate at position {p}")))?;
-                    if c >= size {
-                        return Err(inv(l, "coordinates in range", p, format!("coordinate {c} >= level size {size}")));
-                    }
-                    if let (Some(q), true) = (prev, lt.is_ordered() && lt.format != LevelFormat::Singleton) {
-                        if lt.is_unique() && c <= q {
-                            return Err(inv(l, "coordinates strictly increasing in a segment", p, format!("{c} after {q}")));
-                        }
-                        if !lt.is_unique() && c < q {
-                            return Err(inv(l, "coordinates non-decreasing in a segment", p, format!("{c} after {q}")));
-                        }
-                    }
-                    prev = Some(c);
-                }
-            }
-        }
-        parent = count;
+    for (l, t) in types.iter().enumerate() {
+        parent = dispatch!(t.format, K => K::check(&cx, l, parent))?;
     }
     if s.value_slice().len() != parent {
-        return Err(inv(lvl_rank.saturating_sub(1), "one value per stored position", s.value_slice().len(), format!("{} values for {} positions", s.value_slice().len(), parent)));
+        return Err(inv(
+            lvl_rank.saturating_sub(1),
+            "one value per stored position",
+            s.value_slice().len(),
+            format!("{} values for {} positions", s.value_slice().len(), parent),
+        ));
     }
     Ok(())
-}
-
-/// Stride of the coordinate buffer owned by level `l`: the length of the AoS COO region that
-/// starts at `l` (1 for a plain buffer).
-fn aos_stride<S: SparseStorage + ?Sized>(s: &S, l: usize) -> usize {
-    let types = s.lvl_types();
-    let mut k = l + 1;
-    while k < types.len() && types[k].format == LevelFormat::Singleton && s.coordinate_buffer(k).is_none() {
-        k += 1;
-    }
-    k - l
-}
-
-fn inv(level: usize, invariant: &'static str, position: usize, detail: String) -> StorageError {
-    StorageError::Invariant { level, invariant, position, detail }
 }
 
 /// Segment-level access used by the generic iterator [`LevelIter`]: the two questions every level
