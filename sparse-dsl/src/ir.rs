@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+use crate::types::TypedValue;
+
 /// A level format: how one storage level keeps its coordinates.
 ///
 /// Rules follow MLIR's `sparse_tensor::LevelFormat`.
@@ -71,7 +73,14 @@ pub struct LevelType {
 impl LevelType {
     /// A level with the given format and default properties (unique, ordered, AoS).
     pub const fn new(format: LevelFormat) -> Self {
-        LevelType { format, properties: LevelProperties { nonunique: false, nonordered: false, soa: false } }
+        LevelType {
+            format,
+            properties: LevelProperties {
+                nonunique: false,
+                nonordered: false,
+                soa: false,
+            },
+        }
     }
     /// `true` unless the level is `nonunique`.
     pub fn is_unique(&self) -> bool {
@@ -87,13 +96,19 @@ impl LevelType {
     }
     /// The level stores a positions (`pos`) array: compressed and loose_compressed.
     pub fn has_positions(&self) -> bool {
-        matches!(self.format, LevelFormat::Compressed | LevelFormat::LooseCompressed)
+        matches!(
+            self.format,
+            LevelFormat::Compressed | LevelFormat::LooseCompressed
+        )
     }
     /// The level stores coordinates (`crd`) of its own (possibly inside a shared AoS buffer).
     pub fn has_coordinates(&self) -> bool {
         matches!(
             self.format,
-            LevelFormat::Compressed | LevelFormat::LooseCompressed | LevelFormat::Singleton | LevelFormat::NOutOfM { .. }
+            LevelFormat::Compressed
+                | LevelFormat::LooseCompressed
+                | LevelFormat::Singleton
+                | LevelFormat::NOutOfM { .. }
         )
     }
 }
@@ -243,7 +258,10 @@ impl AffineExpr {
                     out.push(')');
                 }
             }
-            AffineExpr::Mul(a, b) | AffineExpr::FloorDiv(a, b) | AffineExpr::CeilDiv(a, b) | AffineExpr::Mod(a, b) => {
+            AffineExpr::Mul(a, b)
+            | AffineExpr::FloorDiv(a, b)
+            | AffineExpr::CeilDiv(a, b)
+            | AffineExpr::Mod(a, b) => {
                 let op = match self {
                     AffineExpr::Mul(..) => " * ",
                     AffineExpr::FloorDiv(..) => " floordiv ",
@@ -278,7 +296,11 @@ pub struct AffineMap {
 impl AffineMap {
     /// The identity map on `n` variables.
     pub fn identity(n: usize) -> Self {
-        AffineMap { num_vars: n, num_symbols: 0, results: (0..n).map(AffineExpr::Var).collect() }
+        AffineMap {
+            num_vars: n,
+            num_symbols: 0,
+            results: (0..n).map(AffineExpr::Var).collect(),
+        }
     }
 
     /// If every result is a distinct bare variable and there are as many results as variables,
@@ -332,6 +354,12 @@ pub struct Encoding {
     pub crd_width: u32,
     /// Per-dimension slices, present when any dimension has one (then one per dimension).
     pub dim_slices: Option<Vec<DimSlice>>,
+    /// `explicitVal`: the value every stored entry has (e.g. `1.0 : f32` for a pattern matrix),
+    /// `None` when not given.
+    pub explicit_val: Option<TypedValue>,
+    /// `implicitVal`: the value of entries that are not stored; MLIR requires it to be zero
+    /// (checked against a tensor type). `None` when not given.
+    pub implicit_val: Option<TypedValue>,
 }
 
 impl Encoding {
@@ -359,7 +387,10 @@ impl Encoding {
             let t = &self.lvl_types[k];
             t.has_positions()
                 && !t.is_unique()
-                && self.lvl_types.get(k + 1).is_some_and(|n| n.format == LevelFormat::Singleton)
+                && self
+                    .lvl_types
+                    .get(k + 1)
+                    .is_some_and(|n| n.format == LevelFormat::Singleton)
         };
         if lt.format != LevelFormat::Singleton {
             return if is_start(l) { Some(l) } else { None };
@@ -378,7 +409,11 @@ impl Encoding {
     /// Last level (inclusive) of the COO region that starts at `start`.
     pub fn coo_region_end(&self, start: usize) -> usize {
         let mut e = start;
-        while self.lvl_types.get(e + 1).is_some_and(|t| t.format == LevelFormat::Singleton) {
+        while self
+            .lvl_types
+            .get(e + 1)
+            .is_some_and(|t| t.format == LevelFormat::Singleton)
+        {
             e += 1;
         }
         e
@@ -396,7 +431,9 @@ impl Encoding {
         }
         if let Some(start) = self.coo_region_start(l) {
             let end = self.coo_region_end(start);
-            let aos = !self.lvl_types[start + 1..=end].iter().any(|t| t.properties.soa);
+            let aos = !self.lvl_types[start + 1..=end]
+                .iter()
+                .any(|t| t.properties.soa);
             if aos {
                 return Some((start, end - start + 1, l - start));
             }
@@ -448,7 +485,10 @@ impl Encoding {
             }
             return Some(());
         }
-        let vars: Vec<i64> = dim.iter().map(|&c| i64::try_from(c).ok()).collect::<Option<_>>()?;
+        let vars: Vec<i64> = dim
+            .iter()
+            .map(|&c| i64::try_from(c).ok())
+            .collect::<Option<_>>()?;
         for (l, r) in self.dim_to_lvl.results.iter().enumerate() {
             lvl[l] = usize::try_from(r.eval(&vars, &[])?).ok()?;
         }
@@ -457,7 +497,10 @@ impl Encoding {
 
     /// Maps level coordinates back to dimension coordinates through `lvl_to_dim`.
     pub fn lvl_to_dim_coords(&self, lvl: &[usize], dim: &mut [usize]) -> Option<()> {
-        let vars: Vec<i64> = lvl.iter().map(|&c| i64::try_from(c).ok()).collect::<Option<_>>()?;
+        let vars: Vec<i64> = lvl
+            .iter()
+            .map(|&c| i64::try_from(c).ok())
+            .collect::<Option<_>>()?;
         for (d, r) in self.lvl_to_dim.results.iter().enumerate() {
             dim[d] = usize::try_from(r.eval(&vars, &[])?).ok()?;
         }

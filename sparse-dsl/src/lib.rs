@@ -4,6 +4,7 @@
 //! - [`ir`]: the semantic IR ([`ir::Encoding`]) every layer shares;
 //! - [`parse`]: the pest grammar and the verifier, text -> `Encoding` with [`diag::Diagnostic`]s;
 //! - [`print`]: MLIR's canonical text form of an `Encoding`;
+//! - [`types`]: element types, typed values and tensor types around an encoding;
 //! - [`diag`]: diagnostics with byte spans and line:column;
 //! - [`codegen`]: the Rust items generated for one declaration.
 #![warn(missing_docs)]
@@ -13,3 +14,4 @@ pub mod diag;
 pub mod ir;
 pub mod parse;
 pub mod print;
+pub mod types;

@@ -33,6 +33,7 @@
 //! counting `c * 3 * i`) are ignored by inference.
 
 use std::collections::HashMap;
+use std::fmt;
 
 use pest::error::{ErrorVariant, InputLocation};
 use pest::iterators::Pair;
@@ -41,6 +42,9 @@ use pest::{Parser as _, Span};
 use crate::diag::Diagnostic;
 use crate::ir::{
     AffineExpr, AffineMap, DimSlice, Encoding, LevelFormat, LevelProperties, LevelType,
+};
+pub use crate::types::{
+    ElementType, FloatKind, QuantizedType, ScalarValue, Signedness, TensorType, TypedValue,
 };
 
 mod grammar {
@@ -61,6 +65,49 @@ pub struct ParsedEncoding {
     pub encoding: Encoding,
 }
 
+/// What a declaration declares: an encoding, or a tensor type (with or without an encoding).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Declared {
+    /// `#sparse_tensor.encoding<{...}>`.
+    Encoding(Encoding),
+    /// `tensor<20x30xf32, #sparse_tensor.encoding<{...}>>`.
+    Tensor(TensorType),
+}
+
+impl Declared {
+    /// The encoding declared, directly or inside the tensor type.
+    pub fn encoding(&self) -> Option<&Encoding> {
+        match self {
+            Declared::Encoding(e) => Some(e),
+            Declared::Tensor(t) => t.encoding.as_ref(),
+        }
+    }
+}
+
+impl fmt::Display for Declared {
+    /// The canonical text of the encoding or tensor type (without the alias).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Declared::Encoding(e) => write!(f, "{e}"),
+            Declared::Tensor(t) => write!(f, "{t}"),
+        }
+    }
+}
+
+/// One declaration `#Alias = <encoding or tensor type>` (the alias is optional; a tensor type may
+/// also be bound with MLIR's type-alias spelling `!Alias =`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParsedDeclaration {
+    /// The alias name without its leading `#` / `!`.
+    pub alias: Option<String>,
+    /// The verified encoding or tensor type.
+    pub declared: Declared,
+    /// Byte offset where the declaration starts (its alias, or the value when there is none).
+    pub start: usize,
+    /// Byte offset one past the end of the declaration.
+    pub end: usize,
+}
+
 /// Bracket nesting deeper than this is rejected before parsing (keeps recursion bounded).
 const MAX_NESTING: usize = 64;
 /// Affine expression trees deeper than this are rejected.
@@ -68,13 +115,78 @@ const MAX_EXPR_DEPTH: usize = 200;
 /// At most this many diagnostics are reported.
 const MAX_DIAGS: usize = 100;
 
-/// Parses and verifies one encoding. Never panics; syntax errors give exactly one diagnostic,
-/// semantic errors give one diagnostic per problem found (sorted by position).
+/// Parses and verifies one encoding (optionally `#Alias =` before it). Never panics; syntax
+/// errors give exactly one diagnostic; semantic errors give one diagnostic per problem found,
+/// the one MLIR reports first (parser errors in source order, then verifier rules in MLIR's
+/// order). A tensor type is rejected here: use [`parse_declaration`].
 pub fn parse_encoding(text: &str) -> Result<ParsedEncoding, Vec<Diagnostic>> {
+    run(text, Rule::file, |cx, file| cx.file(file))
+}
+
+/// Parses and verifies one declaration: an encoding or a tensor type
+/// (`tensor<20x30xf32, #sparse_tensor.encoding<{...}>>`, `tensor<?x?xf64>`), optionally bound to
+/// an alias (`#Name =`, or `!Name =` for a tensor type). Tensor types get MLIR's tensor checks
+/// (`dimension-rank mismatch between encoding and tensor shape: E != T`, value-type mismatches,
+/// `implicit value must be zero`) and, with a static shape, the project's own: a block size must
+/// divide its dimension, and `crdWidth`/`posWidth` must hold the largest coordinate/position of
+/// the static level sizes. An encoding alias reference (`tensor<4xf32, #CSR>`) is an error here
+/// (`undefined symbol alias id 'CSR'`): it needs [`parse_declarations`]. Errors as for
+/// [`parse_encoding`]; never panics.
+pub fn parse_declaration(text: &str) -> Result<ParsedDeclaration, Vec<Diagnostic>> {
+    run(text, Rule::decl_file, |cx, file| {
+        let decl = inner(file).find(|p| p.as_rule() == Rule::declaration)?;
+        cx.declaration(decl)
+    })
+}
+
+/// Parses a `.mlir` file of declarations (for build scripts): any number of `#Alias = ...`
+/// encodings or tensor types, with `//` comments. A tensor type may name an encoding declared
+/// earlier in the file (`tensor<?x?xf64, #CSR>`). Aliases must be unique
+/// (`redefinition of alias 'CSR'`). All declarations are verified; diagnostics are grouped by
+/// declaration in file order. Never panics.
+pub fn parse_declarations(text: &str) -> Result<Vec<ParsedDeclaration>, Vec<Diagnostic>> {
+    run(text, Rule::decls_file, |cx, file| {
+        let mut out = Vec::new();
+        let mut ok = true;
+        for decl in inner(file).filter(|p| p.as_rule() == Rule::declaration) {
+            let before = cx.diags.len();
+            let decl_span = decl.clone();
+            match cx.declaration(decl) {
+                Some(d) => {
+                    if let Some(name) = &d.alias {
+                        if cx.aliases.contains_key(name) {
+                            let span = inner(decl_span.clone())
+                                .next()
+                                .map_or(decl_span.as_span(), |a| a.as_span());
+                            cx.error(span, format!("redefinition of alias '{name}'"));
+                            ok = false;
+                            continue;
+                        }
+                        if let Declared::Encoding(e) = &d.declared {
+                            cx.aliases.insert(name.clone(), e.clone());
+                        }
+                    }
+                    out.push(d);
+                }
+                None => ok = false,
+            }
+            ok &= cx.diags.len() == before;
+            cx.decl_index += 1;
+        }
+        ok.then_some(out)
+    })
+}
+
+/// Shared driver: nesting check, pest, semantic pass, diagnostics ordering.
+fn run<'t, T>(
+    text: &'t str,
+    rule: Rule,
+    f: impl FnOnce(&mut Cx<'t>, Pair<'t, Rule>) -> Option<T>,
+) -> Result<T, Vec<Diagnostic>> {
     if let Some(d) = check_nesting(text) {
         return Err(vec![d]);
     }
-    let mut pairs = match EncodingParser::parse(Rule::file, text) {
+    let mut pairs = match EncodingParser::parse(rule, text) {
         Ok(p) => p,
         Err(e) => return Err(vec![syntax_diagnostic(text, &e)]),
     };
@@ -89,19 +201,30 @@ pub fn parse_encoding(text: &str) -> Result<ParsedEncoding, Vec<Diagnostic>> {
     let mut cx = Cx {
         text,
         diags: Vec::new(),
+        rank: 0,
+        decl_index: 0,
+        aliases: HashMap::new(),
+        lvl_spans: Vec::new(),
+        width_spans: [None, None],
+        type_alias_span: None,
     };
-    let result = cx.file(file);
+    let result = f(&mut cx, file);
     match result {
         Some(p) if cx.diags.is_empty() => Ok(p),
         _ => {
             let mut diags = cx.diags;
             if diags.is_empty() {
-                diags.push(Diagnostic::new(text, 0, 0, "invalid encoding"));
+                diags.push((0, 0, Diagnostic::new(text, 0, 0, "invalid encoding")));
             }
-            diags.sort_by_key(|d| (d.start, d.end));
-            diags.dedup();
-            diags.truncate(MAX_DIAGS);
-            Err(diags)
+            diags.sort_by_key(|(decl, rank, d)| (*decl, *rank, d.start, d.end));
+            let mut out: Vec<Diagnostic> = Vec::new();
+            for (_, _, d) in diags {
+                if !out.contains(&d) {
+                    out.push(d);
+                }
+            }
+            out.truncate(MAX_DIAGS);
+            Err(out)
         }
     }
 }
@@ -243,7 +366,17 @@ fn describe(r: Rule) -> &'static str {
         Rule::typed_value => "typed value (e.g. '1.0 : f32')",
         Rule::complex_attr | Rule::complex_kw => "'#complex.number'",
         Rule::number | Rule::float => "number",
-        Rule::type_expr | Rule::type_name => "type",
+        Rule::elem_type | Rule::builtin_type | Rule::complex_type | Rule::kw_complex => "type",
+        Rule::quant_type | Rule::quant_kw => "'!quant.uniform'",
+        Rule::tensor_type | Rule::kw_tensor => "'tensor'",
+        Rule::declaration => "'#sparse_tensor.encoding' or 'tensor'",
+        Rule::shape => "dimension list",
+        Rule::tensor_enc | Rule::alias_ref => "encoding",
+        Rule::bool_lit => "'true' or 'false'",
+        Rule::width_value => "integer",
+        Rule::bad_value => "attribute value",
+        Rule::kw_structured => "level format",
+        Rule::structured_size | Rule::skip_size => "structured size",
         Rule::map => "affine map",
         Rule::symbol_list => "symbol list",
         Rule::lvl_decl_list => "level-variable list",
@@ -307,7 +440,21 @@ enum Side {
 
 struct Cx<'t> {
     text: &'t str,
-    diags: Vec<Diagnostic>,
+    /// `(declaration index, rank, diagnostic)`: sorted by declaration, then rank (0 = parser
+    /// errors, higher = verifier rules in MLIR's order), then position.
+    diags: Vec<(usize, u32, Diagnostic)>,
+    /// Rank given to diagnostics reported by [`Cx::error`].
+    rank: u32,
+    /// Index of the declaration being parsed (for [`parse_declarations`]).
+    decl_index: usize,
+    /// Encodings declared so far by alias (for [`parse_declarations`]).
+    aliases: HashMap<String, Encoding>,
+    /// Byte spans of the level specifiers of the last encoding parsed.
+    lvl_spans: Vec<(usize, usize)>,
+    /// Byte spans of the last `posWidth` / `crdWidth` entries.
+    width_spans: [Option<(usize, usize)>; 2],
+    /// Span of a `!Alias` name bound to the declaration being parsed.
+    type_alias_span: Option<Span<'t>>,
 }
 
 /// The result of walking a `map = ...` entry.
@@ -339,13 +486,19 @@ fn inner<'t>(p: Pair<'t, Rule>) -> impl Iterator<Item = Pair<'t, Rule>> {
 
 impl<'t> Cx<'t> {
     fn error(&mut self, span: Span<'_>, message: impl Into<String>) {
+        let rank = self.rank;
+        self.error_at(span.start(), span.end(), rank, message);
+    }
+
+    /// Reports a verifier rule: `rank` orders rules as MLIR checks them.
+    fn verify_error(&mut self, span: Span<'_>, rank: u32, message: impl Into<String>) {
+        self.error_at(span.start(), span.end(), rank, message);
+    }
+
+    fn error_at(&mut self, start: usize, end: usize, rank: u32, message: impl Into<String>) {
         if self.diags.len() < MAX_DIAGS {
-            self.diags.push(Diagnostic::new(
-                self.text,
-                span.start(),
-                span.end(),
-                message,
-            ));
+            let d = Diagnostic::new(self.text, start, end, message);
+            self.diags.push((self.decl_index, rank, d));
         }
     }
 
@@ -354,11 +507,7 @@ impl<'t> Cx<'t> {
         let mut encoding = None;
         for p in inner(file) {
             match p.as_rule() {
-                Rule::alias_def => {
-                    if let Some(name) = inner(p).find(|q| q.as_rule() == Rule::alias_name) {
-                        alias = Some(name.as_str().trim_start_matches('#').to_string());
-                    }
-                }
+                Rule::alias_def => alias = alias_of(p),
                 Rule::encoding => encoding = self.encoding(p),
                 _ => {}
             }
@@ -369,12 +518,49 @@ impl<'t> Cx<'t> {
         })
     }
 
+    fn declaration(&mut self, decl: Pair<'t, Rule>) -> Option<ParsedDeclaration> {
+        let span = decl.as_span();
+        let mut alias = None;
+        let mut declared = None;
+        for p in inner(decl) {
+            match p.as_rule() {
+                Rule::alias_def => {
+                    if let Some(name) = inner(p.clone()).next() {
+                        if name.as_rule() == Rule::type_alias_name {
+                            self.type_alias_span = Some(name.as_span());
+                        }
+                    }
+                    alias = alias_of(p);
+                }
+                Rule::encoding => declared = self.encoding(p).map(Declared::Encoding),
+                Rule::tensor_type => declared = self.tensor_type(p).map(Declared::Tensor),
+                _ => {}
+            }
+        }
+        if let (Some(at), Some(Declared::Encoding(_))) = (self.type_alias_span.take(), &declared) {
+            self.error(
+                at,
+                "expected '#' alias for an attribute (use '!' for types only)",
+            );
+            return None;
+        }
+        Some(ParsedDeclaration {
+            alias,
+            declared: declared?,
+            start: span.start(),
+            end: span.end(),
+        })
+    }
+
     fn encoding(&mut self, enc: Pair<'t, Rule>) -> Option<Encoding> {
+        self.lvl_spans.clear();
+        self.width_spans = [None, None];
         let enc_span = enc.as_span();
         let mut seen: HashMap<&'t str, ()> = HashMap::new();
         let mut map: Option<Option<MapOut>> = None;
-        let mut pos_width: Option<(Option<i64>, String, Span<'t>)> = None;
-        let mut crd_width: Option<(Option<i64>, String, Span<'t>)> = None;
+        let mut widths: [Option<(Option<i64>, String, Span<'t>)>; 2] = [None, None];
+        let mut vals: [Option<TypedValue>; 2] = [None, None];
+        let mut failed = false;
         let mut rbrace_span = enc_span;
         for e in inner(enc) {
             if e.as_rule() == Rule::rbrace {
@@ -387,29 +573,70 @@ impl<'t> Cx<'t> {
                 continue;
             };
             let rule = entry.as_rule();
+            let entry_span = entry.as_span();
             let mut parts = inner(entry);
             let Some(key) = parts.next() else { continue };
             if rule == Rule::unknown_entry {
                 self.error(key.as_span(), format!("unexpected key: {}", key.as_str()));
+                failed = true;
                 continue;
             }
             if seen.insert(key.as_str(), ()).is_some() {
                 self.error(key.as_span(), format!("duplicate key: {}", key.as_str()));
+                failed = true;
                 continue;
             }
-            let value = parts.find(|p| p.as_rule() != Rule::equal);
-            match (rule, value) {
-                (Rule::map_entry, Some(v)) => map = Some(self.map(v)),
-                (Rule::pos_width_entry, Some(v)) => pos_width = Some(self.signed_int(&v)),
-                (Rule::crd_width_entry, Some(v)) => crd_width = Some(self.signed_int(&v)),
-                // explicitVal / implicitVal: syntax checked by the grammar, not in the IR yet.
+            let Some(value) = parts.find(|p| p.as_rule() != Rule::equal) else {
+                continue;
+            };
+            let bad = value.as_rule() == Rule::bad_value;
+            match rule {
+                Rule::map_entry => map = Some(self.map(value)),
+                Rule::pos_width_entry | Rule::crd_width_entry => {
+                    let k = usize::from(rule == Rule::crd_width_entry);
+                    if bad {
+                        let what = [
+                            "an integral position bitwidth",
+                            "an integral index bitwidth",
+                        ][k];
+                        self.error(value.as_span(), format!("expected {what}"));
+                        failed = true;
+                        continue;
+                    }
+                    self.width_spans[k] = Some((entry_span.start(), entry_span.end()));
+                    match inner(value).find(|q| q.as_rule() == Rule::signed_int) {
+                        Some(v) => widths[k] = Some(self.signed_int(&v)),
+                        None => failed = true,
+                    }
+                    // an explicit integer type on the width (`32 : i64`) is accepted as in MLIR
+                }
+                Rule::explicit_val_entry | Rule::implicit_val_entry => {
+                    let k = usize::from(rule == Rule::implicit_val_entry);
+                    if bad {
+                        let what = ["explicitVal", "implicitVal"][k];
+                        self.error(
+                            value.as_span(),
+                            format!("expected a numeric value for {what}"),
+                        );
+                        failed = true;
+                        continue;
+                    }
+                    match self.typed_value(value) {
+                        Some(v) => vals[k] = Some(v),
+                        None => failed = true,
+                    }
+                }
                 _ => {}
             }
         }
 
         let map = match map {
             None => {
-                self.error(rbrace_span, "expected a non-empty array for lvlTypes");
+                self.verify_error(
+                    rbrace_span,
+                    rank::EMPTY,
+                    "expected a non-empty array for lvlTypes",
+                );
                 None
             }
             Some(m) => m,
@@ -420,26 +647,31 @@ impl<'t> Cx<'t> {
                 .any(|t| matches!(t.format, LevelFormat::NOutOfM { .. }))
         });
 
-        let check_width = |cx: &mut Self,
-                           w: Option<(Option<i64>, String, Span<'t>)>,
-                           what: &str,
-                           allow2: bool| {
-            let Some((v, txt, span)) = w else {
+        let mut check_width = |cx: &mut Self, k: usize, allow2: bool| {
+            let Some((v, txt, span)) = widths[k].take() else {
                 return Some(0);
             };
             match v {
                 Some(v @ (0 | 8 | 16 | 32 | 64)) => Some(v as u32),
                 Some(2) if allow2 => Some(2),
                 _ => {
-                    cx.error(span, format!("unexpected {what} bitwidth: {txt}"));
+                    let (what, r) = [
+                        ("position", rank::POS_WIDTH),
+                        ("coordinate", rank::CRD_WIDTH),
+                    ][k];
+                    cx.verify_error(span, r, format!("unexpected {what} bitwidth: {txt}"));
                     None
                 }
             }
         };
-        let pos_width = check_width(self, pos_width, "position", false);
-        let crd_width = check_width(self, crd_width, "coordinate", has_nm);
+        let pos_width = check_width(self, 0, false);
+        let crd_width = check_width(self, 1, has_nm);
 
         let map = map?;
+        if failed {
+            return None;
+        }
+        let [explicit_val, implicit_val] = vals;
         Some(Encoding {
             lvl_types: map.lvl_types,
             dim_to_lvl: map.dim_to_lvl,
@@ -447,7 +679,610 @@ impl<'t> Cx<'t> {
             pos_width: pos_width?,
             crd_width: crd_width?,
             dim_slices: map.slices,
+            explicit_val,
+            implicit_val,
         })
+    }
+
+    // ---- types and values ---------------------------------------------------------------------
+
+    fn elem_type(&mut self, p: Pair<'t, Rule>) -> Option<ElementType> {
+        let p = if p.as_rule() == Rule::elem_type {
+            inner(p).next()?
+        } else {
+            p
+        };
+        let span = p.as_span();
+        match p.as_rule() {
+            Rule::builtin_type => match builtin_type(p.as_str()) {
+                Some(t) => Some(t),
+                None => {
+                    self.error(
+                        span,
+                        format!("expected non-function type (unknown type: {})", p.as_str()),
+                    );
+                    None
+                }
+            },
+            Rule::complex_type => {
+                let t = self.elem_type(inner(p).find(|q| q.as_rule() == Rule::elem_type)?)?;
+                if !matches!(t, ElementType::Float(_) | ElementType::Int { .. }) {
+                    self.error(span, "invalid element type for complex");
+                    return None;
+                }
+                Some(ElementType::Complex(Box::new(t)))
+            }
+            Rule::quant_type => self.quant_type(p).map(|q| ElementType::Quant(Box::new(q))),
+            _ => {
+                self.error(span, "expected type");
+                None
+            }
+        }
+    }
+
+    fn quant_type(&mut self, p: Pair<'t, Rule>) -> Option<QuantizedType> {
+        let mut names = Vec::new();
+        let mut range = None;
+        let mut axis = None;
+        let mut params = Vec::new();
+        let mut per_axis = false;
+        for q in inner(p) {
+            match q.as_rule() {
+                Rule::builtin_type => names.push(q),
+                Rule::quant_range => range = Some(q),
+                Rule::signed_int => axis = Some(q),
+                Rule::quant_params => {
+                    for pair in inner(q) {
+                        match pair.as_rule() {
+                            Rule::lbrace => per_axis = true,
+                            Rule::quant_pair => params.push(pair),
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let (storage, expressed) = (names.first()?, names.get(1)?);
+        let st = storage.as_str();
+        let (signed, w) = if let Some(w) = st.strip_prefix('i') {
+            (true, w)
+        } else if let Some(w) = st.strip_prefix('u') {
+            (false, w)
+        } else {
+            (true, "")
+        };
+        let width = w.parse::<u32>().ok().filter(|w| (1..=64).contains(w));
+        let Some(width) = width.filter(|_| w.bytes().all(|b| b.is_ascii_digit())) else {
+            self.error(
+                storage.as_span(),
+                format!("illegal storage type prefix: {st}"),
+            );
+            return None;
+        };
+        let Some((dmin, dmax)) = QuantizedType::default_range(signed, width) else {
+            self.error(
+                storage.as_span(),
+                format!("illegal storage type size: {width}"),
+            );
+            return None;
+        };
+        let (mut smin, mut smax) = (dmin, dmax);
+        if let Some(r) = range {
+            let vals: Vec<_> = inner(r.clone())
+                .filter(|q| q.as_rule() == Rule::signed_int)
+                .collect();
+            let (lo, hi) = (
+                self.signed_int(vals.first()?),
+                self.signed_int(vals.get(1)?),
+            );
+            match (lo.0, hi.0) {
+                (Some(a), Some(b)) if a >= dmin && b <= dmax && a < b => (smin, smax) = (a, b),
+                _ => {
+                    self.error(
+                        r.as_span(),
+                        format!("illegal storage min and storage max: ({}:{})", lo.1, hi.1),
+                    );
+                    return None;
+                }
+            }
+        }
+        let Some(ElementType::Float(expressed_kind)) = builtin_type(expressed.as_str()) else {
+            self.error(expressed.as_span(), "expecting float expressed type");
+            return None;
+        };
+        let axis = match axis {
+            Some(a) => match self.signed_int(&a).0.and_then(|v| u32::try_from(v).ok()) {
+                Some(v) => Some(v),
+                None => {
+                    self.error(a.as_span(), "illegal quantized dimension");
+                    return None;
+                }
+            },
+            None => None,
+        };
+        if axis.is_some() != per_axis {
+            let msg = if per_axis {
+                "expected a quantized dimension (':axis') for per-axis parameters"
+            } else {
+                "expected per-axis parameters ('{scale:zero_point, ...}')"
+            };
+            self.error(expressed.as_span(), msg);
+            return None;
+        }
+        let mut out = Vec::new();
+        for pair in params {
+            let span = pair.as_span();
+            let mut scale = None;
+            let mut zp = 0i64;
+            for q in inner(pair) {
+                match q.as_rule() {
+                    Rule::number => scale = self.number(&q).map(|n| n.as_f64()),
+                    Rule::signed_int => match self.signed_int(&q).0 {
+                        Some(v) => zp = v,
+                        None => {
+                            self.error(q.as_span(), "zero point out of range");
+                            return None;
+                        }
+                    },
+                    _ => {}
+                }
+            }
+            let scale = scale?;
+            if !(scale.is_finite() && scale > 0.0) {
+                self.error(span, format!("illegal scale: {scale}"));
+                return None;
+            }
+            out.push((scale.to_bits(), zp));
+        }
+        Some(QuantizedType {
+            storage_signed: signed,
+            storage_width: width,
+            storage_min: smin,
+            storage_max: smax,
+            expressed: expressed_kind,
+            axis,
+            params: out,
+        })
+    }
+
+    /// A numeric literal: integer (decimal or hex) or float.
+    fn number(&mut self, p: &Pair<'t, Rule>) -> Option<Number> {
+        let mut neg = false;
+        for q in p.clone().into_inner() {
+            match q.as_rule() {
+                Rule::minus => neg = !neg,
+                Rule::float => {
+                    let v: f64 = q.as_str().parse().ok()?;
+                    return Some(Number::Float(if neg { -v } else { v }));
+                }
+                Rule::integer => {
+                    let s = q.as_str();
+                    let hex = s.starts_with("0x");
+                    let v = if hex {
+                        u128::from_str_radix(&s[2..], 16).ok()
+                    } else {
+                        s.parse::<u128>().ok()
+                    };
+                    let Some(v) = v.and_then(|v| i128::try_from(v).ok()) else {
+                        self.error(q.as_span(), "integer constant out of range");
+                        return None;
+                    };
+                    return Some(Number::Int {
+                        value: if neg { -v } else { v },
+                        hex,
+                    });
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+
+    fn float_value(&mut self, n: Number, kind: FloatKind, span: Span<'t>) -> Option<u64> {
+        match n {
+            Number::Float(v) => Some(kind.round(v).to_bits()),
+            Number::Int { value, hex: true } if value >= 0 => {
+                match u64::try_from(value).ok().and_then(|b| kind.from_bits(b)) {
+                    Some(v) => Some(v.to_bits()),
+                    None => {
+                        self.error(
+                            span,
+                            format!(
+                                "hexadecimal float constant out of range for type {}",
+                                kind.mlir_name()
+                            ),
+                        );
+                        None
+                    }
+                }
+            }
+            Number::Int { .. } => {
+                self.error(span, "unexpected decimal integer literal for a floating point value (add a trailing dot to make the literal a float)");
+                None
+            }
+        }
+    }
+
+    fn typed_value(&mut self, p: Pair<'t, Rule>) -> Option<TypedValue> {
+        let span = p.as_span();
+        let mut complex = None;
+        let mut number = None;
+        let mut boolean = None;
+        let mut ty = None;
+        for q in inner(p) {
+            match q.as_rule() {
+                Rule::complex_attr => complex = Some(q),
+                Rule::number => number = Some(q),
+                Rule::bool_lit => boolean = Some(q.as_str() == "true"),
+                Rule::elem_type => ty = Some(q),
+                _ => {}
+            }
+        }
+        let ty_span = ty.as_ref().map(|t| t.as_span());
+        let ty = match ty {
+            Some(t) => Some(self.elem_type(t)?),
+            None => None,
+        };
+        if let Some(b) = boolean {
+            return Some(TypedValue {
+                value: ScalarValue::Int(i128::from(b)),
+                ty: ElementType::Int {
+                    width: 1,
+                    signedness: Signedness::Signless,
+                },
+            });
+        }
+        if let Some(c) = complex {
+            let cspan = c.as_span();
+            let mut inner_ty = None;
+            let mut parts = Vec::new();
+            for q in inner(c) {
+                match q.as_rule() {
+                    Rule::elem_type => inner_ty = Some(q),
+                    Rule::number => parts.push(q),
+                    _ => {}
+                }
+            }
+            let et = self.elem_type(inner_ty?)?;
+            let Some(kind) = et.as_float() else {
+                self.error(cspan, "expected a float element type for #complex.number");
+                return None;
+            };
+            let complex_ty = ElementType::Complex(Box::new(et));
+            if let Some(t) = &ty {
+                if *t != complex_ty {
+                    self.error(
+                        ty_span.unwrap_or(span),
+                        format!("complex attribute type mismatch: '{t}' != '{complex_ty}'"),
+                    );
+                    return None;
+                }
+            }
+            let re = self.number(parts.first()?)?;
+            let im = self.number(parts.get(1)?)?;
+            let re = self.float_value(re, kind, parts[0].as_span())?;
+            let im = self.float_value(im, kind, parts[1].as_span())?;
+            return Some(TypedValue {
+                value: ScalarValue::Complex(re, im),
+                ty: complex_ty,
+            });
+        }
+        let num_pair = number?;
+        let n = self.number(&num_pair)?;
+        let ty = ty.unwrap_or(match n {
+            Number::Float(_) => ElementType::Float(FloatKind::F64),
+            Number::Int { .. } => ElementType::Int {
+                width: 64,
+                signedness: Signedness::Signless,
+            },
+        });
+        match &ty {
+            ElementType::Float(k) => {
+                let bits = self.float_value(n, *k, num_pair.as_span())?;
+                Some(TypedValue {
+                    value: ScalarValue::Float(bits),
+                    ty,
+                })
+            }
+            ElementType::Int { .. } | ElementType::Index => {
+                let Number::Int { value, .. } = n else {
+                    self.error(
+                        num_pair.as_span(),
+                        "floating point value not valid for specified type",
+                    );
+                    return None;
+                };
+                let (width, signedness) = match ty {
+                    ElementType::Int { width, signedness } => (width, signedness),
+                    _ => (64, Signedness::Signless),
+                };
+                let fits = if width >= 128 {
+                    !(signedness == Signedness::Unsigned && value < 0)
+                } else {
+                    let w = width;
+                    match signedness {
+                        Signedness::Unsigned => value >= 0 && value < (1i128 << w),
+                        Signedness::Signed => {
+                            value >= -(1i128 << (w - 1)) && value < (1i128 << (w - 1))
+                        }
+                        // signless: either reading of the bits
+                        Signedness::Signless => {
+                            value >= -(1i128 << (w - 1)) && value < (1i128 << w)
+                        }
+                    }
+                };
+                if !fits {
+                    self.error(
+                        num_pair.as_span(),
+                        "integer constant out of range for attribute",
+                    );
+                    return None;
+                }
+                // signless values print in their signed reading (MLIR: `255 : i8` prints `-1 : i8`)
+                let value = if signedness == Signedness::Signless
+                    && width < 128
+                    && value >= (1i128 << (width - 1))
+                {
+                    value - (1i128 << width)
+                } else {
+                    value
+                };
+                let value = if width == 1 { value & 1 } else { value };
+                Some(TypedValue {
+                    value: ScalarValue::Int(value),
+                    ty,
+                })
+            }
+            _ => {
+                self.error(
+                    ty_span.unwrap_or(span),
+                    format!("expected a numeric type for a value, got '{ty}'"),
+                );
+                None
+            }
+        }
+    }
+
+    fn tensor_type(&mut self, p: Pair<'t, Rule>) -> Option<TensorType> {
+        let mut shape_pair = None;
+        let mut elem = None;
+        let mut enc = None;
+        for q in inner(p) {
+            match q.as_rule() {
+                Rule::shape => shape_pair = Some(q),
+                Rule::elem_type => elem = Some(q),
+                Rule::tensor_enc => enc = inner(q).next(),
+                _ => {}
+            }
+        }
+        let shape_pair = shape_pair?;
+        let shape_span = shape_pair.as_span();
+        let mut shape = Vec::new();
+        let mut ok = true;
+        let mut off = shape_span.start();
+        for part in shape_pair.as_str().split_terminator('x') {
+            if part == "?" {
+                shape.push(None);
+            } else {
+                match part
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|v| i64::try_from(*v).is_ok())
+                {
+                    Some(v) => shape.push(Some(v)),
+                    None => {
+                        self.error_at(off, off + part.len(), 0, "invalid dimension");
+                        ok = false;
+                    }
+                }
+            }
+            off += part.len() + 1;
+        }
+        let elem_pair = elem?;
+        let elem_span = elem_pair.as_span();
+        let element = self.elem_type(elem_pair);
+        let (encoding, enc_span) = match enc {
+            None => (None, None),
+            Some(e) if e.as_rule() == Rule::encoding => {
+                let span = e.as_span();
+                (Some(self.encoding(e)), Some(span))
+            }
+            Some(e) => {
+                let name = e.as_str().trim_start_matches('#');
+                match self.aliases.get(name) {
+                    Some(enc) => {
+                        self.lvl_spans.clear();
+                        self.width_spans = [None, None];
+                        (Some(Some(enc.clone())), Some(e.as_span()))
+                    }
+                    None => {
+                        self.error(e.as_span(), format!("undefined symbol alias id '{name}'"));
+                        (Some(None), None)
+                    }
+                }
+            }
+        };
+        let element = element?;
+        let encoding = match encoding {
+            None => None,
+            Some(e) => Some(e?),
+        };
+        if !ok {
+            return None;
+        }
+        let t = TensorType {
+            shape,
+            element,
+            encoding,
+        };
+        if let (Some(e), Some(es)) = (&t.encoding, enc_span) {
+            if !self.check_tensor(&t, e, shape_span, elem_span, es) {
+                return None;
+            }
+        }
+        Some(t)
+    }
+
+    /// MLIR's `verifyEncoding` and the project's static-shape checks. `false` if any failed.
+    fn check_tensor(
+        &mut self,
+        t: &TensorType,
+        e: &Encoding,
+        shape_span: Span<'t>,
+        elem_span: Span<'t>,
+        enc_span: Span<'t>,
+    ) -> bool {
+        let before = self.diags.len();
+        let shape_or_elem = if t.shape.is_empty() {
+            elem_span
+        } else {
+            shape_span
+        };
+        if t.shape.is_empty() {
+            self.verify_error(
+                shape_or_elem,
+                rank::TENSOR,
+                "expected non-scalar sparse tensor",
+            );
+            return false;
+        }
+        if e.dim_rank() != t.shape.len() {
+            self.verify_error(
+                shape_span,
+                rank::TENSOR + 1,
+                format!(
+                    "dimension-rank mismatch between encoding and tensor shape: {} != {}",
+                    e.dim_rank(),
+                    t.shape.len()
+                ),
+            );
+            return false;
+        }
+        for (k, v) in [&e.explicit_val, &e.implicit_val].into_iter().enumerate() {
+            if let Some(v) = v {
+                if v.ty != t.element {
+                    let which = ["explicit", "implicit"][k];
+                    self.verify_error(
+                        elem_span,
+                        rank::TENSOR + 2 + k as u32,
+                        format!("{which} value type mismatch between encoding and tensor element type: '{}' != '{}'", v.ty, t.element),
+                    );
+                }
+            }
+        }
+        if let Some(v) = &e.implicit_val {
+            if !v.is_zero() {
+                self.verify_error(enc_span, rank::TENSOR + 4, "implicit value must be zero");
+            }
+        }
+        if self.diags.len() != before {
+            return false;
+        }
+        self.check_static_shape(&t.shape, e, enc_span);
+        self.diags.len() == before
+    }
+
+    /// Beyond MLIR: block sizes dividing their dimension, widths holding the static level sizes.
+    fn check_static_shape(&mut self, shape: &[Option<u64>], e: &Encoding, enc_span: Span<'t>) {
+        let r = rank::TENSOR + 5;
+        let lvl_span = |cx: &Self, l: usize| {
+            cx.lvl_spans
+                .get(l)
+                .copied()
+                .unwrap_or((enc_span.start(), enc_span.end()))
+        };
+        let mut sizes: Vec<Option<u128>> = Vec::with_capacity(e.lvl_rank());
+        for (l, res) in e.dim_to_lvl.results.iter().enumerate() {
+            let size = match res {
+                AffineExpr::Var(d) => shape.get(*d).copied().flatten().map(u128::from),
+                AffineExpr::FloorDiv(a, b) | AffineExpr::Mod(a, b) => {
+                    match (
+                        a.as_var(),
+                        b.as_constant()
+                            .and_then(|c| u64::try_from(c).ok())
+                            .filter(|c| *c > 0),
+                    ) {
+                        (Some(d), Some(b)) => {
+                            if let Some(Some(n)) = shape.get(d) {
+                                if n % b != 0 {
+                                    let (s, en) = lvl_span(self, l);
+                                    self.error_at(
+                                        s,
+                                        en,
+                                        r,
+                                        format!("level {l}: block size {b} does not divide dimension {d} of size {n}"),
+                                    );
+                                }
+                            }
+                            if matches!(res, AffineExpr::Mod(..)) {
+                                Some(u128::from(b))
+                            } else {
+                                shape
+                                    .get(d)
+                                    .copied()
+                                    .flatten()
+                                    .map(|n| u128::from(n.div_ceil(b)))
+                            }
+                        }
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            sizes.push(size);
+        }
+        let max_for = |w: u32| -> u128 {
+            if w >= 128 {
+                u128::MAX
+            } else {
+                (1u128 << w) - 1
+            }
+        };
+        if e.crd_width != 0 {
+            for (l, lt) in e.lvl_types.iter().enumerate() {
+                if let (true, Some(n)) = (lt.has_coordinates(), sizes.get(l).copied().flatten()) {
+                    if n > 0 && n - 1 > max_for(e.crd_width) {
+                        let (s, en) = self.width_spans[1].unwrap_or_else(|| lvl_span(self, l));
+                        self.error_at(
+                            s,
+                            en,
+                            r,
+                            format!(
+                                "crdWidth = {} is too narrow for level {l}: its largest coordinate is {} (level size {n}), more than {}",
+                                e.crd_width,
+                                n - 1,
+                                max_for(e.crd_width)
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        if e.pos_width != 0 {
+            let mut product: Option<u128> = Some(1);
+            for (l, lt) in e.lvl_types.iter().enumerate() {
+                product = match (product, sizes.get(l).copied().flatten()) {
+                    (Some(p), Some(n)) => p.checked_mul(n),
+                    _ => None,
+                };
+                if let (true, Some(p)) = (lt.has_positions(), product) {
+                    if p > max_for(e.pos_width) {
+                        let (s, en) = self.width_spans[0].unwrap_or_else(|| lvl_span(self, l));
+                        self.error_at(
+                            s,
+                            en,
+                            r,
+                            format!(
+                                "posWidth = {} is too narrow for level {l}: positions reach {p} (the product of the level sizes up to level {l}), more than {}",
+                                e.pos_width,
+                                max_for(e.pos_width)
+                            ),
+                        );
+                    }
+                }
+            }
+        }
     }
 
     /// `signed_int` -> (value if it fits in i64, normalized text, span).
@@ -582,10 +1417,10 @@ impl<'t> Cx<'t> {
                                     self.error(
                                         id.as_span(),
                                         format!(
-                                            "Level-variable ordering mismatch. The variable '{}' was forward-declared as the {}-th level; but is bound by the {}-th specification.",
+                                            "Level-variable ordering mismatch. The variable '{}' was forward-declared as the {} level; but is bound by the {} specification.",
                                             id.as_str(),
-                                            k,
-                                            idx
+                                            nth(k),
+                                            nth(idx)
                                         ),
                                     );
                                     ok = false;
@@ -598,14 +1433,18 @@ impl<'t> Cx<'t> {
                                     ok = false;
                                 }
                                 None => {
-                                    self.error(id.as_span(), "use of undeclared identifier");
+                                    self.error(
+                                        id.as_span(),
+                                        format!("use of undeclared identifier '{}'", id.as_str()),
+                                    );
                                     ok = false;
                                 }
                             }
                         } else {
-                            let before = self.diags.len();
-                            self.define(&mut names, &id, Binding::Lvl(idx));
-                            ok &= self.diags.len() == before;
+                            // Without forward declarations MLIR parses no binding: the name is
+                            // read as (the start of) the level expression.
+                            self.error(id.as_span(), "use of undeclared identifier");
+                            ok = false;
                         }
                     }
                     Rule::affine_expr => {
@@ -621,11 +1460,16 @@ impl<'t> Cx<'t> {
                     _ => {}
                 }
             }
+            self.lvl_spans.push((spec_span.start(), spec_span.end()));
             lvls.push(info);
         }
 
         if lvls.is_empty() {
-            self.error(lvl_list_span, "expected a non-empty array for lvlTypes");
+            self.verify_error(
+                lvl_list_span,
+                rank::EMPTY,
+                "expected a non-empty array for lvlTypes",
+            );
             return None;
         }
         if let Some((n, _)) = decls {
@@ -644,7 +1488,7 @@ impl<'t> Cx<'t> {
 
         // Cross-level checks on the level types (only when every level type is valid).
         if lvls.iter().all(|l| l.lt.is_some()) {
-            ok &= self.check_lvl_types(&lvls);
+            ok &= self.check_lvl_types(&lvls, num_dims);
         }
         if !ok {
             return None;
@@ -658,24 +1502,47 @@ impl<'t> Cx<'t> {
             results,
         };
 
-        // Inverse map: inferred where possible, else explicit.
+        // Inverse map: inferred (MLIR: permutations and floordiv/mod block pairs, here in any
+        // order), else an explicit inverse that checks out by evaluation; with symbols MLIR
+        // accepts a map it cannot invert (the inverse is then left empty).
+        let inferred = infer_lvl_to_dim(&dim_to_lvl);
         let mut inv = Vec::with_capacity(num_dims);
+        let mut explicit_ok = true;
+        let mut all_explicit = true;
         for (d, (id, _, _)) in dims.iter().enumerate() {
-            match (infer_dim(&dim_to_lvl, d), dim_exprs[d].take()) {
-                (Some(x), None) => inv.push(x),
-                (_, Some((x, span))) => {
+            match dim_exprs[d].take() {
+                Some((x, span)) => {
                     if !is_inverse_for_dim(&dim_to_lvl, &x, d) {
-                        self.error(span, "expected lvlToDim to be an inverse of dimToLvl");
+                        self.verify_error(
+                            span,
+                            rank::INVERSE,
+                            "expected lvlToDim to be an inverse of dimToLvl",
+                        );
+                        explicit_ok = false;
+                    }
+                    inv.push(x);
+                }
+                None => {
+                    all_explicit = false;
+                    if inferred.is_none() && num_symbols == 0 {
+                        self.verify_error(
+                            id.as_span(),
+                            rank::INFER,
+                            "failed to infer lvlToDim from dimToLvl",
+                        );
                         ok = false;
                     }
-                    inv.push(infer_dim(&dim_to_lvl, d).unwrap_or(x));
-                }
-                (None, None) => {
-                    self.error(id.as_span(), "failed to infer lvlToDim from dimToLvl");
-                    ok = false;
                 }
             }
         }
+        if !explicit_ok {
+            return None;
+        }
+        let inv = match inferred {
+            Some(m) => m.results,
+            None if all_explicit => inv,
+            None => Vec::new(),
+        };
         if !ok {
             return None;
         }
@@ -684,6 +1551,30 @@ impl<'t> Cx<'t> {
             num_symbols,
             results: inv,
         };
+        if num_dims > lvl_types.len() {
+            self.verify_error(
+                lvl_list_span,
+                rank::DIM_GT_LVL,
+                format!(
+                    "unexpected dimToLvl mapping from {} to {}",
+                    num_dims,
+                    lvl_types.len()
+                ),
+            );
+            return None;
+        }
+        if slices.iter().any(Option::is_some) && num_dims != lvl_types.len() {
+            self.verify_error(
+                lvl_list_span,
+                rank::SLICES,
+                format!(
+                    "dimSlices expected dimension-rank to match level-rank: {} != {}",
+                    num_dims,
+                    lvl_types.len()
+                ),
+            );
+            return None;
+        }
 
         let slices = if slices.iter().any(Option::is_some) {
             Some(
@@ -750,7 +1641,7 @@ impl<'t> Cx<'t> {
         let mut props = Vec::new();
         for q in inner(p) {
             match q.as_rule() {
-                Rule::format_name => name = Some(q),
+                Rule::format_name | Rule::kw_structured => name = Some(q),
                 Rule::structured_sizes => sizes = Some(q),
                 Rule::lvl_props => {
                     props.extend(inner(q).filter(|r| r.as_rule() == Rule::prop_name))
@@ -759,9 +1650,9 @@ impl<'t> Cx<'t> {
             }
         }
         let name = name?;
-        let nm = |this: &mut Self, n: u64, m: u64, at: Span<'_>| -> Option<LevelFormat> {
+        let nm = |this: &mut Self, n: u64, m: u64| -> Option<LevelFormat> {
             if n > m {
-                this.error(at, "expected n <= m in n_out_of_m");
+                this.error(span, "expected n <= m in n_out_of_m");
                 return None;
             }
             Some(LevelFormat::NOutOfM {
@@ -776,33 +1667,38 @@ impl<'t> Cx<'t> {
             "loose_compressed" => Some(LevelFormat::LooseCompressed),
             "singleton" => Some(LevelFormat::Singleton),
             "structured" => {
-                let Some(sz) = sizes.clone() else {
-                    self.error(name.as_span(), "expected exactly 2 structured sizes");
-                    return None;
-                };
-                let sz_span = sz.as_span();
-                let vals: Vec<Pair<'t, Rule>> = inner(sz)
-                    .filter(|q| q.as_rule() == Rule::signed_int)
-                    .collect();
-                if vals.len() != 2 {
-                    self.error(sz_span, "expected exactly 2 structured sizes");
-                    return None;
-                }
-                let mut nm_vals = [0u64; 2];
-                for (k, v) in vals.iter().enumerate() {
-                    let (val, txt, vspan) = self.signed_int(v);
-                    match val.and_then(|x| u32::try_from(x).ok()) {
-                        Some(x) => nm_vals[k] = u64::from(x),
-                        None => {
-                            self.error(vspan, format!("invalid structured size: {txt}"));
+                let mut vals = Vec::new();
+                if let Some(sz) = sizes.clone() {
+                    for v in inner(sz).filter(|q| q.as_rule() == Rule::structured_size) {
+                        let Some(q) = inner(v.clone()).next() else {
+                            continue;
+                        };
+                        if q.as_rule() != Rule::signed_int {
+                            self.error(v.as_span(), "expected valid integer for structured size");
                             return None;
+                        }
+                        let (val, _, vspan) = self.signed_int(&q);
+                        match val {
+                            Some(x) if x < 0 => {
+                                self.error(vspan, "expected structured size to be >= 0");
+                                return None;
+                            }
+                            Some(x) if x <= i64::from(i32::MAX) => vals.push(x as u64),
+                            _ => {
+                                self.error(vspan, "failed to parse structured size");
+                                return None;
+                            }
                         }
                     }
                 }
-                Some(nm(self, nm_vals[0], nm_vals[1], sz_span)?)
+                if vals.len() != 2 {
+                    self.error(span, "expected exactly 2 structured sizes");
+                    return None;
+                }
+                Some(nm(self, vals[0], vals[1])?)
             }
             s => match parse_block_name(s) {
-                Some(Some((n, m))) => Some(nm(self, n, m, name.as_span())?),
+                Some(Some((n, m))) => Some(nm(self, n, m)?),
                 Some(None) => {
                     self.error(
                         name.as_span(),
@@ -813,6 +1709,21 @@ impl<'t> Cx<'t> {
                 None => None,
             },
         };
+        // MLIR reads the properties before it looks at the format name.
+        let mut properties = LevelProperties::default();
+        let mut high = false;
+        for pr in &props {
+            match pr.as_str() {
+                "nonunique" => properties.nonunique = true,
+                "nonordered" => properties.nonordered = true,
+                "soa" => properties.soa = true,
+                "high" => high = true,
+                other => {
+                    self.error(pr.as_span(), format!("unknown level property: {other}"));
+                    return None;
+                }
+            }
+        }
         let Some(mut format) = format else {
             self.error(
                 name.as_span(),
@@ -820,38 +1731,6 @@ impl<'t> Cx<'t> {
             );
             return None;
         };
-        if let (Some(sz), false) = (&sizes, name.as_str() == "structured") {
-            self.error(
-                sz.as_span(),
-                format!(
-                    "unexpected structured sizes on level format: {}",
-                    name.as_str()
-                ),
-            );
-            return None;
-        }
-        let mut properties = LevelProperties::default();
-        let mut high = false;
-        let mut soa_span = None;
-        let mut bad = false;
-        for pr in &props {
-            match pr.as_str() {
-                "nonunique" => properties.nonunique = true,
-                "nonordered" => properties.nonordered = true,
-                "soa" => {
-                    properties.soa = true;
-                    soa_span.get_or_insert(pr.as_span());
-                }
-                "high" => high = true,
-                other => {
-                    self.error(pr.as_span(), format!("unknown level property: {other}"));
-                    bad = true;
-                }
-            }
-        }
-        if bad {
-            return None;
-        }
         let supports = match format {
             LevelFormat::Dense | LevelFormat::Batch | LevelFormat::NOutOfM { .. } => {
                 props.is_empty()
@@ -869,63 +1748,70 @@ impl<'t> Cx<'t> {
         if high {
             format = LevelFormat::LooseCompressed;
         }
-        if let (Some(at), false) = (soa_span, format == LevelFormat::Singleton) {
-            self.error(at, "SoA is only applicable to singleton lvlTypes.");
-            return None;
-        }
         Some(LevelType { format, properties })
     }
 
-    /// MLIR's cross-level rules. Returns `false` if any failed.
-    fn check_lvl_types(&mut self, lvls: &[LvlInfo<'t>]) -> bool {
+    /// MLIR's cross-level rules (`SparseTensorEncodingAttr::verify`), each with its rank so that
+    /// the first rule MLIR checks is reported first. Returns `false` if any failed.
+    fn check_lvl_types(&mut self, lvls: &[LvlInfo<'t>], num_dims: usize) -> bool {
         let lts: Vec<LevelType> = lvls.iter().filter_map(|l| l.lt).collect();
         if lts.len() != lvls.len() {
             return false;
         }
-        let mut bad = vec![false; lts.len()];
-        let mut err = |cx: &mut Self, l: usize, msg: &str| {
-            if !bad[l] {
-                bad[l] = true;
-                cx.error(lvls[l].lt_span, msg);
+        let before = self.diags.len();
+        let span = |l: usize| lvls[l].lt_span;
+        // singleton rules
+        if let Some(first) = lts.iter().position(|t| t.format == LevelFormat::Singleton) {
+            for (l, lt) in lts.iter().enumerate().skip(first) {
+                if lt.format != LevelFormat::Singleton {
+                    continue;
+                }
+                let prev = lts[l - 1.min(l)].format;
+                if l == 0
+                    || !matches!(
+                        prev,
+                        LevelFormat::Compressed
+                            | LevelFormat::LooseCompressed
+                            | LevelFormat::Singleton
+                    )
+                {
+                    self.verify_error(
+                        span(l),
+                        rank::SINGLETON,
+                        "expected compressed or loose_compressed level before singleton level",
+                    );
+                } else if lt.properties.soa != lts[first].properties.soa {
+                    self.verify_error(
+                        span(l),
+                        rank::SOA_LAYOUT,
+                        "expected all singleton lvlTypes stored in the same memory layout (SoA vs AoS).",
+                    );
+                }
             }
-        };
+        }
         for (l, lt) in lts.iter().enumerate() {
             if lt.format == LevelFormat::Batch
                 && lts[..l].iter().any(|t| t.format != LevelFormat::Batch)
             {
-                err(self, l, "Batch lvlType can only be leading levels.");
+                self.verify_error(
+                    span(l),
+                    rank::BATCH,
+                    "Batch lvlType can only be leading levels.",
+                );
             }
-            if lt.format == LevelFormat::Singleton {
-                let ok_prev = l > 0
-                    && matches!(
-                        lts[l - 1].format,
-                        LevelFormat::Compressed
-                            | LevelFormat::LooseCompressed
-                            | LevelFormat::Singleton
-                    );
-                if !ok_prev {
-                    err(
-                        self,
-                        l,
-                        "expected compressed or loose_compressed level before singleton level",
-                    );
-                } else if lts[l - 1].format == LevelFormat::Singleton {
-                    // Same layout as the first singleton of the chain.
-                    let mut first = l - 1;
-                    while first > 0 && lts[first - 1].format == LevelFormat::Singleton {
-                        first -= 1;
-                    }
-                    if lts[first].properties.soa != lt.properties.soa {
-                        err(
-                            self,
-                            l,
-                            "expected all singleton lvlTypes stored in the same memory layout (SoA vs AoS).",
-                        );
-                    }
-                }
+            if lt.properties.soa && lt.format != LevelFormat::Singleton {
+                self.verify_error(
+                    span(l),
+                    rank::SOA,
+                    "SoA is only applicable to singleton lvlTypes.",
+                );
             }
             if lt.format == LevelFormat::Dense && l > 0 && !lts[l - 1].is_unique() {
-                err(self, l, "dense level cannot follow a non-unique level");
+                self.verify_error(
+                    span(l),
+                    rank::DENSE_AFTER_NONUNIQUE,
+                    "dense level cannot follow a non-unique level",
+                );
             }
         }
         if let Some(k) = lts
@@ -933,38 +1819,67 @@ impl<'t> Cx<'t> {
             .position(|t| matches!(t.format, LevelFormat::NOutOfM { .. }))
         {
             if k != lts.len() - 1 {
-                err(self, k, "expected n_out_of_m to be the last level type");
+                self.verify_error(
+                    span(k),
+                    rank::NM,
+                    "expected n_out_of_m to be the last level type",
+                );
             } else if !lts[..k].iter().all(|t| t.format == LevelFormat::Dense) {
-                err(
-                    self,
-                    k,
+                self.verify_error(
+                    span(k),
+                    rank::NM,
                     "expected all dense lvlTypes before a n_out_of_m level",
                 );
-            } else if let LevelFormat::NOutOfM { m, .. } = lts[k].format {
-                if let Some(expr) = &lvls[k].expr {
-                    let m = i64::from(m);
-                    let blocked = match expr {
-                        AffineExpr::Mod(a, b) if b.as_constant() == Some(m) => {
-                            a.as_var().is_some_and(|d| {
-                                lvls.iter().any(|o| {
-                                    matches!(&o.expr, Some(AffineExpr::FloorDiv(x, y))
-                                    if x.as_var() == Some(d) && y.as_constant() == Some(m))
-                                })
-                            })
-                        }
-                        _ => false,
-                    };
-                    if !blocked && !bad[k] {
-                        bad[k] = true;
-                        self.error(
-                            lvls[k].expr_span,
-                            "expected coeffiencts of Affine expressions to be equal to m of n_out_of_m level",
+            } else if let (LevelFormat::NOutOfM { m, .. }, true) =
+                (lts[k].format, num_dims != lts.len())
+            {
+                let exprs: Option<Vec<AffineExpr>> = lvls.iter().map(|l| l.expr.clone()).collect();
+                let map = exprs.map(|results| AffineMap {
+                    num_vars: num_dims,
+                    num_symbols: 0,
+                    results,
+                });
+                match map.as_ref().filter(|m| is_block_sparsity(m)) {
+                    None => {
+                        self.verify_error(
+                            span(k),
+                            rank::NM,
+                            "expected 1xm block structure for n_out_of_m level",
                         );
+                    }
+                    Some(map) => {
+                        let mut coefficient = 0i64;
+                        let mut mixed = false;
+                        for r in &map.results {
+                            let size = match r {
+                                AffineExpr::Mod(_, b) => b.as_constant().unwrap_or(0),
+                                _ => 0,
+                            };
+                            if size != 0 {
+                                if size != coefficient && coefficient != 0 {
+                                    mixed = true;
+                                }
+                                coefficient = size;
+                            }
+                        }
+                        if mixed {
+                            self.verify_error(
+                                span(k),
+                                rank::NM,
+                                "expected only one blocked level with the same coefficients",
+                            );
+                        } else if coefficient != i64::from(m) {
+                            self.verify_error(
+                                lvls[k].expr_span,
+                                rank::NM,
+                                "expected coeffiencts of Affine expressions to be equal to m of n_out_of_m level",
+                            );
+                        }
                     }
                 }
             }
         }
-        !bad.iter().any(|b| *b)
+        self.diags.len() == before
     }
 
     // ---- affine expressions -------------------------------------------------------------------
@@ -1156,6 +2071,79 @@ fn has_var(e: &AffineExpr) -> bool {
     }
 }
 
+/// A numeric literal before it is given a type.
+#[derive(Clone, Copy, Debug)]
+enum Number {
+    Int { value: i128, hex: bool },
+    Float(f64),
+}
+
+impl Number {
+    fn as_f64(self) -> f64 {
+        match self {
+            Number::Int { value, .. } => value as f64,
+            Number::Float(v) => v,
+        }
+    }
+}
+
+/// Verifier ranks: MLIR checks rules in this order and reports the first failure.
+mod rank {
+    pub const POS_WIDTH: u32 = 10;
+    pub const CRD_WIDTH: u32 = 11;
+    pub const SINGLETON: u32 = 20;
+    pub const SOA_LAYOUT: u32 = 21;
+    pub const BATCH: u32 = 22;
+    pub const SOA: u32 = 23;
+    pub const NM: u32 = 24;
+    pub const DENSE_AFTER_NONUNIQUE: u32 = 25;
+    pub const EMPTY: u32 = 30;
+    pub const INFER: u32 = 31;
+    pub const INVERSE: u32 = 32;
+    pub const DIM_GT_LVL: u32 = 33;
+    pub const SLICES: u32 = 34;
+    pub const TENSOR: u32 = 40;
+}
+
+/// The alias name of an `alias_def` pair, without `#` / `!`.
+fn alias_of(p: Pair<'_, Rule>) -> Option<String> {
+    inner(p)
+        .find(|q| matches!(q.as_rule(), Rule::alias_name | Rule::type_alias_name))
+        .map(|n| n.as_str()[1..].to_string())
+}
+
+/// A builtin element type by name: `iN`, `siN`, `uiN`, `index`, `f16`, `bf16`, `f32`, `f64`.
+fn builtin_type(s: &str) -> Option<ElementType> {
+    let int = |w: &str, signedness| {
+        if w.is_empty() || !w.bytes().all(|b| b.is_ascii_digit()) || w.starts_with('0') {
+            return None;
+        }
+        let width = w
+            .parse::<u32>()
+            .ok()
+            .filter(|w| (1..=16_777_215).contains(w))?;
+        Some(ElementType::Int { width, signedness })
+    };
+    Some(match s {
+        "index" => ElementType::Index,
+        "f16" => ElementType::Float(FloatKind::F16),
+        "bf16" => ElementType::Float(FloatKind::BF16),
+        "f32" => ElementType::Float(FloatKind::F32),
+        "f64" => ElementType::Float(FloatKind::F64),
+        _ => {
+            if let Some(w) = s.strip_prefix("si") {
+                int(w, Signedness::Signed)?
+            } else if let Some(w) = s.strip_prefix("ui") {
+                int(w, Signedness::Unsigned)?
+            } else if let Some(w) = s.strip_prefix('i') {
+                int(w, Signedness::Signless)?
+            } else {
+                return None;
+            }
+        }
+    })
+}
+
 /// Decimal or `0x` hexadecimal unsigned integer literal.
 fn parse_uint(s: &str) -> Option<u64> {
     if let Some(h) = s.strip_prefix("0x") {
@@ -1183,7 +2171,65 @@ fn parse_block_name(s: &str) -> Option<Option<(u64, u64)>> {
     }
 }
 
-/// Infers the expression of dimension `d` over level variables, if possible (see module docs).
+/// `true` if `dim_to_lvl` is a permutation or a block map in MLIR's sense (`isBlockSparsity`),
+/// with the floordiv/mod pair of a dimension in any order: every result is `d`, `d floordiv c`
+/// or `d mod c` (`c > 0`); every dimension appears either exactly once as itself, or exactly once
+/// in a floordiv and once in a mod with the same constant.
+pub(crate) fn is_block_sparsity(dim_to_lvl: &AffineMap) -> bool {
+    #[derive(Clone, Copy, Default)]
+    struct Seen {
+        plain: usize,
+        div: Option<i64>,
+        divs: usize,
+        modulo: Option<i64>,
+        mods: usize,
+    }
+    let mut seen = vec![Seen::default(); dim_to_lvl.num_vars];
+    for r in &dim_to_lvl.results {
+        let (d, kind, c) = match r {
+            AffineExpr::Var(d) => (*d, 0, 0),
+            AffineExpr::FloorDiv(a, b) | AffineExpr::Mod(a, b) => {
+                let (Some(d), Some(c)) = (a.as_var(), b.as_constant()) else {
+                    return false;
+                };
+                if c <= 0 {
+                    return false;
+                }
+                (
+                    d,
+                    if matches!(r, AffineExpr::FloorDiv(..)) {
+                        1
+                    } else {
+                        2
+                    },
+                    c,
+                )
+            }
+            _ => return false,
+        };
+        let Some(s) = seen.get_mut(d) else {
+            return false;
+        };
+        match kind {
+            0 => s.plain += 1,
+            1 => {
+                s.divs += 1;
+                s.div = Some(c);
+            }
+            _ => {
+                s.mods += 1;
+                s.modulo = Some(c);
+            }
+        }
+    }
+    seen.iter().all(|s| {
+        (s.plain == 1 && s.divs == 0 && s.mods == 0)
+            || (s.plain == 0 && s.divs == 1 && s.mods == 1 && s.div == s.modulo)
+    })
+}
+
+/// Infers the expression of dimension `d` over level variables, if possible (see module docs):
+/// the level that is exactly `d`, or `l1 * b + l2` for `l1 = d floordiv b`, `l2 = d mod b`.
 pub(crate) fn infer_dim(dim_to_lvl: &AffineMap, d: usize) -> Option<AffineExpr> {
     let rs = &dim_to_lvl.results;
     if let Some(l) = rs.iter().position(|r| r.as_var() == Some(d)) {
@@ -1213,8 +2259,13 @@ pub(crate) fn infer_dim(dim_to_lvl: &AffineMap, d: usize) -> Option<AffineExpr> 
     None
 }
 
-/// Infers the whole inverse map, if every dimension can be inferred.
+/// Infers the whole inverse map. Without symbols this is MLIR's rule (a permutation or a block
+/// map, see [`is_block_sparsity`]); with symbols (ELL's counting symbol) every dimension that is
+/// exactly one level or a block pair is recovered, and `None` if one is not.
 pub(crate) fn infer_lvl_to_dim(dim_to_lvl: &AffineMap) -> Option<AffineMap> {
+    if dim_to_lvl.num_symbols == 0 && !is_block_sparsity(dim_to_lvl) {
+        return None;
+    }
     let results = (0..dim_to_lvl.num_vars)
         .map(|d| infer_dim(dim_to_lvl, d))
         .collect::<Option<Vec<_>>>()?;
@@ -1223,6 +2274,15 @@ pub(crate) fn infer_lvl_to_dim(dim_to_lvl: &AffineMap) -> Option<AffineMap> {
         num_symbols: dim_to_lvl.num_symbols,
         results,
     })
+}
+
+/// MLIR's ordinal: `0th`, `1st`, `2nd`, then `3th`, `4th`, ... (sic).
+fn nth(n: usize) -> String {
+    match n {
+        1 => "1st".into(),
+        2 => "2nd".into(),
+        n => format!("{n}th"),
+    }
 }
 
 /// Checks on sample coordinates that `x` (over level variables) recovers dimension `d` from the

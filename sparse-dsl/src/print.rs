@@ -105,6 +105,12 @@ impl fmt::Display for Encoding {
         if self.crd_width != 0 {
             write!(f, ", crdWidth = {}", self.crd_width)?;
         }
+        if let Some(v) = &self.explicit_val {
+            write!(f, ", explicitVal = {v}")?;
+        }
+        if let Some(v) = &self.implicit_val {
+            write!(f, ", implicitVal = {v}")?;
+        }
         f.write_str(" }>")
     }
 }

@@ -87,8 +87,8 @@ fn canonical_strings() {
     );
     // expressions: folding, subtraction, precedence
     assert_eq!(
-        canon("#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : dense, i - 3 + 2 * 2 : dense, -(i + j) * 2 : dense, (i - j) floordiv -2 : dense) }>"),
-        "#sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : dense, d0 - 3 + 4 : dense, (d0 + d1) * -1 * 2 : dense, (d0 - d1) floordiv -2 : dense) }>"
+        canon("#sparse_tensor.encoding<{ map = {a, b, c, d, e} (i = a, j = b) -> (a = i : dense, b = j : dense, c = i - 3 + 2 * 2 : dense, d = -(i + j) * 2 : dense, e = (i - j) floordiv -2 : dense) }>"),
+        "#sparse_tensor.encoding<{ map = {l0, l1, l2, l3, l4}(d0 = l0, d1 = l1) -> (d0 : dense, d1 : dense, d0 - 3 + 4 : dense, (d0 + d1) * -1 * 2 : dense, (d0 - d1) floordiv -2 : dense) }>"
     );
 }
 
@@ -168,14 +168,14 @@ fn ir_shapes() {
     );
 
     // unary minus on a non-constant is x * -1; on a literal it folds
-    let e = parse_encoding("#sparse_tensor.encoding<{ map = (i) -> (i : dense, -i : dense, -5 : dense, i - 7 : dense) }>")
+    let e = parse_encoding("#sparse_tensor.encoding<{ map = {a, b, c, d} (i = a) -> (a = i : dense, b = -i : dense, c = -5 : dense, d = i - 7 : dense) }>")
         .unwrap()
         .encoding;
     assert_eq!(e.dim_to_lvl.results[1], mul(var(0), cst(-1)));
     assert_eq!(e.dim_to_lvl.results[2], cst(-5));
     assert_eq!(e.dim_to_lvl.results[3], add(var(0), cst(-7)));
     let e = parse_encoding(
-        "#sparse_tensor.encoding<{ map = (i, j) -> (i - j : dense, i : dense, j : dense) }>",
+        "#sparse_tensor.encoding<{ map = {a, b, c} (i = b, j = c) -> (a = i - j : dense, b = i : dense, c = j : dense) }>",
     )
     .unwrap()
     .encoding;
@@ -196,8 +196,6 @@ fn whitespace_comments_and_macro_spacing() {
         "#sparse_tensor.encoding < { map = ( i , j ) -> ( i : dense , j : compressed ) , posWidth = 32 } >",
         "#sparse_tensor.encoding<{map=(i,j)->(i:dense,j:compressed),posWidth=32}>",
         "// leading comment\n#A =\n #sparse_tensor.encoding<{ // c\n map = (i, j) // c\n -> (i : dense, // c\n j : compressed), posWidth = 32, // c\n }> // trailing",
-        "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, explicitVal = 1.0 : f32, implicitVal = 0 : i64 }>",
-        "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, implicitVal = #complex.number<:f32 1.0, 0.0> : complex<f32> }>",
         "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 0x20 }>",
     ] {
         assert_eq!(canon(t), expected, "{t}");
@@ -329,7 +327,9 @@ fn verifier_messages() {
         ("(i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[5, 4])", "expected n <= m in n_out_of_m"),
         ("(i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : block5_4)", "expected n <= m in n_out_of_m"),
         ("(i, j) -> (i : dense, j floordiv 8 : dense, j mod 8 : block2_4)", "expected coeffiencts of Affine expressions to be equal to m of n_out_of_m level"),
-        ("(i, j) -> (i : dense, j : block2_4)", "expected coeffiencts of Affine expressions to be equal to m of n_out_of_m level"),
+        ("(i, j) -> (i : dense, j floordiv 2 : dense, j mod 2 : block2_4)", "expected coeffiencts of Affine expressions to be equal to m of n_out_of_m level"),
+        ("(i, j) -> (i : dense, j floordiv 2 : dense, j mod 4 : block2_4)", "expected 1xm block structure for n_out_of_m level"),
+        ("(i, j) -> (i floordiv 2 : dense, i mod 2 : dense, j floordiv 4 : dense, j mod 4 : block2_4)", "expected only one blocked level with the same coefficients"),
         ("(i, j) -> (i : dense, j : compresed)", "unknown level format: compresed"),
         ("(i, j) -> (i : dense, j : compressed(unsorted))", "unknown level property: unsorted"),
         ("(i, j) -> (i : dense, k : compressed)", "use of undeclared identifier"),

@@ -563,14 +563,24 @@ impl<V: Value> DynamicStorage<V> {
         coo
     }
 
-    /// The same tensor in the format `other` (same dimension shape): every stored entry
-    /// (explicit zeros included, as MLIR's and SciPy's conversions keep them) is re-assembled with
-    /// [`Self::from_coo`].
+    /// The same tensor in the format `other` (same dimension shape), re-assembled with
+    /// [`Self::from_coo`] from the stored entries whose value is not zero (stored duplicates
+    /// are summed by a unique target). Explicit zeros are not carried over: they are an artefact
+    /// of the source format (BSR blocks, n:m padding, dense levels), and the target pads what it
+    /// needs itself, so a conversion depends only on the tensor's values and `A -> B -> A` gives
+    /// back `A`'s arrays whenever `A` stores no zeros. To keep stored zeros, call
+    /// `DynamicStorage::from_coo(other, &self.to_coo())`.
     ///
     /// Errors: as [`Self::from_coo`] (for example a BSR target whose block does not divide the
-    /// shape, or an n:m target with a too full block).
+    /// shape, an n:m target with a too full block, or an ELL target with a too long row).
     pub fn convert(&self, other: &Encoding) -> Result<DynamicStorage<V>, StorageError> {
-        Self::from_coo(other, &self.to_coo())
+        let mut coo = CooTensor::new(self.dim_shape.clone());
+        for (dc, v) in self.iter() {
+            if !v.is_zero() {
+                coo.push(&dc, *v);
+            }
+        }
+        Self::from_coo(other, &coo)
     }
 }
 

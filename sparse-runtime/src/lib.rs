@@ -7,16 +7,20 @@
 //! - [`dynamic`]: the reference storage built at run time from an [`Encoding`](sparse_dsl::ir::Encoding);
 //! - [`mmio`]: Matrix Market reading and writing;
 //! - [`packed`]: sub-byte coordinate buffers (`crdWidth = 2` of n:m levels) and index views;
+//! - [`slice`]: strided views over a storage (`#sparse_tensor<slice(..)>` dimensions);
+//! - [`frostt`]: FROSTT `.tns` reading and writing;
 //! - [`error`]: the storage errors.
 #![warn(missing_docs)]
 
 pub mod coo;
 pub mod dynamic;
 pub mod error;
+pub mod frostt;
 pub mod index;
 pub(crate) mod level;
 pub mod mmio;
 pub mod packed;
+pub mod slice;
 pub mod storage;
 pub mod value;
 
@@ -25,6 +29,7 @@ pub use dynamic::{DynamicStorage, RawParts};
 pub use error::{BufferKind, StorageError};
 pub use index::{Index, IndexBuffer, IndexSlice};
 pub use packed::{CrdBuffer, IndexView, PackedBuffer};
+pub use slice::SliceView;
 pub use storage::SparseStorage;
 pub use value::Value;
 pub use num_traits;

@@ -24,6 +24,8 @@ fn perm(types: Vec<LevelType>, perm: &[usize], pos: u32, crd: u32) -> Encoding {
         pos_width: pos,
         crd_width: crd,
         dim_slices: None,
+        explicit_val: None,
+        implicit_val: None,
     }
 }
 fn bsr(b: i64) -> Encoding {
@@ -44,6 +46,8 @@ fn bsr(b: i64) -> Encoding {
         pos_width: 0,
         crd_width: 0,
         dim_slices: None,
+        explicit_val: None,
+        implicit_val: None,
     }
 }
 fn coo(shape: &[usize], entries: &[(usize, usize, f64)]) -> CooTensor<f64> {
