@@ -8,7 +8,7 @@
 //! already in order; nothing when the input is sorted), duplicates summed when the last level is
 //! unique, then inserted one by one; a dense level fills the coordinates nobody inserted with
 //! explicit zeros, a compressed level closes its segments by appending positions. The per-format
-//! rules live in [`crate::level`], one module per level format.
+//! rules live in `crate::level` (`src/level/`), one module per level format.
 //!
 //! Supported: `dense`, `batch` (leading), `compressed`, `loose_compressed`, `singleton`, n:m
 //! (`structured[n, m]` / `block2_4`, last level below dense levels) with any properties; maps that
@@ -207,7 +207,7 @@ fn analyze(encoding: &Encoding, dim_shape: &[usize]) -> Result<Layout, StorageEr
             AffineExpr::Var(d) => dim_shape.get(*d).copied(),
             AffineExpr::FloorDiv(a, b) => match (a.as_var(), b.as_constant().and_then(|b| usize::try_from(b).ok())) {
                 (Some(d), Some(b)) if b > 0 && d < dim_shape.len() => {
-                    if dim_shape[d] % b != 0 {
+                    if !dim_shape[d].is_multiple_of(b) {
                         return Err(StorageError::BlockShape { dim: d, size: dim_shape[d], block: b });
                     }
                     Some(dim_shape[d] / b)
@@ -489,7 +489,7 @@ impl<V: Value> DynamicStorage<V> {
         if encoding.dim_slices.is_some() {
             return Err(unsupported("an encoding with dimension slices is a view: build the parent storage and call DynamicStorage::slice"));
         }
-        let layout = analyze(encoding, dim_shape)?;
+        analyze(encoding, dim_shape)?;
         let lvl_rank = encoding.lvl_rank();
         let raw = |level: usize, reason: String| StorageError::RawParts { level, reason };
         if positions.len() != lvl_rank {
@@ -520,7 +520,6 @@ impl<V: Value> DynamicStorage<V> {
         // SAFETY: the arrays are checked by `validate` before the value is returned.
         let s = unsafe { Self::from_raw_parts_unchecked(encoding, dim_shape, positions, coordinates, values) };
         s.validate()?;
-        let _ = layout;
         Ok(s)
     }
 

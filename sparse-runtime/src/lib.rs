@@ -7,7 +7,7 @@
 //! - [`dynamic`]: the reference storage built at run time from an [`Encoding`](sparse_dsl::ir::Encoding);
 //! - [`mmio`]: Matrix Market reading and writing;
 //! - [`packed`]: sub-byte coordinate buffers (`crdWidth = 2` of n:m levels) and index views;
-//! - [`slice`]: strided views over a storage (`#sparse_tensor<slice(..)>` dimensions);
+//! - [`mod@slice`]: strided views over a storage (`#sparse_tensor<slice(..)>` dimensions);
 //! - [`frostt`]: FROSTT `.tns` reading and writing;
 //! - [`error`]: the storage errors.
 #![warn(missing_docs)]

@@ -50,7 +50,7 @@ impl PackedBuffer {
             return Err(v);
         }
         let bit = self.len * self.bits as usize;
-        if bit % 8 == 0 {
+        if bit.is_multiple_of(8) {
             self.data.push(0);
         }
         let last = self.data.len() - 1;
