@@ -9,7 +9,8 @@
 //! printed explicitly with level variables `l0..`: `{l0, l1}(d0 = l0 + l1, ...) -> (...)`, so that
 //! parsing the printed text always gives back the same [`Encoding`]. Slices, when present, are
 //! printed on every dimension (`d0 : #sparse_tensor<slice(0, 4, 1)>`, `?` for dynamic values);
-//! widths only when non-zero.
+//! widths only when non-zero, then `explicitVal` / `implicitVal` in MLIR's typed-value form.
+//! [`Encoding::to_pretty_string`] gives the same text on several lines.
 
 use std::fmt;
 
@@ -23,6 +24,12 @@ fn slice_val(v: Option<u64>) -> String {
 impl Encoding {
     /// The `map = ...` value in canonical form (`(d0, d1) -> (d0 : dense, d1 : compressed)`).
     pub fn map_to_string(&self) -> String {
+        let (head, lvls) = self.map_parts();
+        format!("{head} -> ({})", lvls.join(", "))
+    }
+
+    /// The map split for printing: `[symbols]{levels}(dimensions)` and one `expr : type` per level.
+    fn map_parts(&self) -> (String, Vec<String>) {
         let mut out = String::new();
         let n_sym = self.dim_to_lvl.num_symbols;
         if n_sym > 0 {
@@ -73,19 +80,70 @@ impl Encoding {
                 ));
             }
         }
-        out.push_str(") -> (");
-        for (l, lt) in self.lvl_types.iter().enumerate() {
-            if l > 0 {
-                out.push_str(", ");
-            }
-            match self.dim_to_lvl.results.get(l) {
-                Some(e) => e.write(&mut out, "d"),
-                None => AffineExpr::Constant(0).write(&mut out, "d"),
-            }
-            out.push_str(" : ");
-            out.push_str(&lt.to_string());
-        }
         out.push(')');
+        let lvls = self
+            .lvl_types
+            .iter()
+            .enumerate()
+            .map(|(l, lt)| {
+                let mut s = String::new();
+                match self.dim_to_lvl.results.get(l) {
+                    Some(e) => e.write(&mut s, "d"),
+                    None => AffineExpr::Constant(0).write(&mut s, "d"),
+                }
+                s.push_str(" : ");
+                s.push_str(&lt.to_string());
+                s
+            })
+            .collect();
+        (out, lvls)
+    }
+
+    /// The entries after `map` (`posWidth = 32`, `explicitVal = ...`), only non-default ones.
+    fn other_entries(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.pos_width != 0 {
+            out.push(format!("posWidth = {}", self.pos_width));
+        }
+        if self.crd_width != 0 {
+            out.push(format!("crdWidth = {}", self.crd_width));
+        }
+        if let Some(v) = &self.explicit_val {
+            out.push(format!("explicitVal = {v}"));
+        }
+        if let Some(v) = &self.implicit_val {
+            out.push(format!("implicitVal = {v}"));
+        }
+        out
+    }
+
+    /// The canonical form laid out on several lines, one level per line (as `sparse fmt
+    /// --pretty` prints it); it parses back to the same encoding:
+    /// ```text
+    /// #sparse_tensor.encoding<{
+    ///   map = (d0, d1) -> (
+    ///     d0 : dense,
+    ///     d1 : compressed
+    ///   ),
+    ///   posWidth = 32
+    /// }>
+    /// ```
+    pub fn to_pretty_string(&self) -> String {
+        let (head, lvls) = self.map_parts();
+        let mut out = format!("#sparse_tensor.encoding<{{\n  map = {head} -> (\n");
+        out.push_str(
+            &lvls
+                .iter()
+                .map(|l| format!("    {l}"))
+                .collect::<Vec<_>>()
+                .join(",\n"),
+        );
+        out.push_str("\n  )");
+        for e in self.other_entries() {
+            out.push_str(",\n  ");
+            out.push_str(&e);
+        }
+        out.push_str("\n}>");
         out
     }
 }
@@ -99,17 +157,8 @@ impl fmt::Display for Encoding {
             "#sparse_tensor.encoding<{{ map = {}",
             self.map_to_string()
         )?;
-        if self.pos_width != 0 {
-            write!(f, ", posWidth = {}", self.pos_width)?;
-        }
-        if self.crd_width != 0 {
-            write!(f, ", crdWidth = {}", self.crd_width)?;
-        }
-        if let Some(v) = &self.explicit_val {
-            write!(f, ", explicitVal = {v}")?;
-        }
-        if let Some(v) = &self.implicit_val {
-            write!(f, ", implicitVal = {v}")?;
+        for e in self.other_entries() {
+            write!(f, ", {e}")?;
         }
         f.write_str(" }>")
     }

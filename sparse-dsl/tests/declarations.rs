@@ -289,3 +289,18 @@ fn declaration_files() {
         ]
     );
 }
+
+#[test]
+fn pretty_printing() {
+    let e = parse_encoding(
+        "#sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 2 : dense, j floordiv 3 : compressed, i mod 2 : dense, j mod 3 : dense), posWidth = 32, explicitVal = 1.0 : f32 }>",
+    )
+    .unwrap()
+    .encoding;
+    let pretty = e.to_pretty_string();
+    assert_eq!(
+        pretty,
+        "#sparse_tensor.encoding<{\n  map = (d0, d1) -> (\n    d0 floordiv 2 : dense,\n    d1 floordiv 3 : compressed,\n    d0 mod 2 : dense,\n    d1 mod 3 : dense\n  ),\n  posWidth = 32,\n  explicitVal = 1.000000e+00 : f32\n}>"
+    );
+    assert_eq!(parse_encoding(&pretty).unwrap().encoding, e);
+}

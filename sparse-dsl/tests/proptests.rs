@@ -244,6 +244,9 @@ proptest! {
         let again = parse_encoding(&printed).unwrap_or_else(|d| panic!("{text} -> {printed}: {d:?}"));
         prop_assert_eq!(&again.encoding, &p.encoding, "{} -> {}", text, printed);
         prop_assert_eq!(again.encoding.to_string(), printed.clone());
+        let pretty = p.encoding.to_pretty_string();
+        let from_pretty = parse_encoding(&pretty).unwrap_or_else(|d| panic!("{pretty}: {d:?}"));
+        prop_assert_eq!(&from_pretty.encoding, &p.encoding, "{}", pretty);
         if std::env::var("SHOW").is_ok() { eprintln!("{text}\n  {printed}"); }
     }
 }
