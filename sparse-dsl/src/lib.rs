@@ -6,9 +6,11 @@
 //! - [`print`]: MLIR's canonical text form of an `Encoding`;
 //! - [`types`]: element types, typed values and tensor types around an encoding;
 //! - [`diag`]: diagnostics with byte spans and line:column;
-//! - [`codegen`]: the Rust items generated for one declaration.
+//! - [`codegen`]: the Rust items generated for one declaration;
+//! - [`build`]: the same code from `.mlir` files in build scripts.
 #![warn(missing_docs)]
 
+pub mod build;
 pub mod codegen;
 pub mod diag;
 pub mod ir;

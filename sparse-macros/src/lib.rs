@@ -10,7 +10,7 @@ use syn::{Attribute, Ident, LitStr, Token, Visibility};
 
 use sparse_dsl::codegen::{generate, Declaration};
 use sparse_dsl::diag::Diagnostic;
-use sparse_dsl::parse::parse_encoding;
+use sparse_dsl::parse::parse_declaration;
 
 /// Declares sparse tensor formats in MLIR's encoding language and generates, for each, a
 /// monomorphised storage struct `Name<V = f64>` with its constructors, iterators and kernels.
@@ -103,10 +103,15 @@ impl Rendered {
         self.pieces.push((start, self.text.len(), span));
     }
 
-    /// Renders `tokens` as MLIR text: tokens separated by spaces, except no space after `#`,
-    /// around `.` (`#sparse_tensor.encoding`) and after a joint punctuation (`->`).
+    /// Renders `tokens` as MLIR text: tokens separated by spaces, except no space after `#` and
+    /// `!`, around `.` (`#sparse_tensor.encoding`, `!quant.uniform`) and after a joint punctuation
+    /// (`->`); the shape of a tensor type (`tensor<?x?xf64, ...`) is glued up to its first comma.
     fn render(&mut self, tokens: TokenStream, glue: &mut bool) {
+        // Tensor-shape gluing: after `tensor` `<`, until the `,` at that angle depth.
+        let mut prev_tensor = false;
+        let mut shape_depth: Option<usize> = None;
         for tt in tokens {
+            let glued = shape_depth.is_some();
             match tt {
                 TokenTree::Group(g) => {
                     let (open, close) = match g.delimiter() {
@@ -115,24 +120,42 @@ impl Rendered {
                         Delimiter::Bracket => ("[", "]"),
                         Delimiter::None => ("", ""),
                     };
-                    self.push(open, g.span_open(), !*glue);
+                    self.push(open, g.span_open(), !*glue && !glued);
                     *glue = false;
                     self.render(g.stream(), glue);
-                    self.push(close, g.span_close(), true);
-                    *glue = false;
+                    self.push(close, g.span_close(), !glued);
+                    *glue = glued;
+                    prev_tensor = false;
                 }
                 TokenTree::Punct(p) => {
                     let c = p.as_char();
-                    self.push(&c.to_string(), p.span(), !*glue && c != '.');
-                    *glue = c == '#' || c == '.' || p.spacing() == proc_macro2::Spacing::Joint;
+                    self.push(&c.to_string(), p.span(), !*glue && !glued && c != '.');
+                    *glue = c == '#' || c == '!' || c == '.' || p.spacing() == proc_macro2::Spacing::Joint;
+                    match (c, shape_depth) {
+                        ('<', None) if prev_tensor => shape_depth = Some(0),
+                        ('<', Some(d)) => shape_depth = Some(d + 1),
+                        ('>', Some(d)) => shape_depth = d.checked_sub(1),
+                        (',', Some(0)) => {
+                            shape_depth = None;
+                            *glue = false;
+                        }
+                        _ => {}
+                    }
+                    if shape_depth.is_some() {
+                        *glue = true;
+                    }
+                    prev_tensor = false;
                 }
                 TokenTree::Ident(i) => {
-                    self.push(&i.to_string(), i.span(), !*glue);
-                    *glue = false;
+                    let s = i.to_string();
+                    self.push(&s, i.span(), !*glue && !glued);
+                    *glue = glued;
+                    prev_tensor = s == "tensor" && !glued;
                 }
                 TokenTree::Literal(l) => {
-                    self.push(&l.to_string(), l.span(), !*glue);
-                    *glue = false;
+                    self.push(&l.to_string(), l.span(), !*glue && !glued);
+                    *glue = glued;
+                    prev_tensor = false;
                 }
             }
         }
@@ -173,15 +196,17 @@ fn expand(decls: Declarations) -> TokenStream {
                 (text, Box::new(move |diag: &Diagnostic| syn::Error::new(r.span_at(diag.start, fallback), &diag.message)))
             }
         };
-        match parse_encoding(&text) {
+        match parse_declaration(&text) {
             Err(diags) => diags.iter().for_each(|diag| add_error(to_error(diag))),
             Ok(parsed) => {
-                let decl = Declaration {
-                    attrs: d.attrs.iter().map(|a| a.to_token_stream()).collect(),
-                    vis: d.vis.to_token_stream(),
-                    name: d.name.clone(),
-                    encoding: parsed.encoding,
+                let mut decl = match Declaration::from_declared(d.vis.to_token_stream(), d.name.clone(), parsed.declared) {
+                    Ok(decl) => decl,
+                    Err(e) => {
+                        add_error(to_error(&Diagnostic::new(&text, parsed.start, parsed.end, e.to_string())));
+                        continue;
+                    }
                 };
+                decl.attrs = d.attrs.iter().map(|a| a.to_token_stream()).collect();
                 match generate(&decl, &rt) {
                     Ok(tokens) => out.extend(tokens),
                     Err(e) => add_error(syn::Error::new(d.name.span(), e.to_string())),

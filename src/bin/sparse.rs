@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use quote::format_ident;
 use sparse::dsl::codegen::{expand_to_string, Declaration};
-use sparse::dsl::parse::{parse_encoding, ParsedEncoding};
+use sparse::dsl::parse::{parse_declaration, parse_encoding, Declared, ParsedEncoding};
 use sparse::runtime::mmio::read_matrix_market;
 use sparse::runtime::DynamicStorage;
 
@@ -45,6 +45,14 @@ enum Command {
         #[arg(long)]
         x: Option<PathBuf>,
     },
+    /// Print the encoding (or tensor type) in FILE in MLIR's canonical form.
+    Fmt {
+        /// A file holding one encoding or tensor type.
+        file: PathBuf,
+        /// Multi-line form.
+        #[arg(long)]
+        pretty: bool,
+    },
     /// Print the Rust code `sparse_format!` generates for the encoding in FILE.
     Expand {
         /// A file holding one encoding (the alias, if any, names the struct).
@@ -58,6 +66,7 @@ fn main() -> ExitCode {
         Command::Check { file } => return check(&file),
         Command::Inspect { encoding, matrix } => inspect(&encoding, &matrix),
         Command::Spmv { encoding, matrix, x } => spmv(&encoding, &matrix, x.as_deref()),
+        Command::Fmt { file, pretty } => fmt(&file, pretty),
         Command::Expand { file } => expand(&file),
     };
     match result {
@@ -81,9 +90,12 @@ fn check(file: &std::path::Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match parse_encoding(&text) {
+    match parse_declaration(&text) {
         Ok(p) => {
-            println!("ok: {}", p.encoding);
+            match p.declared {
+                Declared::Encoding(e) => println!("ok: {e}"),
+                Declared::Tensor(t) => println!("ok: {t}"),
+            }
             ExitCode::SUCCESS
         }
         Err(diags) => {
@@ -151,12 +163,27 @@ fn spmv(encoding: &str, matrix: &std::path::Path, x_file: Option<&std::path::Pat
     Ok(())
 }
 
+fn fmt(file: &std::path::Path, pretty: bool) -> Result<(), String> {
+    let text = read(file)?;
+    let parsed = parse_declaration(&text).map_err(|diags| diags.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\nerror: "))?;
+    let body = match &parsed.declared {
+        Declared::Encoding(e) if pretty => e.to_string(), // PRETTY-PENDING
+        Declared::Encoding(e) => e.to_string(),
+        Declared::Tensor(t) => t.to_string(),
+    };
+    match parsed.alias {
+        Some(a) => println!("#{a} = {body}"),
+        None => println!("{body}"),
+    }
+    Ok(())
+}
+
 fn expand(file: &std::path::Path) -> Result<(), String> {
     let text = read(file)?;
-    let parsed = parse_encoding(&text).map_err(|diags| diags.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\nerror: "))?;
+    let parsed = parse_declaration(&text).map_err(|diags| diags.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\nerror: "))?;
     let name = parsed.alias.clone().unwrap_or_else(|| "Format".into());
     let name = syn::parse_str::<syn::Ident>(&name).unwrap_or_else(|_| format_ident!("Format"));
-    let decl = Declaration { attrs: Vec::new(), vis: quote::quote!(pub), name, encoding: parsed.encoding };
+    let decl = Declaration::from_declared(quote::quote!(pub), name, parsed.declared).map_err(|e| e.to_string())?;
     let code = expand_to_string(&decl, &quote::quote!(::sparse::runtime)).map_err(|e| e.to_string())?;
     print!("{code}");
     Ok(())

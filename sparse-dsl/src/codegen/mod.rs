@@ -19,6 +19,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
 use crate::ir::{AffineExpr, Encoding, LevelFormat};
+use crate::parse::Declared;
 use level::{level_gen, CrdLoc, LevelCtx};
 
 /// One `pub Name = <encoding>;` declaration of `sparse_format!`.
@@ -32,6 +33,42 @@ pub struct Declaration {
     pub name: Ident,
     /// The verified encoding.
     pub encoding: Encoding,
+    /// Static dimension sizes when the declaration is a tensor type (`tensor<20x?xf32, ...>`
+    /// gives `[Some(20), None]`); `None` for a bare encoding. Constructors reject other sizes
+    /// for the static dimensions.
+    pub static_shape: Option<Vec<Option<u64>>>,
+    /// The default value type `V` (from a tensor type's element type); `f64` when `None`.
+    pub value_type: Option<TokenStream>,
+}
+
+impl Declaration {
+    /// A declaration of a bare encoding (no static shape, `V = f64`).
+    pub fn new(vis: TokenStream, name: Ident, encoding: Encoding) -> Self {
+        Declaration { attrs: Vec::new(), vis, name, encoding, static_shape: None, value_type: None }
+    }
+
+    /// A declaration of what the parser read: a bare encoding, or a tensor type (which fixes the
+    /// static shape and the default value type).
+    ///
+    /// Errors: [`CodegenError`] for a tensor type without an encoding or with an element type that
+    /// has no Rust value type yet (quantized, complex).
+    pub fn from_declared(vis: TokenStream, name: Ident, declared: Declared) -> Result<Self, CodegenError> {
+        match declared {
+            Declared::Encoding(e) => Ok(Declaration::new(vis, name, e)),
+            Declared::Tensor(t) => {
+                let enc = t.encoding.clone().ok_or_else(|| CodegenError("the tensor type has no #sparse_tensor.encoding".into()))?;
+                let ty = t
+                    .element
+                    .rust_type()
+                    .and_then(|s| syn::parse_str::<syn::Type>(s).ok())
+                    .ok_or_else(|| CodegenError(format!("element type {} is not stored yet", t.element)))?;
+                let mut decl = Declaration::new(vis, name, enc);
+                decl.static_shape = Some(t.shape.clone());
+                decl.value_type = Some(quote!(#ty));
+                Ok(decl)
+            }
+        }
+    }
 }
 
 /// Why an encoding cannot be generated (yet): a message for the declaration.
@@ -181,6 +218,50 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
 
     let size_exprs = e.dim_to_lvl.results.iter().map(|r| dim_to_lvl_expr(r, true)).collect::<Result<Vec<_>, _>>()?;
     let d2l_exprs = e.dim_to_lvl.results.iter().map(|r| dim_to_lvl_expr(r, false)).collect::<Result<Vec<_>, _>>()?;
+    let static_shape = match &decl.static_shape {
+        None => None,
+        Some(dims) => {
+            if dims.len() != dim_rank {
+                return Err(CodegenError(format!("tensor shape has {} dimensions, the encoding has {}", dims.len(), dim_rank)));
+            }
+            Some(
+                dims.iter()
+                    .map(|d| match d {
+                        None => Ok(quote!(::core::option::Option::None)),
+                        Some(n) => usize::try_from(*n)
+                            .map(|n| quote!(::core::option::Option::Some(#n)))
+                            .map_err(|_| CodegenError(format!("dimension size {n} does not fit usize"))),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+            )
+        }
+    };
+    let static_shape_const = match &static_shape {
+        None => quote! {
+            /// The static dimension sizes of the declared tensor type (`None` for a bare encoding).
+            pub const STATIC_SHAPE: ::core::option::Option<[::core::option::Option<usize>; #dim_rank]> = ::core::option::Option::None;
+        },
+        Some(dims) => quote! {
+            /// The static dimension sizes of the declared tensor type (`None` for a dynamic `?`).
+            pub const STATIC_SHAPE: ::core::option::Option<[::core::option::Option<usize>; #dim_rank]> = ::core::option::Option::Some([#(#dims),*]);
+        },
+    };
+    let static_shape_check = if static_shape.is_some() {
+        quote! {
+            if let ::core::option::Option::Some(dims) = Self::STATIC_SHAPE {
+                for (dim, (want, got)) in dims.iter().zip(shape.iter()).enumerate() {
+                    if let ::core::option::Option::Some(want) = want {
+                        if want != got {
+                            return ::core::result::Result::Err(#rt::StorageError::ShapeMismatch { dim, expected: *want, got: *got });
+                        }
+                    }
+                }
+            }
+        }
+    } else {
+        quote!()
+    };
+    let value_type = decl.value_type.clone().unwrap_or_else(|| quote!(f64));
     let block_checks: Vec<TokenStream> = e
         .dim_to_lvl
         .results
@@ -367,7 +448,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
         #[doc = ""]
         #[doc = #doc_fields]
         #[derive(Clone, Debug, PartialEq)]
-        #vis struct #name<V = f64> {
+        #vis struct #name<V = #value_type> {
             dim_shape: [usize; #dim_rank],
             lvl_sizes: [usize; #lvl_rank],
             #( #field_names: ::std::vec::Vec<#field_types>, )*
@@ -375,7 +456,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
         }
 
         #[doc(hidden)]
-        #[allow(non_camel_case_types)]
+        #[allow(non_camel_case_types, dead_code)]
         struct #builder<V> {
             lvl_sizes: [usize; #lvl_rank],
             #( #field_names: ::std::vec::Vec<#field_types>, )*
@@ -417,6 +498,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             pub const DIM_RANK: usize = #dim_rank;
             /// Number of storage levels.
             pub const LVL_RANK: usize = #lvl_rank;
+            #static_shape_const
             /// The encoding in MLIR's canonical form.
             pub const ENCODING: &'static str = #canonical;
             /// The level types, outermost first.
@@ -531,7 +613,8 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             /// Builds the storage from entries `(dimension coordinates, value)` in any order.
             /// Duplicates are summed when the last level is unique, kept otherwise.
             ///
-            /// Errors: `StorageError::BlockShape` if a blocked dimension is not a multiple of its
+            /// Errors: `StorageError::ShapeMismatch` if `shape` differs from a declared static
+            /// shape; `StorageError::BlockShape` if a blocked dimension is not a multiple of its
             /// block size; `StorageError::CoordinateOutOfRange` naming the entry, dimension and
             /// value; `StorageError::WidthOverflow` naming the level when a position or
             /// coordinate does not fit the width.
@@ -539,6 +622,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             where
                 I: ::core::iter::IntoIterator<Item = ([usize; #dim_rank], V)>,
             {
+                #static_shape_check
                 #(#block_checks)*
                 let entries = entries.into_iter();
                 let cap = entries.size_hint().0;
@@ -665,6 +749,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             #spmv
         }
 
+        #[allow(unused_variables)]
         impl<V> #rt::storage::LevelAccess<#lvl_rank> for #name<V> {
             #[inline(always)]
             fn segment(&self, l: usize, parent: usize) -> (usize, usize) {
