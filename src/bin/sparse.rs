@@ -167,7 +167,7 @@ fn fmt(file: &std::path::Path, pretty: bool) -> Result<(), String> {
     let text = read(file)?;
     let parsed = parse_declaration(&text).map_err(|diags| diags.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\nerror: "))?;
     let body = match &parsed.declared {
-        Declared::Encoding(e) if pretty => e.to_string(), // PRETTY-PENDING
+        Declared::Encoding(e) if pretty => e.to_pretty_string(),
         Declared::Encoding(e) => e.to_string(),
         Declared::Tensor(t) => t.to_string(),
     };

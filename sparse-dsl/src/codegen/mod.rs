@@ -423,9 +423,10 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
         quote!()
     };
 
-    let doc_encoding = format!("Encoding: `{canonical}`.");
+    let doc_separator = if attrs.is_empty() { quote!() } else { quote!(#[doc = ""]) };
+    let doc_encoding = format!(" Encoding: `{canonical}`.");
     let doc_fields = format!(
-        "Stored arrays: {}values.",
+        " Stored arrays: {}values.",
         ctxs.iter()
             .map(|cx| {
                 let mut s = String::new();
@@ -443,7 +444,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
 
     Ok(quote! {
         #(#attrs)*
-        #[doc = ""]
+        #doc_separator
         #[doc = #doc_encoding]
         #[doc = ""]
         #[doc = #doc_fields]
