@@ -22,6 +22,8 @@ sparse::sparse_format! {
     Coo3 = #sparse_tensor.encoding<{ map = (i, j, k) -> (i : compressed(nonunique), j : singleton, k : singleton) }>;
     Mode1 = #sparse_tensor.encoding<{ map = (i, j, k) -> (j : dense, k : compressed, i : compressed) }>;
     SparseVector = #sparse_tensor.encoding<{ map = (i) -> (i : compressed), posWidth = 8, crdWidth = 8 }>;
+    Nv24 = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : block2_4), crdWidth = 2 }>;
+    Nv13 = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j floordiv 3 : dense, j mod 3 : structured[1, 3]), crdWidth = 8 }>;
 }
 
 /// Per level: (positions, owned coordinate buffer), widened.
@@ -157,6 +159,38 @@ proptest! {
     }
 
     #[test]
+    fn n_out_of_m_matches_dynamic_and_dense((rows, blocks, raw) in (1usize..7, 1usize..5).prop_flat_map(|(r, b)| (Just(r), Just(b), proptest::collection::vec(((0..r), (0..12 * b), 1i32..5), 0..40)))) {
+        // keep at most n entries per block (2 of 4 for Nv24, 1 of 3 for Nv13), distinct coordinates
+        for (ty, m, n) in [("Nv24", 4usize, 2usize), ("Nv13", 3, 1)] {
+            let cols = m * blocks;
+            let mut per_block = std::collections::HashMap::new();
+            let mut seen = std::collections::HashSet::new();
+            let mut entries = Vec::new();
+            for &(i, j, v) in &raw {
+                let j = j % cols;
+                let k = per_block.entry((i, j / m)).or_insert(0usize);
+                if *k < n && seen.insert((i, j)) {
+                    *k += 1;
+                    entries.push(([i, j], v as f64));
+                }
+            }
+            let shape = [rows, cols];
+            let x: Vec<f64> = (0..cols).map(|j| 1.0 + (j % 7) as f64).collect();
+            let want = dense_spmv(shape, &entries, &x);
+            let mut y = vec![f64::NAN; rows];
+            if ty == "Nv24" {
+                let g = check_format!(Nv24, shape, &entries);
+                prop_assert_eq!(g.nse(), rows * blocks * 2);
+                g.spmv(&x, &mut y).unwrap();
+            } else {
+                let g = check_format!(Nv13, shape, &entries);
+                g.spmv(&x, &mut y).unwrap();
+            }
+            prop_assert_eq!(&y, &want);
+        }
+    }
+
+    #[test]
     fn tensors_match_dynamic_and_dense((shape, entries) in tensor3()) {
         check_format!(Csf, shape, &entries);
         check_format!(Coo3, shape, &entries);
@@ -179,6 +213,20 @@ proptest! {
             prop_assert_eq!(b.to_dense().unwrap(), dense);
         }
     }
+}
+
+#[test]
+fn n_out_of_m_rejects_a_full_block() {
+    use sparse::runtime::StorageError;
+    let err = Nv24::<f64>::from_coo([2, 8], [([1, 4], 1.0), ([1, 5], 1.0), ([1, 7], 1.0)]).unwrap_err();
+    assert_eq!(err, StorageError::NOutOfMOverflow { level: 2, row: 1, block: 1, count: 3, n: 2, m: 4 });
+    // padding: one entry at in-block 2 -> stored (0: zero pad, 2: value)
+    let a = Nv24::<f64>::from_coo([1, 4], [([0, 2], 5.0)]).unwrap();
+    assert_eq!(a.values(), &[0.0, 5.0]);
+    assert_eq!(a.to_string().lines().nth(4), Some("crd[2] : ( 0, 2 )"));
+    assert_eq!(a.coordinates(2), None);
+    assert_eq!(a.get([0, 2]), Some(&5.0));
+    assert_eq!(a.memory_bytes(), 1 + 2 * 8);
 }
 
 #[test]

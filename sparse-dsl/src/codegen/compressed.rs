@@ -11,9 +11,9 @@ pub struct Compressed;
 
 /// Fields of a level with positions and (if it owns them) coordinates.
 pub(super) fn pos_crd_fields(cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
-    let mut out = vec![(cx.pos_field.clone().expect("positions"), cx.pos_ty.clone())];
+    let mut out = vec![(cx.pos_field.clone().expect("positions"), cx.pos_field_type())];
     if let Some(loc) = cx.crd.as_ref().filter(|c| c.owner) {
-        out.push((loc.field.clone(), cx.crd_ty.clone()));
+        out.push((loc.field.clone(), cx.crd_field_type()));
     }
     out
 }
@@ -62,10 +62,11 @@ impl LevelGen for Compressed {
         pos_crd_fields(cx)
     }
     fn init(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
+        let pos_ty = &cx.pos_ty;
         self.fields(cx)
             .into_iter()
             .enumerate()
-            .map(|(i, (f, ty))| (f, if i == 0 { quote!(::std::vec![<#ty>::default()]) } else { quote!(::std::vec::Vec::new()) }))
+            .map(|(i, (f, _))| (f, if i == 0 { quote!(::std::vec![<#pos_ty>::default()]) } else { cx.crd_field_init() }))
             .collect()
     }
     fn append_crd(&self, cx: &LevelCtx) -> TokenStream {

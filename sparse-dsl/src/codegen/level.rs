@@ -43,13 +43,43 @@ pub struct LevelCtx {
     pub crd: Option<CrdLoc>,
     /// Position element type (`u32`, `usize`, ...).
     pub pos_ty: TokenStream,
-    /// Coordinate element type.
+    /// Coordinate element type (`u8` nominally for the packed widths).
     pub crd_ty: TokenStream,
+    /// `crdWidth` in bits (0 = native).
+    pub crd_width: u32,
     /// Path of the runtime crate (`::sparse::runtime`).
     pub rt: TokenStream,
 }
 
 impl LevelCtx {
+    /// `true` when coordinates are packed below a byte (`crdWidth` 1, 2 or 4, n:m levels only).
+    pub fn packed(&self) -> bool {
+        matches!(self.crd_width, 1 | 2 | 4)
+    }
+    /// The full type of a coordinate buffer field.
+    pub fn crd_field_type(&self) -> TokenStream {
+        let (rt, ty) = (&self.rt, &self.crd_ty);
+        if self.packed() {
+            quote!(#rt::packed::PackedBuffer)
+        } else {
+            quote!(::std::vec::Vec<#ty>)
+        }
+    }
+    /// The full type of a positions field.
+    pub fn pos_field_type(&self) -> TokenStream {
+        let ty = &self.pos_ty;
+        quote!(::std::vec::Vec<#ty>)
+    }
+    /// An empty coordinate buffer (expression).
+    pub fn crd_field_init(&self) -> TokenStream {
+        let rt = &self.rt;
+        let w = self.crd_width;
+        if self.packed() {
+            quote!(#rt::packed::PackedBuffer::new(#w).expect("packed coordinate width"))
+        } else {
+            quote!(::std::vec::Vec::new())
+        }
+    }
     /// `true` for the innermost level.
     pub fn is_last(&self) -> bool {
         self.l + 1 == self.lvl_rank
@@ -83,6 +113,9 @@ impl LevelCtx {
         let f = &loc.field;
         let (stride, offset) = (loc.stride, loc.offset);
         let idx = if stride == 1 { quote!(#p) } else { quote!(#p * #stride + #offset) };
+        if self.packed() {
+            return quote!(#base.#f.get(#idx).unwrap_or(usize::MAX));
+        }
         quote!(#rt::Index::index(#base.#f[#idx]))
     }
     /// Statements pushing `crd` (a usize in scope) into this level's coordinate buffer, with the
@@ -92,6 +125,14 @@ impl LevelCtx {
         let l = self.l;
         let f = &self.crd.as_ref().expect("level stores coordinates").field;
         let ty = &self.crd_ty;
+        if self.packed() {
+            let w = self.crd_width;
+            return quote! {
+                self.#f.push(crd).map_err(|value| #rt::StorageError::WidthOverflow {
+                    level: #l, kind: #rt::BufferKind::Coordinate, value, width: #w,
+                })?;
+            };
+        }
         quote! {
             let __x = <#ty as #rt::Index>::from_usize(crd).ok_or(#rt::StorageError::WidthOverflow {
                 level: #l, kind: #rt::BufferKind::Coordinate, value: crd, width: <#ty as #rt::Index>::WIDTH,
@@ -119,9 +160,9 @@ impl LevelCtx {
 /// One level format's code generator. A new level format is one new implementation of this trait
 /// (one file) plus its line in [`level_gen`].
 pub trait LevelGen {
-    /// Fields this level owns in the struct: `(name, element type)`; each is a `Vec<elem>`.
+    /// Fields this level owns in the struct: `(name, full type)`.
     fn fields(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)>;
-    /// Initial contents of each owned field in the builder (an expression of type `Vec<elem>`).
+    /// Initial contents of each owned field in the builder.
     fn init(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)>;
     /// Body of the builder method `append_crd_{l}(&mut self, full: usize, crd: usize)` (MLIR
     /// `appendCrd`): record a new node with coordinate `crd`; returns `Result<(), StorageError>`.
@@ -147,6 +188,7 @@ pub fn level_gen(format: LevelFormat) -> Option<&'static dyn LevelGen> {
         LevelFormat::Compressed => Some(&super::compressed::Compressed),
         LevelFormat::LooseCompressed => Some(&super::loose_compressed::LooseCompressed),
         LevelFormat::Singleton => Some(&super::singleton::Singleton),
-        LevelFormat::Batch | LevelFormat::NOutOfM { .. } => None,
+        LevelFormat::NOutOfM { .. } => Some(&super::n_out_of_m::NOutOfM),
+        LevelFormat::Batch => None,
     }
 }

@@ -16,7 +16,11 @@ impl LevelGen for LooseCompressed {
         pos_crd_fields(cx)
     }
     fn init(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
-        self.fields(cx).into_iter().map(|(f, _)| (f, quote!(::std::vec::Vec::new()))).collect()
+        self.fields(cx)
+            .into_iter()
+            .enumerate()
+            .map(|(i, (f, _))| (f, if i == 0 { quote!(::std::vec::Vec::new()) } else { cx.crd_field_init() }))
+            .collect()
     }
     fn append_crd(&self, cx: &LevelCtx) -> TokenStream {
         push_and_count(cx)

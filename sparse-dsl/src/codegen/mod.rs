@@ -13,6 +13,7 @@ pub mod compressed;
 pub mod dense;
 pub mod level;
 pub mod loose_compressed;
+pub mod n_out_of_m;
 pub mod singleton;
 
 use proc_macro2::{Ident, TokenStream};
@@ -89,6 +90,8 @@ pub fn width_type(width: u32) -> Result<TokenStream, CodegenError> {
         16 => quote!(u16),
         32 => quote!(u32),
         64 => quote!(u64),
+        // packed sub-byte coordinates (n:m levels): the nominal element type
+        1 | 2 | 4 => quote!(u8),
         w => return Err(CodegenError(format!("bit width {w} is not stored by the code generator yet"))),
     })
 }
@@ -211,6 +214,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             crd,
             pos_ty: pos_ty.clone(),
             crd_ty: crd_ty.clone(),
+            crd_width: e.crd_width,
             rt: rt.clone(),
         });
         gens.push(g);
@@ -295,8 +299,21 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
 
     let pos_levels: Vec<usize> = ctxs.iter().filter(|c| c.pos_field.is_some()).map(|c| c.l).collect();
     let pos_fields: Vec<&Ident> = ctxs.iter().filter_map(|c| c.pos_field.as_ref()).collect();
-    let crd_levels: Vec<usize> = ctxs.iter().filter(|c| c.crd.as_ref().is_some_and(|x| x.owner)).map(|c| c.l).collect();
-    let crd_fields: Vec<&Ident> = ctxs.iter().filter_map(|c| c.crd.as_ref().filter(|x| x.owner).map(|x| &x.field)).collect();
+    let owners: Vec<&LevelCtx> = ctxs.iter().filter(|c| c.crd.as_ref().is_some_and(|x| x.owner)).collect();
+    let crd_levels: Vec<usize> = owners.iter().filter(|c| !c.packed()).map(|c| c.l).collect();
+    let crd_fields: Vec<&Ident> = owners.iter().filter(|c| !c.packed()).map(|c| &c.crd.as_ref().expect("owner").field).collect();
+    let packed_levels: Vec<usize> = owners.iter().filter(|c| c.packed()).map(|c| c.l).collect();
+    let packed_fields: Vec<&Ident> = owners.iter().filter(|c| c.packed()).map(|c| &c.crd.as_ref().expect("owner").field).collect();
+    let flush_fns: Vec<TokenStream> = ctxs
+        .iter()
+        .filter(|c| matches!(c.lt.format, LevelFormat::NOutOfM { .. }))
+        .map(n_out_of_m::NOutOfM::flush_method)
+        .collect();
+    let push_value = if matches!(e.lvl_types.last().map(|t| t.format), Some(LevelFormat::NOutOfM { .. })) {
+        quote!(self.pending.last_mut().expect("n:m appended an entry").1 = v;)
+    } else {
+        quote!(self.values.push(v);)
+    };
 
     let lvl_types = level_type_tokens(e, rt);
     let canonical = e.to_string();
@@ -452,7 +469,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
         #vis struct #name<V = #value_type> {
             dim_shape: [usize; #dim_rank],
             lvl_sizes: [usize; #lvl_rank],
-            #( #field_names: ::std::vec::Vec<#field_types>, )*
+            #( #field_names: #field_types, )*
             values: ::std::vec::Vec<V>,
         }
 
@@ -460,8 +477,9 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
         #[allow(non_camel_case_types, dead_code)]
         struct #builder<V> {
             lvl_sizes: [usize; #lvl_rank],
-            #( #field_names: ::std::vec::Vec<#field_types>, )*
+            #( #field_names: #field_types, )*
             values: ::std::vec::Vec<V>,
+            pending: ::std::vec::Vec<(usize, V)>,
             cursor: [usize; #lvl_rank],
             count: [usize; #lvl_rank],
             loose_start: [usize; #lvl_rank],
@@ -471,6 +489,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
         impl<V: #rt::Value> #builder<V> {
             #(#append_fns)*
             #(#finalize_fns)*
+            #(#flush_fns)*
             fn lex_diff(&self, lc: &[usize; #lvl_rank]) -> usize {
                 #(#lex_diff_steps)*
                 #lvl_rank - 1
@@ -488,7 +507,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
                     (d, self.cursor[d] + 1)
                 };
                 #(#insert_steps)*
-                self.values.push(v);
+                #push_value
                 ::core::result::Result::Ok(())
             }
         }
@@ -557,7 +576,8 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
                 }
             }
 
-            /// The coordinate buffer owned by level `lvl`; `None` if the level owns none. In an
+            /// The coordinate buffer owned by level `lvl`; `None` if the level owns none (or packs
+            /// its coordinates below a byte: see `SparseStorage::coordinate_view`). In an
             /// array-of-structs COO region the region's first level owns one buffer interleaving
             /// the coordinates of all its levels, entry by entry.
             pub fn coordinates(&self, lvl: usize) -> ::core::option::Option<&[#crd_ty]> {
@@ -715,6 +735,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
                     lvl_sizes,
                     #( #init_names: #init_exprs, )*
                     values: ::std::vec::Vec::with_capacity(n),
+                    pending: ::std::vec::Vec::new(),
                     cursor: [0; #lvl_rank],
                     count: [0; #lvl_rank],
                     loose_start: [0; #lvl_rank],
@@ -787,6 +808,12 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             }
             fn value_slice(&self) -> &[V] {
                 &self.values
+            }
+            fn coordinate_view(&self, l: usize) -> ::core::option::Option<#rt::packed::IndexView<'_>> {
+                match l {
+                    #( #packed_levels => ::core::option::Option::Some(#rt::packed::IndexView::Packed(self.#packed_fields.as_slice())), )*
+                    _ => self.coordinates(l).map(|c| #rt::packed::IndexView::Plain(<#crd_ty as #rt::Index>::slice(c))),
+                }
             }
         }
 

@@ -13,12 +13,12 @@ pub struct Singleton;
 impl LevelGen for Singleton {
     fn fields(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
         match cx.crd.as_ref() {
-            Some(loc) if loc.owner => vec![(loc.field.clone(), cx.crd_ty.clone())],
+            Some(loc) if loc.owner => vec![(loc.field.clone(), cx.crd_field_type())],
             _ => Vec::new(),
         }
     }
     fn init(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
-        self.fields(cx).into_iter().map(|(f, _)| (f, quote!(::std::vec::Vec::new()))).collect()
+        self.fields(cx).into_iter().map(|(f, _)| (f, cx.crd_field_init())).collect()
     }
     fn append_crd(&self, cx: &LevelCtx) -> TokenStream {
         push_and_count(cx)
