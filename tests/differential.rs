@@ -76,6 +76,9 @@ macro_rules! check_format {
             }
         }
         prop_assert_eq!(g.memory_bytes(), d.memory_bytes());
+        prop_assert_eq!(g.to_coo(), d.to_coo());
+        let again = $ty::<f64>::from_raw_parts(g.clone().into_raw_parts()).unwrap();
+        prop_assert_eq!(&again, &g);
         g
     }};
 }
@@ -213,6 +216,61 @@ proptest! {
             prop_assert_eq!(b.to_dense().unwrap(), dense);
         }
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn conversions_match_dynamic((shape, entries) in blocked_matrix()) {
+        let a = Csr::<f64>::from_coo(shape, entries.iter().cloned()).unwrap();
+        let mut coo = CooTensor::new(shape.to_vec());
+        for (c, v) in &entries {
+            coo.push(&c[..], *v);
+        }
+        let d = DynamicStorage::from_coo(&Csr::<f64>::encoding(), &coo).unwrap();
+        macro_rules! via {
+            ($ty:ident) => {{
+                let g: $ty = a.convert::<$ty>().unwrap();
+                let dd = d.convert(&$ty::<f64>::encoding()).unwrap();
+                prop_assert_eq!(arrays(&g), arrays(&dd), "{}", stringify!($ty));
+                prop_assert_eq!(g.values(), dd.values());
+                let back: Csr = g.convert::<Csr>().unwrap();
+                let nonzero = Csr::<f64>::from_coo(shape, entries.iter().cloned()).unwrap().convert::<Csr>().unwrap();
+                prop_assert_eq!(back, nonzero);
+            }};
+        }
+        via!(Coo);
+        via!(Dcsc);
+        via!(Bsr22);
+        via!(Bsc23);
+        via!(LooseCsr);
+    }
+}
+
+#[test]
+fn raw_parts_are_validated() {
+    use sparse::runtime::StorageError;
+    let a = Csr::<f64>::from_coo([3, 4], [([0, 1], 1.0), ([0, 3], 2.0), ([2, 0], 3.0)]).unwrap();
+    let mut parts = a.clone().into_raw_parts();
+    assert_eq!(parts.pos_1, vec![0u32, 2, 2, 3]);
+    assert_eq!(Csr::<f64>::from_raw_parts(parts.clone()).unwrap(), a);
+    parts.crd_1 = vec![3, 1, 0];
+    match Csr::<f64>::from_raw_parts(parts.clone()).unwrap_err() {
+        StorageError::Invariant { level: 1, position: 1, .. } => {}
+        e => panic!("unexpected {e:?}"),
+    }
+    parts.crd_1 = vec![1, 4, 0];
+    match Csr::<f64>::from_raw_parts(parts.clone()).unwrap_err() {
+        StorageError::Invariant { level: 1, position: 1, .. } => {}
+        e => panic!("unexpected {e:?}"),
+    }
+    parts.crd_1 = vec![1, 3, 0];
+    parts.pos_1 = vec![0, 2, 1, 3];
+    assert!(matches!(Csr::<f64>::from_raw_parts(parts.clone()).unwrap_err(), StorageError::Invariant { level: 1, .. }));
+    parts.pos_1 = vec![0, 2, 2, 3];
+    parts.values.pop();
+    assert!(matches!(Csr::<f64>::from_raw_parts(parts).unwrap_err(), StorageError::Invariant { .. }));
 }
 
 #[test]

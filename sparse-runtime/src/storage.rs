@@ -223,3 +223,14 @@ impl<S: LevelAccess<L>, const L: usize> Iterator for LevelIter<'_, S, L> {
         }
     }
 }
+
+/// A format that can be assembled from a COO tensor: every struct `sparse_format!` generates.
+/// The target of `convert::<T>()`.
+pub trait FromCoo<V>: Sized {
+    /// Builds the storage of `coo` (dimension coordinates, any order, duplicates summed by a
+    /// unique last level).
+    ///
+    /// Errors: as the format's `from_coo` ([`StorageError::RankMismatch`],
+    /// [`StorageError::CoordinateOutOfRange`], [`StorageError::WidthOverflow`], ...).
+    fn from_coo_tensor(coo: &crate::coo::CooTensor<V>) -> Result<Self, StorageError>;
+}

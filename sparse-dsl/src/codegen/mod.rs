@@ -318,6 +318,8 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
     let lvl_types = level_type_tokens(e, rt);
     let canonical = e.to_string();
     let builder = format_ident!("__{}Builder", name);
+    let parts = format_ident!("{}Parts", name);
+    let parts_doc = format!(" The arrays of a [`{name}`], taken apart by `into_raw_parts` and given to `from_raw_parts`: the same fields, public.");
 
     // Builder methods (assembly), one pair per level.
     let append_fns: Vec<TokenStream> = gens
@@ -473,6 +475,19 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             values: ::std::vec::Vec<V>,
         }
 
+        #[doc = #parts_doc]
+        #[derive(Clone, Debug, PartialEq)]
+        #vis struct #parts<V = #value_type> {
+            /// Dimension sizes.
+            pub dim_shape: [usize; #dim_rank],
+            #(
+                #[doc = " A level array (see the struct's docs for its level and width)."]
+                pub #field_names: #field_types,
+            )*
+            /// One value per stored position of the last level.
+            pub values: ::std::vec::Vec<V>,
+        }
+
         #[doc(hidden)]
         #[allow(non_camel_case_types, dead_code)]
         struct #builder<V> {
@@ -599,6 +614,30 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
                 #rt::storage::validate(self)
             }
 
+            /// Takes the storage apart into its arrays (no copy).
+            pub fn into_raw_parts(self) -> #parts<V> {
+                #parts {
+                    dim_shape: self.dim_shape,
+                    #( #field_names: self.#field_names, )*
+                    values: self.values,
+                }
+            }
+
+            /// Builds the storage from arrays without checking them.
+            ///
+            /// # Safety
+            /// The arrays must satisfy every invariant `validate` checks for this format and
+            /// `parts.dim_shape` (as `from_raw_parts` verifies); otherwise later calls may panic
+            /// or return wrong results.
+            pub unsafe fn from_raw_parts_unchecked(parts: #parts<V>) -> Self {
+                #name {
+                    dim_shape: parts.dim_shape,
+                    lvl_sizes: Self::lvl_sizes_for(&parts.dim_shape),
+                    #( #field_names: parts.#field_names, )*
+                    values: parts.values,
+                }
+            }
+
             /// Stored entries in storage order as `(dimension coordinates, &value)`.
             pub fn iter(&self) -> impl ::core::iter::Iterator<Item = ([usize; #dim_rank], &V)> + '_ {
                 #rt::storage::LevelIter::new(self).map(move |(lc, p)| (Self::lvl_to_dim(&lc), &self.values[p]))
@@ -720,6 +759,46 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
                 ::core::result::Result::Ok(out)
             }
 
+            /// Builds the storage from arrays and checks them with `validate`.
+            ///
+            /// Errors: `StorageError::ShapeMismatch` / `StorageError::BlockShape` for a shape the
+            /// format cannot hold; `StorageError::Invariant` naming the invariant, level and
+            /// position of the first violation.
+            pub fn from_raw_parts(parts: #parts<V>) -> ::core::result::Result<Self, #rt::StorageError> {
+                let shape = parts.dim_shape;
+                #static_shape_check
+                #(#block_checks)*
+                // SAFETY: the arrays are validated before the struct is returned.
+                let s = unsafe { Self::from_raw_parts_unchecked(parts) };
+                s.validate()?;
+                ::core::result::Result::Ok(s)
+            }
+
+            /// All stored entries (explicit zeros included) as a COO tensor in storage order.
+            pub fn to_coo(&self) -> #rt::CooTensor<V> {
+                let mut coo = #rt::CooTensor::new(self.dim_shape.to_vec());
+                coo.coords.reserve(self.nse() * #dim_rank);
+                coo.values.reserve(self.nse());
+                self.for_each(|c, v| coo.push(&c, *v));
+                coo
+            }
+
+            /// The same tensor in another format `T` (any struct `sparse_format!` generates with
+            /// the same value type), re-assembled from the stored entries that are not zero:
+            /// explicit zeros of this format (blocks, padding, dense levels) are not carried over,
+            /// as in `DynamicStorage::convert`.
+            ///
+            /// Errors: as `T`'s `from_coo` (rank, shape, block size, width, n:m block overflow).
+            pub fn convert<T: #rt::storage::FromCoo<V>>(&self) -> ::core::result::Result<T, #rt::StorageError> {
+                let mut coo = #rt::CooTensor::new(self.dim_shape.to_vec());
+                self.for_each(|c, v| {
+                    if !<V as #rt::num_traits::Zero>::is_zero(v) {
+                        coo.push(&c, *v);
+                    }
+                });
+                T::from_coo_tensor(&coo)
+            }
+
             fn assemble(
                 shape: [usize; #dim_rank],
                 keys: ::std::vec::Vec<[usize; #lvl_rank]>,
@@ -769,6 +848,12 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             }
 
             #spmv
+        }
+
+        impl<V: #rt::Value> #rt::storage::FromCoo<V> for #name<V> {
+            fn from_coo_tensor(coo: &#rt::CooTensor<V>) -> ::core::result::Result<Self, #rt::StorageError> {
+                #name::from_coo_tensor(coo)
+            }
         }
 
         #[allow(unused_variables)]
