@@ -764,6 +764,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             /// Errors: `StorageError::ShapeMismatch` / `StorageError::BlockShape` for a shape the
             /// format cannot hold; `StorageError::Invariant` naming the invariant, level and
             /// position of the first violation.
+            #[allow(unused_variables)]
             pub fn from_raw_parts(parts: #parts<V>) -> ::core::result::Result<Self, #rt::StorageError> {
                 let shape = parts.dim_shape;
                 #static_shape_check
