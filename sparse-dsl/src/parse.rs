@@ -271,7 +271,17 @@ fn syntax_diagnostic(text: &str, e: &pest::error::Error<Rule>) -> Diagnostic {
         InputLocation::Pos(p) => (p, p),
         InputLocation::Span((s, e)) => (s, e),
     };
+    // MLIR's lexer rejects characters that start no token before any parser rule sees them.
+    let bad_char = text
+        .get(start..)
+        .and_then(|r| r.chars().next())
+        .filter(|c| {
+            !(c.is_ascii_alphanumeric()
+                || c.is_whitespace()
+                || "#!@%^\"()[]{}<>,:=+-*?._/|$".contains(*c))
+        });
     let message = match &e.variant {
+        _ if bad_char.is_some() => "unexpected character".to_string(),
         ErrorVariant::ParsingError {
             positives,
             negatives,
@@ -307,6 +317,15 @@ fn token_end(text: &str, start: usize) -> usize {
 
 fn expected_message(positives: &[Rule], negatives: &[Rule]) -> String {
     let has = |r: Rule| positives.contains(&r);
+    if has(Rule::lvl_type) || has(Rule::format_name) || has(Rule::kw_structured) {
+        return "expected valid level format (e.g. dense, compressed or singleton)".into();
+    }
+    if has(Rule::prop_name) {
+        return "expected valid level property (e.g. nonordered, nonunique or high)".into();
+    }
+    if has(Rule::dim_slice) || has(Rule::slice_kw) {
+        return "expected attribute value".into();
+    }
     if has(Rule::arrow) {
         return "expected '->'".into();
     }
@@ -1403,6 +1422,35 @@ impl<'t> Cx<'t> {
                 lt: None,
                 lt_span: spec_span,
             };
+            if decls.is_some() && !inner(spec.clone()).any(|q| q.as_rule() == Rule::lvl_binding) {
+                // MLIR requires `lvar =` on every specifier once level variables are declared.
+                let first = spec.as_str();
+                let id_len = first
+                    .char_indices()
+                    .find(|(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '.')))
+                    .map_or(first.len(), |(i, _)| i);
+                let (start, id) = (spec_span.start(), &first[..id_len]);
+                let starts_alpha = id.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+                if !starts_alpha {
+                    self.error_at(start, start + id_len.max(1), 0, "expected bare identifier");
+                } else if matches!(names.get(id), Some(Binding::Lvl(_))) {
+                    let rest = &first[id_len..];
+                    let ws = rest.len() - rest.trim_start().len();
+                    let at = start + id_len + ws;
+                    self.error_at(at, at + 1, 0, "expected '='");
+                } else {
+                    self.error_at(
+                        start,
+                        start + id_len,
+                        0,
+                        format!("use of undeclared identifier '{id}'"),
+                    );
+                }
+                ok = false;
+                self.lvl_spans.push((spec_span.start(), spec_span.end()));
+                lvls.push(info);
+                continue;
+            }
             for q in inner(spec) {
                 match q.as_rule() {
                     Rule::lvl_binding => {
@@ -1426,9 +1474,10 @@ impl<'t> Cx<'t> {
                                     ok = false;
                                 }
                                 Some(_) => {
+                                    // only level variables are in scope for a level binding
                                     self.error(
                                         id.as_span(),
-                                        format!("redefinition of identifier '{}'", id.as_str()),
+                                        format!("use of undeclared identifier '{}'", id.as_str()),
                                     );
                                     ok = false;
                                 }

@@ -6,7 +6,7 @@
 //! Dimensions are renamed `d0..`, symbols `s0..` (printed as `[s0, s1]` before the dimensions),
 //! level-variable names are dropped and so is the inverse map when it is the one the parser infers.
 //! When the inverse cannot be inferred from `dim_to_lvl` (or differs from the inferred one), it is
-//! printed explicitly with level variables `l0..`: `{l0, l1}(d0 = l0 + l1, ...) -> (...)`, so that
+//! printed explicitly with level variables `l0..`: `{l0, l1}(d0 = l0 + l1, ...) -> (l0 = ..., ...)`, so that
 //! parsing the printed text always gives back the same [`Encoding`]. Slices, when present, are
 //! printed on every dimension (`d0 : #sparse_tensor<slice(0, 4, 1)>`, `?` for dynamic values);
 //! widths only when non-zero, then `explicitVal` / `implicitVal` in MLIR's typed-value form.
@@ -87,6 +87,10 @@ impl Encoding {
             .enumerate()
             .map(|(l, lt)| {
                 let mut s = String::new();
+                if explicit {
+                    // MLIR requires a binding on every level once level variables are declared
+                    s.push_str(&format!("l{l} = "));
+                }
                 match self.dim_to_lvl.results.get(l) {
                     Some(e) => e.write(&mut s, "d"),
                     None => AffineExpr::Constant(0).write(&mut s, "d"),

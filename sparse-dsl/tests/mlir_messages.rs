@@ -1,0 +1,130 @@
+//! The first diagnostic is the one MLIR reports, for invalid encodings in the style of upstream's
+//! `invalid_encoding.mlir` (our own cases, one per rule).
+
+use sparse_dsl::parse::{parse_declaration, parse_encoding};
+
+fn first_error(map_and_rest: &str) -> String {
+    let text = format!("#sparse_tensor.encoding<{{ {map_and_rest} }}>");
+    match parse_encoding(&text) {
+        Ok(p) => panic!("{text}: accepted as {}", p.encoding),
+        Err(d) => d[0].message.clone(),
+    }
+}
+
+#[test]
+fn first_error_is_mlirs() {
+    let cases = [
+        // syntax
+        ("map = [x]", "expected '(' in dimension-specifier list"),
+        ("map = (x)", "expected '->'"),
+        ("map = (x y) -> (x : dense)", "expected ')' in dimension-specifier list"),
+        ("map = x -> (x : dense)", "expected '(' in dimension-specifier list"),
+        ("map = (x) -> x", "expected '(' in level-specifier list"),
+        ("map = (x) -> (x)", "expected ':'"),
+        ("map = (x) -> (x :)", "expected valid level format (e.g. dense, compressed or singleton)"),
+        ("map = (x) -> (x : (dense))", "expected valid level format (e.g. dense, compressed or singleton)"),
+        ("map = (x) -> (x : \"dense\")", "expected valid level format (e.g. dense, compressed or singleton)"),
+        ("map = (x) -> (x : compressed(\"x\"))", "expected valid level property (e.g. nonordered, nonunique or high)"),
+        ("map = (x) -> (x : compressed[nonunique])", "expected ')' in level-specifier list"),
+        ("map = (x, y) -> (x : dense; y : dense)", "unexpected character"),
+        ("map = (x : y) -> (x : dense)", "expected attribute value"),
+        ("map = (2)", "expected bare identifier"),
+        ("map = (x, y) -> (x = dense, y = dense)", "expected ':'"),
+        // identifiers and level variables
+        ("map = (x) -> (x : dense, y : dense)", "use of undeclared identifier"),
+        ("map = {a, b} (x = a, y = b) -> (a = x : dense, c = y : dense)", "use of undeclared identifier 'c'"),
+        ("map = {a, b} (x = a, y = b) -> (a : dense, b : dense)", "expected '='"),
+        // MLIR: "use of undeclared identifier 'x'" (it resolves names while parsing); pest
+        // stops at the `=` first
+        ("map = {a, b} (x = a, y = b) -> (x : a = dense, y : b = dense)", "expected ')' in level-specifier list"),
+        ("map = {a, b} (x = a, y = b) -> (x = a : dense, y = b : dense)", "use of undeclared identifier 'x'"),
+        ("map = {b, a} (x = a, y = b) -> (a = x : dense, b = y : dense)", "Level-variable ordering mismatch. The variable 'a' was forward-declared as the 1st level; but is bound by the 0th specification."),
+        ("map = {a, b, c} (x, y) -> (a = x : dense, b = y : dense)", "Level-rank mismatch between forward-declarations and specifiers. Declared 3 level-variables; but got 2 level-specifiers."),
+        ("map = (x, x) -> (x : dense)", "redefinition of identifier 'x'"),
+        ("nap = (x) -> (x : dense)", "unexpected key: nap"),
+        ("map = (x) -> (x : strange)", "unknown level format: strange"),
+        ("map = (x) -> (x : compressed(odd))", "unknown level property: odd"),
+        // level types and widths
+        ("map = (x, y) -> (x : dense, y : compressed), posWidth = 42", "unexpected position bitwidth: 42"),
+        ("map = (x, y) -> (x : dense, y : compressed), crdWidth = 128", "unexpected coordinate bitwidth: 128"),
+        ("posWidth = 7, map = (x, y) -> (x : singleton, y : compressed)", "unexpected position bitwidth: 7"),
+        ("map = (x, y, z) -> (x : batch, y : compressed, z : batch)", "Batch lvlType can only be leading levels."),
+        ("map = (x, y, z) -> (x : compressed(nonunique), y : singleton(soa), z : singleton)", "expected all singleton lvlTypes stored in the same memory layout (SoA vs AoS)."),
+        ("map = (x, y) -> (x : compressed(nonunique, soa), y : singleton(soa))", "SoA is only applicable to singleton lvlTypes."),
+        ("map = (x, y) -> (x : dense, y : singleton)", "expected compressed or loose_compressed level before singleton level"),
+        ("map = (x) -> (x : dense(nonordered))", "invalid level type: level format doesn't support the properties"),
+        ("map = (x, y) -> (x : compressed(nonunique), y : dense)", "dense level cannot follow a non-unique level"),
+        // n:m
+        ("map = (i, j, k) -> (i : dense, k floordiv 4 : dense, j : dense, k mod 4 : structured[-2, 4])", "expected structured size to be >= 0"),
+        ("map = (i, j, k) -> (i : dense, k floordiv 4 : dense, j : dense, k mod 4 : structured[5, 4])", "expected n <= m in n_out_of_m"),
+        ("map = (i, j, k) -> (i : dense, k floordiv 4 : dense, j : dense, k mod 4 : structured[2, 4, 8])", "expected exactly 2 structured sizes"),
+        ("map = (i, j, k) -> (i : dense, k floordiv 4 : compressed, j : dense, k mod 4 : structured[2, 4])", "expected all dense lvlTypes before a n_out_of_m level"),
+        ("map = (i, j, k) -> (i : dense, k floordiv 4 : structured[2, 4], j : dense, k mod 4 : compressed)", "expected n_out_of_m to be the last level type"),
+        ("map = (i, j, k) -> (i : dense, k floordiv 2 : dense, j : dense, k mod 4 : structured[2, 4])", "expected 1xm block structure for n_out_of_m level"),
+        ("map = (i, j, k) -> (i : dense, k floordiv 2 : dense, j : dense, k mod 2 : structured[2, 4])", "expected coeffiencts of Affine expressions to be equal to m of n_out_of_m level"),
+        ("map = (i, j, k) -> (i floordiv 2 : dense, i mod 2 : dense, j : dense, k floordiv 4 : dense, k mod 4 : structured[2, 4])", "expected only one blocked level with the same coefficients"),
+        // maps
+        ("map = (x, y) -> (x : dense)", "failed to infer lvlToDim from dimToLvl"),
+        ("map = (x, y) -> (x : dense, x : compressed)", "failed to infer lvlToDim from dimToLvl"),
+        ("map = (i, j) -> (i floordiv 2 : dense, j floordiv 3 : compressed, i : dense, j mod 3 : dense)", "failed to infer lvlToDim from dimToLvl"),
+        ("map = (i, j) -> (i : dense, j floordiv 3 : compressed, i floordiv 3 : dense, j mod 3 : dense)", "failed to infer lvlToDim from dimToLvl"),
+        ("map = (i, j) -> (i floordiv -3 : dense, j floordiv -3 : compressed, i mod 3 : dense, j mod 3 : dense)", "failed to infer lvlToDim from dimToLvl"),
+        ("map = (i, j) -> (i floordiv 2 : dense, j : compressed)", "failed to infer lvlToDim from dimToLvl"),
+        ("map = {a, b, c, d} (i = a * 3 + c, j = b * 2 + d) -> (a = i floordiv 2 : dense, b = j floordiv 3 : compressed, c = i mod 2 : dense, d = j mod 3 : dense)", "expected lvlToDim to be an inverse of dimToLvl"),
+        ("map = [s](x, y) -> (x : dense)", "unexpected dimToLvl mapping from 2 to 1"),
+        ("map = (x) -> ()", "expected a non-empty array for lvlTypes"),
+        ("posWidth = 8", "expected a non-empty array for lvlTypes"),
+        // slices
+        ("map = (x : #sparse_tensor<slice(-1, ?, 1)>, y : #sparse_tensor<slice(?, 4, 2)>) -> (x : dense, y : compressed)", "expect non-negative value or ? for slice offset"),
+        ("map = (x : #sparse_tensor<slice(0, 0, 1)>) -> (x : dense)", "expect positive value or ? for slice size"),
+        ("map = (x : #sparse_tensor<slice(0, 1, -2)>) -> (x : dense)", "expect positive value or ? for slice stride"),
+        ("map = [s](x : #sparse_tensor<slice(0, 4, 1)>, y) -> (x : dense, y : dense, s * x : dense)", "dimSlices expected dimension-rank to match level-rank: 2 != 3"),
+        // values
+        ("map = (x) -> (x : dense), explicitVal = \"one\"", "expected a numeric value for explicitVal"),
+        ("map = (x) -> (x : dense), posWidth = \"x\"", "expected an integral position bitwidth"),
+    ];
+    let mut failures = Vec::new();
+    for (text, msg) in cases {
+        let got = first_error(text);
+        if !got.contains(msg) {
+            failures.push(format!(
+                "{text}\n    expected {msg:?}\n    got      {got:?}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn valid_upstream_style_encodings() {
+    // (input, canonical form) in the style of upstream's roundtrip_encoding.mlir
+    let cases = [
+        ("map = {l0, l1} (d0 = l0, d1 = l1) -> (l0 = d0 : dense, l1 = d1 : compressed)", "map = (d0, d1) -> (d0 : dense, d1 : compressed)"),
+        ("map = (d0, d1) -> (d1 : dense, d0 : compressed), posWidth = 0, crdWidth = 0", "map = (d0, d1) -> (d1 : dense, d0 : compressed)"),
+        ("map = (d0, d1, d2) -> (d0 : batch, d1: dense, d2 : compressed),", "map = (d0, d1, d2) -> (d0 : batch, d1 : dense, d2 : compressed)"),
+        ("map = (d0, d1, d2) -> (d0 : compressed(nonunique), d1 : singleton, d2: dense)", "map = (d0, d1, d2) -> (d0 : compressed(nonunique), d1 : singleton, d2 : dense)"),
+        ("map = (d0, d1) -> (d0 : compressed(nonunique), d1 : singleton(soa))", "map = (d0, d1) -> (d0 : compressed(nonunique), d1 : singleton(soa))"),
+        ("map = (i, j, k) -> (i : dense, k floordiv 8 : dense, j : dense, k mod 8 : structured[5, 8])", "map = (d0, d1, d2) -> (d0 : dense, d2 floordiv 8 : dense, d1 : dense, d2 mod 8 : structured[5, 8])"),
+        ("map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4]), crdWidth = 8", "map = (d0, d1) -> (d0 : dense, d1 floordiv 4 : dense, d1 mod 4 : structured[2, 4]), crdWidth = 8"),
+        ("map = (d0, d1) -> (d0 : dense, d1 : structured[2, 4])", "map = (d0, d1) -> (d0 : dense, d1 : structured[2, 4])"),
+        // mod before floordiv: inferred too (upstream only handles floordiv first)
+        ("map = (i, j) -> (i mod 2 : dense, j floordiv 3 : compressed, i floordiv 2 : dense, j mod 3 : dense)", "map = (d0, d1) -> (d0 mod 2 : dense, d1 floordiv 3 : compressed, d0 floordiv 2 : dense, d1 mod 3 : dense)"),
+    ];
+    for (input, canonical) in cases {
+        let text = format!("#sparse_tensor.encoding<{{ {input} }}>");
+        let p = parse_encoding(&text).unwrap_or_else(|d| panic!("{text}: {d:?}"));
+        assert_eq!(
+            p.encoding.to_string(),
+            format!("#sparse_tensor.encoding<{{ {canonical} }}>")
+        );
+    }
+    // the tensor form prints the encoding inline
+    let t = parse_declaration(
+        "tensor<10x60xf64, #sparse_tensor.encoding<{ map = ( i, j ) -> ( i floordiv 2 : dense, j floordiv 3 : compressed, i mod 2 : dense, j mod 3 : dense ) }>>",
+    )
+    .unwrap();
+    assert_eq!(
+        t.declared.to_string(),
+        "tensor<10x60xf64, #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 floordiv 2 : dense, d1 floordiv 3 : compressed, d0 mod 2 : dense, d1 mod 3 : dense) }>>"
+    );
+}
