@@ -23,6 +23,8 @@ sparse::sparse_format! {
     Mode1 = #sparse_tensor.encoding<{ map = (i, j, k) -> (j : dense, k : compressed, i : compressed) }>;
     SparseVector = #sparse_tensor.encoding<{ map = (i) -> (i : compressed), posWidth = 8, crdWidth = 8 }>;
     Nv24 = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : block2_4), crdWidth = 2 }>;
+    Ell = #sparse_tensor.encoding<{ map = [c](i, j) -> (c * 3 * i : dense, i : dense, j : compressed) }>;
+    EllCsc = #sparse_tensor.encoding<{ map = [c](i, j) -> (c * 2 * j : dense, j : dense, i : compressed(nonunique)), posWidth = 16 }>;
     Nv13 = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j floordiv 3 : dense, j mod 3 : structured[1, 3]), crdWidth = 8 }>;
 }
 
@@ -194,6 +196,37 @@ proptest! {
     }
 
     #[test]
+    fn ell_matches_dynamic_and_dense((shape, raw) in matrix()) {
+        // keep at most 3 distinct entries per row (Ell) / 2 per column (EllCsc)
+        for (per, axis) in [(3usize, 0usize), (2, 1)] {
+            let mut count = std::collections::HashMap::new();
+            let mut seen = std::collections::HashSet::new();
+            let entries: Vec<([usize; 2], f64)> = raw
+                .iter()
+                .filter(|(c, _)| {
+                    let n = count.entry(c[axis]).or_insert(0usize);
+                    if *n < per && seen.insert(*c) {
+                        *n += 1;
+                        true
+                    } else {
+                        false
+                    }
+                })
+                .cloned()
+                .collect();
+            let x: Vec<f64> = (0..shape[1]).map(|j| 1.0 + (j % 7) as f64).collect();
+            let want = dense_spmv(shape, &entries, &x);
+            let mut y = vec![f64::NAN; shape[0]];
+            if axis == 0 {
+                check_format!(Ell, shape, &entries).spmv(&x, &mut y).unwrap();
+            } else {
+                check_format!(EllCsc, shape, &entries).spmv(&x, &mut y).unwrap();
+            }
+            prop_assert_eq!(&y, &want);
+        }
+    }
+
+    #[test]
     fn tensors_match_dynamic_and_dense((shape, entries) in tensor3()) {
         check_format!(Csf, shape, &entries);
         check_format!(Coo3, shape, &entries);
@@ -246,6 +279,22 @@ proptest! {
         via!(Bsc23);
         via!(LooseCsr);
     }
+}
+
+#[test]
+fn ell_arrays_and_row_overflow() {
+    use sparse::runtime::StorageError;
+    // rows: 0 -> cols 1, 3; 1 -> none; 2 -> col 0
+    let a = Ell::<f64>::from_coo([3, 4], [([0, 3], 2.0), ([2, 0], 3.0), ([0, 1], 1.0)]).unwrap();
+    assert_eq!(a.lvl_sizes(), [3, 3, 4]);
+    // slice 0 holds the first element of each row, slice 1 the second
+    assert_eq!(a.positions(2), Some(&[0usize, 1, 1, 2, 3, 3, 3, 3, 3, 3][..]));
+    assert_eq!(a.coordinates(2), Some(&[1usize, 0, 3][..]));
+    assert_eq!(a.values(), &[1.0, 3.0, 2.0]);
+    assert_eq!(a.get([0, 3]), Some(&2.0));
+    assert_eq!(a.get([1, 3]), None);
+    let err = Ell::<f64>::from_coo([1, 5], (0..4).map(|j| ([0, j], 1.0))).unwrap_err();
+    assert_eq!(err, StorageError::EllRowOverflow { row: 0, count: 4, slices: 3 });
 }
 
 #[test]

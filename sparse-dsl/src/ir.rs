@@ -507,3 +507,38 @@ impl Encoding {
         Some(())
     }
 }
+
+impl AffineExpr {
+    /// ELL counting: `Some((dim, K))` if the expression is a product of `Symbol(0)`, constants
+    /// multiplying to `K > 0` (none: `K = 1`) and one variable `dim`, in any order (the
+    /// reference's `c * K * i`: symbol `c` counts dimension `i` into `K` slices).
+    pub fn as_counting(&self) -> Option<(usize, usize)> {
+        fn walk(e: &AffineExpr, sym: &mut u32, k: &mut i64, var: &mut Option<usize>) -> Option<()> {
+            match e {
+                AffineExpr::Mul(a, b) => {
+                    walk(a, sym, k, var)?;
+                    walk(b, sym, k, var)
+                }
+                AffineExpr::Symbol(0) => {
+                    *sym += 1;
+                    Some(())
+                }
+                AffineExpr::Constant(c) => {
+                    *k = k.checked_mul(*c)?;
+                    Some(())
+                }
+                AffineExpr::Var(v) if var.is_none() => {
+                    *var = Some(*v);
+                    Some(())
+                }
+                _ => None,
+            }
+        }
+        let (mut sym, mut k, mut var) = (0, 1i64, None);
+        walk(self, &mut sym, &mut k, &mut var)?;
+        if sym != 1 || k <= 0 {
+            return None;
+        }
+        Some((var?, usize::try_from(k).ok()?))
+    }
+}

@@ -119,38 +119,6 @@ struct Layout {
     counting: Option<Counting>,
 }
 
-/// `Some((dim, K))` if `e` is a product of `Symbol(0)`, one constant `K` (or none: `K = 1`) and
-/// one variable `dim`, in any order.
-fn counting_expr(e: &AffineExpr) -> Option<(usize, usize)> {
-    fn walk(e: &AffineExpr, sym: &mut u32, k: &mut i64, var: &mut Option<usize>) -> Option<()> {
-        match e {
-            AffineExpr::Mul(a, b) => {
-                walk(a, sym, k, var)?;
-                walk(b, sym, k, var)
-            }
-            AffineExpr::Symbol(0) => {
-                *sym += 1;
-                Some(())
-            }
-            AffineExpr::Constant(c) => {
-                *k = k.checked_mul(*c)?;
-                Some(())
-            }
-            AffineExpr::Var(v) if var.is_none() => {
-                *var = Some(*v);
-                Some(())
-            }
-            _ => None,
-        }
-    }
-    let (mut sym, mut k, mut var) = (0, 1i64, None);
-    walk(e, &mut sym, &mut k, &mut var)?;
-    if sym != 1 || k <= 0 {
-        return None;
-    }
-    Some((var?, usize::try_from(k).ok()?))
-}
-
 fn contains_symbol(e: &AffineExpr) -> bool {
     match e {
         AffineExpr::Symbol(_) => true,
@@ -193,7 +161,7 @@ fn analyze(encoding: &Encoding, dim_shape: &[usize]) -> Result<Layout, StorageEr
     let mut lvl_sizes = Vec::with_capacity(lvl_rank);
     for (l, r) in encoding.dim_to_lvl.results.iter().enumerate() {
         if contains_symbol(r) {
-            let (dim, slices) = counting_expr(r).filter(|&(d, _)| d < dim_shape.len()).ok_or_else(|| {
+            let (dim, slices) = r.as_counting().filter(|&(d, _)| d < dim_shape.len()).ok_or_else(|| {
                 unsupported(format!("level {l}: a symbol is only stored as an ELL counting level `c * K * i`"))
             })?;
             if counting.is_some() || encoding.dim_to_lvl.num_symbols != 1 {

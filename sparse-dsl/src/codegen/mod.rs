@@ -99,6 +99,10 @@ pub fn width_type(width: u32) -> Result<TokenStream, CodegenError> {
 /// `usize` code for `dim_to_lvl` result `e` over the coordinate array `c` (or, with
 /// `sizes = true`, the level size over the shape array `shape`).
 fn dim_to_lvl_expr(e: &AffineExpr, sizes: bool) -> Result<TokenStream, CodegenError> {
+    if let Some((_, k)) = e.as_counting() {
+        // the counting level: extent K; its coordinate is assigned during assembly (0 here)
+        return Ok(if sizes { quote!(#k) } else { quote!(0usize) });
+    }
     let unsupported = || CodegenError("level expression is not a dimension or a floordiv/mod block split; not generated yet".to_string());
     let block = |b: &AffineExpr| b.as_constant().and_then(|b| usize::try_from(b).ok()).filter(|&b| b > 0).ok_or_else(unsupported);
     Ok(match e {
@@ -187,9 +191,13 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
     if e.dim_slices.is_some() {
         return Err(CodegenError("dimension slices are not generated yet".into()));
     }
-    if e.dim_to_lvl.num_symbols > 0 {
-        return Err(CodegenError("counting symbols (ELL) are not generated yet".into()));
+    // ELL counting: one level `c * K * i` (symbol 0 counting dimension `i` into K slices).
+    let counting: Vec<(usize, (usize, usize))> =
+        e.dim_to_lvl.results.iter().enumerate().filter_map(|(l, r)| r.as_counting().map(|c| (l, c))).collect();
+    if e.dim_to_lvl.num_symbols > 1 || counting.len() > 1 || (e.dim_to_lvl.num_symbols == 1 && counting.len() != 1) {
+        return Err(CodegenError("ELL counting stores one counting symbol on one level `c * K * i`".into()));
     }
+    let counting = counting.first().copied();
     let pos_ty = width_type(e.pos_width)?;
     let crd_ty = width_type(e.crd_width)?;
 
@@ -382,7 +390,73 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
         body
     };
     let for_each_body = nest(quote!(f(Self::lvl_to_dim(&[#(#cs),*]), &self.values[#p_last]);), false);
-    let get_body = nest(quote!(return ::core::option::Option::Some(&self.values[#p_last]);), true);
+    let mut get_body = nest(quote!(return ::core::option::Option::Some(&self.values[#p_last]);), true);
+    let mut counting_pass = quote!();
+    let (rows_decl, rows_push) = match counting {
+        Some((_, (cd, _))) => (
+            quote!(let mut entries_rows: ::std::vec::Vec<usize> = ::std::vec::Vec::with_capacity(cap);),
+            quote!(entries_rows.push(c[#cd]);),
+        ),
+        None => (quote!(), quote!()),
+    };
+    if let Some((cl, (cd, k))) = counting {
+        // `get` tries every slice of the counting level.
+        let ccl = format_ident!("c{}", cl);
+        get_body = quote! {
+            for #ccl in 0..#k {
+                #get_body
+            }
+        };
+        // Assembly: order by the other levels, merge duplicates, then the k-th element of each
+        // row goes to slice k (as the runtime's ELL storage does).
+        let merge_dups = if e.lvl_types.last().is_some_and(|t| t.is_unique()) {
+            quote! {
+                let mut k = 0;
+                while k < order.len() {
+                    let first = order[k];
+                    let mut v = vals[first];
+                    k += 1;
+                    while k < order.len() && keys[order[k]] == keys[first] {
+                        v += vals[order[k]];
+                        k += 1;
+                    }
+                    mk.push(keys[first]);
+                    mv.push(v);
+                    mrow.push(rows[first]);
+                }
+            }
+        } else {
+            quote! {
+                for &e in &order {
+                    mk.push(keys[e]);
+                    mv.push(vals[e]);
+                    mrow.push(rows[e]);
+                }
+            }
+        };
+        counting_pass = quote! {
+            let rows: ::std::vec::Vec<usize> = entries_rows;
+            let mut order: ::std::vec::Vec<usize> = (0..keys.len()).collect();
+            order.sort_by(|&a, &b| keys[a].cmp(&keys[b]));
+            let mut mk: ::std::vec::Vec<[usize; #lvl_rank]> = ::std::vec::Vec::with_capacity(keys.len());
+            let mut mv: ::std::vec::Vec<V> = ::std::vec::Vec::with_capacity(keys.len());
+            let mut mrow: ::std::vec::Vec<usize> = ::std::vec::Vec::with_capacity(keys.len());
+            #merge_dups
+            let mut per_row = ::std::vec![0usize; shape[#cd]];
+            for &r in &mrow {
+                per_row[r] += 1;
+            }
+            if let ::core::option::Option::Some((row, &count)) = per_row.iter().enumerate().find(|(_, &c)| c > #k) {
+                return ::core::result::Result::Err(#rt::StorageError::EllRowOverflow { row, count, slices: #k });
+            }
+            per_row.iter_mut().for_each(|c| *c = 0);
+            for (key, &r) in mk.iter_mut().zip(&mrow) {
+                key[#cl] = per_row[r];
+                per_row[r] += 1;
+            }
+            let (keys, vals) = (mk, mv);
+        };
+    }
 
     // SpMV: a row-accumulating loop when level 0 is dense over dimension 0 and level 1 is the
     // last level over dimension 1 (CSR and loose CSR); otherwise nested loops scattering into y.
@@ -688,6 +762,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
                 let cap = entries.size_hint().0;
                 let mut keys: ::std::vec::Vec<[usize; #lvl_rank]> = ::std::vec::Vec::with_capacity(cap);
                 let mut vals: ::std::vec::Vec<V> = ::std::vec::Vec::with_capacity(cap);
+                #rows_decl
                 for (entry, (c, v)) in entries.enumerate() {
                     for dim in 0..#dim_rank {
                         if c[dim] >= shape[dim] {
@@ -696,7 +771,9 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
                     }
                     keys.push(Self::dim_to_lvl(&c));
                     vals.push(v);
+                    #rows_push
                 }
+                #counting_pass
                 Self::assemble(shape, keys, vals)
             }
 
