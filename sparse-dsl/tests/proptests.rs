@@ -286,6 +286,14 @@ fn deep_nesting_and_long_inputs_do_not_crash() {
     );
     let d = parse_encoding(&many_errors).unwrap_err();
     assert!(d.len() <= 100);
+    // an unknown key's skipped value with many unbalanced brackets: no exponential backtracking
+    let unbalanced = format!(
+        "#sparse_tensor.encoding<{{ m0ap = {} map = (i) -> (i : dense) }}>",
+        "((( (j(((((((( ".repeat(200)
+    );
+    let t = std::time::Instant::now();
+    assert!(parse_encoding(&unbalanced).is_err());
+    assert!(t.elapsed() < std::time::Duration::from_secs(2));
     let ws = format!(
         "{}#sparse_tensor.encoding<{{ map = (i) -> (i : dense) }}>",
         "// c\n".repeat(100_000)
