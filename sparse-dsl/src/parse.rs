@@ -2,8 +2,16 @@
 //!
 //! The syntax is MLIR's `#sparse_tensor.encoding<{ ... }>` (grammar in `src/grammar.pest`),
 //! optionally preceded by `#Alias =`; `//` comments and whitespace may appear between any two
-//! tokens. Keys: `map`, `posWidth`, `crdWidth`, `explicitVal`, `implicitVal` (the last two are
-//! checked syntactically and dropped: the IR does not carry them yet).
+//! tokens. Keys: `map`, `posWidth`, `crdWidth`, `explicitVal`, `implicitVal` (typed values:
+//! `1.0 : f32`, `1 : i64`, `true`, `#complex.number<:f32 1.0, 0.0>`; an untyped `1` is `i64` and
+//! `1.0` is `f64`, as in MLIR). [`parse_declaration`] also takes a tensor type around an encoding
+//! and [`parse_declarations`] a file of `#Alias = ...` declarations.
+//!
+//! # Diagnostics order
+//! MLIR stops at its first error. We report every problem found, ordered so that the first one
+//! is MLIR's: parser-level errors in source order, then the verifier's rules in the order
+//! `SparseTensorEncodingAttr::verify` checks them (widths, singleton, SoA layout, batch, SoA,
+//! n:m, empty levels, lvlToDim inference, inverse, rank, slices), then the tensor checks.
 //!
 //! # Level formats and properties
 //! Formats: `dense`, `batch`, `compressed`, `loose_compressed`, `singleton`, `structured[n, m]`
@@ -24,13 +32,18 @@
 //! Folding makes the canonical printer's output (`d0 - 3`) parse back to the same IR.
 //!
 //! # The inverse map (`lvl_to_dim`)
-//! Each dimension `d` is recovered from a level that is exactly `d` (the first such level), or
-//! from a pair of levels `d floordiv b` and `d mod b` (same constant `b > 0`) as
-//! `l1 * b + l2`; otherwise `failed to infer lvlToDim from dimToLvl`. Dimension expressions written
-//! explicitly (`{l0, l1} (i = l0 * 2 + l1) -> ...`) must be an inverse of the level expressions
-//! (checked by evaluation on sample coordinates); when inference succeeds the inferred (canonical)
-//! form is stored, otherwise the explicit one. Level expressions containing a symbol (ELL's
-//! counting `c * 3 * i`) are ignored by inference.
+//! As MLIR: the map must be a permutation or a block map, each dimension appearing either once
+//! as itself or once as `d floordiv b` and once as `d mod b` (same `b > 0`); unlike upstream the
+//! pair may come in any order. A dimension used twice, or a `floordiv` without its `mod`, is
+//! `failed to infer lvlToDim from dimToLvl`. The inverse is `l` for a plain level and
+//! `l1 * b + l2` for a pair. Dimension expressions written explicitly
+//! (`{l0, l1} (i = l0 * 2 + l1) -> (l0 = ..., l1 = ...)`, every level then needs its `lvar =`)
+//! must be an inverse of the level expressions (checked by evaluation on sample coordinates,
+//! else `expected lvlToDim to be an inverse of dimToLvl`); the inferred (canonical) form is stored.
+//! Beyond MLIR, a map MLIR cannot invert is accepted when every dimension has an explicit inverse
+//! that checks out (it is then printed explicitly). With symbols (ELL's counting `c * 3 * i`),
+//! MLIR accepts a map it cannot invert: dimensions are recovered from plain/block levels where
+//! possible and `lvl_to_dim` is left empty otherwise.
 
 use std::collections::HashMap;
 use std::fmt;
