@@ -1,5 +1,6 @@
 //! Slices: a tensor whose dimensions carry `#sparse_tensor<slice(offset, size, stride)>` is a
-//! strided view over a parent's storage. [`SliceView`] borrows a [`DynamicStorage`] and maps
+//! strided view over a parent's storage. [`SliceView`] borrows any parent that gives
+//! [`DimAccess`] (a [`DynamicStorage`] or a struct `sparse_format!` generates) and maps
 //! every coordinate: view coordinate `c` of dimension `d` is parent coordinate
 //! `offset[d] + c * stride[d]`, for `c < size[d]`. Nothing is copied: iteration walks the parent's
 //! stored entries (O(parent nse)) and keeps those that fall on the slice; `get` locates
@@ -15,13 +16,44 @@ use crate::dynamic::{checked_product, DynamicStorage};
 use crate::error::StorageError;
 use crate::value::Value;
 
-/// A strided view of a [`DynamicStorage`] (see the module docs).
-#[derive(Clone, Debug)]
-pub struct SliceView<'a, V> {
-    parent: &'a DynamicStorage<V>,
+/// Access in dimension coordinates: what a [`SliceView`] needs of its parent.
+pub trait DimAccess {
+    /// The stored value type.
+    type Value;
+    /// Dimension sizes.
+    fn dims(&self) -> &[usize];
+    /// Every stored entry in storage order as `(dimension coordinates, &value)`.
+    fn entries(&self) -> Box<dyn Iterator<Item = (Vec<usize>, &Self::Value)> + '_>;
+    /// The value stored at dimension coordinates `coords`, if any (`None` out of range).
+    fn lookup(&self, coords: &[usize]) -> Option<&Self::Value>;
+}
+
+impl<V> DimAccess for DynamicStorage<V> {
+    type Value = V;
+    fn dims(&self) -> &[usize] {
+        self.shape()
+    }
+    fn entries(&self) -> Box<dyn Iterator<Item = (Vec<usize>, &V)> + '_> {
+        Box::new(self.iter())
+    }
+    fn lookup(&self, coords: &[usize]) -> Option<&V> {
+        self.get(coords)
+    }
+}
+
+/// A strided view of a parent tensor `S` (see the module docs).
+#[derive(Debug)]
+pub struct SliceView<'a, S: ?Sized> {
+    parent: &'a S,
     offset: Vec<usize>,
     size: Vec<usize>,
     stride: Vec<usize>,
+}
+
+impl<S: ?Sized> Clone for SliceView<'_, S> {
+    fn clone(&self) -> Self {
+        SliceView { parent: self.parent, offset: self.offset.clone(), size: self.size.clone(), stride: self.stride.clone() }
+    }
 }
 
 impl<V> DynamicStorage<V> {
@@ -30,7 +62,7 @@ impl<V> DynamicStorage<V> {
     ///
     /// Errors: [`StorageError::Unsupported`] if `sliced` has no slices or differs from this
     /// tensor's encoding in anything but the slices; as [`Self::slice_dims`] otherwise.
-    pub fn slice(&self, sliced: &Encoding, dynamic: &[usize]) -> Result<SliceView<'_, V>, StorageError> {
+    pub fn slice(&self, sliced: &Encoding, dynamic: &[usize]) -> Result<SliceView<'_, Self>, StorageError> {
         let Some(slices) = sliced.dim_slices.as_ref() else {
             return Err(StorageError::Unsupported { reason: "the encoding has no dimension slices".into() });
         };
@@ -51,8 +83,21 @@ impl<V> DynamicStorage<V> {
     /// [`StorageError::Slice`] naming the dimension when a dynamic value is missing, when
     /// dynamic values are left over (dimension = rank), for a zero size or stride, or when the
     /// slice's last element `offset + (size - 1) * stride` is outside the parent dimension.
-    pub fn slice_dims(&self, slices: &[DimSlice], dynamic: &[usize]) -> Result<SliceView<'_, V>, StorageError> {
-        let shape = self.shape();
+    pub fn slice_dims(&self, slices: &[DimSlice], dynamic: &[usize]) -> Result<SliceView<'_, Self>, StorageError> {
+        SliceView::new(self, slices, dynamic)
+    }
+}
+
+impl<'a, S: DimAccess + ?Sized> SliceView<'a, S> {
+    /// A view of `parent` through one [`DimSlice`] per dimension; `dynamic` supplies the `None`
+    /// (`?`) values in order (module docs).
+    ///
+    /// Errors: [`StorageError::RankMismatch`] if `slices` does not have one entry per dimension;
+    /// [`StorageError::Slice`] naming the dimension when a dynamic value is missing, when
+    /// dynamic values are left over (dimension = rank), for a zero size or stride, or when the
+    /// slice's last element `offset + (size - 1) * stride` is outside the parent dimension.
+    pub fn new(parent: &'a S, slices: &[DimSlice], dynamic: &[usize]) -> Result<Self, StorageError> {
+        let shape = parent.dims();
         if slices.len() != shape.len() {
             return Err(StorageError::RankMismatch { expected: shape.len(), got: slices.len() });
         }
@@ -84,13 +129,13 @@ impl<V> DynamicStorage<V> {
         if left > 0 {
             return Err(StorageError::Slice { dim: shape.len(), reason: format!("{left} dynamic value(s) left over") });
         }
-        Ok(SliceView { parent: self, offset, size, stride })
+        Ok(SliceView { parent, offset, size, stride })
     }
 }
 
-impl<'a, V> SliceView<'a, V> {
+impl<'a, S: DimAccess + ?Sized> SliceView<'a, S> {
     /// The parent storage (borrowed, never copied).
-    pub fn parent(&self) -> &'a DynamicStorage<V> {
+    pub fn parent(&self) -> &'a S {
         self.parent
     }
     /// The view's dimension sizes (the slice sizes).
@@ -119,23 +164,23 @@ impl<'a, V> SliceView<'a, V> {
 
     /// The stored entries that fall on the slice, in the parent's storage order, as
     /// `(view coordinates, value)`.
-    pub fn iter(&self) -> impl Iterator<Item = (Vec<usize>, &'a V)> + '_ {
-        self.parent.iter().filter_map(move |(pc, v)| self.to_view(&pc).map(|c| (c, v)))
+    pub fn iter(&self) -> impl Iterator<Item = (Vec<usize>, &'a S::Value)> + '_ {
+        self.parent.entries().filter_map(move |(pc, v)| self.to_view(&pc).map(|c| (c, v)))
     }
 
     /// The value stored at view coordinates `coords` (parent coordinates
     /// `offset + coords * stride`), or `None` if nothing is stored there or `coords` is out of
     /// the view.
-    pub fn get(&self, coords: &[usize]) -> Option<&'a V> {
+    pub fn get(&self, coords: &[usize]) -> Option<&'a S::Value> {
         if coords.len() != self.size.len() || coords.iter().zip(&self.size).any(|(c, s)| c >= s) {
             return None;
         }
         let pc: Vec<usize> = coords.iter().enumerate().map(|(d, &c)| self.offset[d] + c * self.stride[d]).collect();
-        self.parent.get(&pc)
+        self.parent.lookup(&pc)
     }
 }
 
-impl<V: Value> SliceView<'_, V> {
+impl<V: Value, S: DimAccess<Value = V> + ?Sized> SliceView<'_, S> {
     /// The view's stored entries as a COO tensor of the view's shape.
     pub fn to_coo(&self) -> CooTensor<V> {
         let mut coo = CooTensor::new(self.size.clone());

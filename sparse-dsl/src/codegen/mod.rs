@@ -182,15 +182,16 @@ fn level_type_tokens(e: &Encoding, rt: &TokenStream) -> Vec<TokenStream> {
 /// Errors: [`CodegenError`] for encodings the generator does not handle yet (batch and n:m
 /// levels, slices, counting symbols, level expressions other than `d`, `d floordiv b`, `d mod b`).
 pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, CodegenError> {
-    let e = &decl.encoding;
+    // A sliced encoding stores its parent's arrays; the slices become a view (`view`).
+    let declared_slices = decl.encoding.dim_slices.clone();
+    let mut parent_encoding = decl.encoding.clone();
+    parent_encoding.dim_slices = None;
+    let e = &parent_encoding;
     let name = &decl.name;
     let vis = &decl.vis;
     let attrs = &decl.attrs;
     let dim_rank = e.dim_rank();
     let lvl_rank = e.lvl_rank();
-    if e.dim_slices.is_some() {
-        return Err(CodegenError("dimension slices are not generated yet".into()));
-    }
     // ELL counting: one level `c * K * i` (symbol 0 counting dimension `i` into K slices).
     let counting: Vec<(usize, (usize, usize))> =
         e.dim_to_lvl.results.iter().enumerate().filter_map(|(l, r)| r.as_counting().map(|c| (l, c))).collect();
@@ -324,7 +325,35 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
     };
 
     let lvl_types = level_type_tokens(e, rt);
-    let canonical = e.to_string();
+    let canonical = decl.encoding.to_string();
+    let opt = |v: Option<u64>| match v {
+        Some(v) => quote!(::core::option::Option::Some(#v)),
+        None => quote!(::core::option::Option::None),
+    };
+    let slice_items = match &declared_slices {
+        None => quote!(),
+        Some(slices) => {
+            let (o, z, t): (Vec<_>, Vec<_>, Vec<_>) = (
+                slices.iter().map(|x| opt(x.offset)).collect(),
+                slices.iter().map(|x| opt(x.size)).collect(),
+                slices.iter().map(|x| opt(x.stride)).collect(),
+            );
+            quote! {
+                /// The declared dimension slices (`None` for a dynamic `?`).
+                pub const SLICES: [#rt::sparse_dsl::ir::DimSlice; #dim_rank] =
+                    [#( #rt::sparse_dsl::ir::DimSlice { offset: #o, size: #z, stride: #t } ),*];
+
+                /// The declared slice of this tensor, a view without copying; `dynamic` gives the
+                /// `?` values in dimension order (offset, size, stride within a dimension).
+                ///
+                /// Errors: `StorageError::Slice` naming the dimension for a missing or left-over
+                /// dynamic value, a zero size or stride, or a slice past the dimension's end.
+                pub fn view(&self, dynamic: &[usize]) -> ::core::result::Result<#rt::slice::SliceView<'_, Self>, #rt::StorageError> {
+                    #rt::slice::SliceView::new(self, &Self::SLICES, dynamic)
+                }
+            }
+        }
+    };
     let builder = format_ident!("__{}Builder", name);
     let parts = format_ident!("{}Parts", name);
     let parts_doc = format!(" The arrays of a [`{name}`], taken apart by `into_raw_parts` and given to `from_raw_parts`: the same fields, public.");
@@ -688,6 +717,20 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
                 #rt::storage::validate(self)
             }
 
+            #slice_items
+
+            /// A strided view of this tensor through one `DimSlice` per dimension, without
+            /// copying; `dynamic` supplies the `?` (`None`) values in order.
+            ///
+            /// Errors: as `SliceView::new` (`StorageError::RankMismatch`, `StorageError::Slice`).
+            pub fn slice_dims(
+                &self,
+                slices: &[#rt::sparse_dsl::ir::DimSlice],
+                dynamic: &[usize],
+            ) -> ::core::result::Result<#rt::slice::SliceView<'_, Self>, #rt::StorageError> {
+                #rt::slice::SliceView::new(self, slices, dynamic)
+            }
+
             /// Takes the storage apart into its arrays (no copy).
             pub fn into_raw_parts(self) -> #parts<V> {
                 #parts {
@@ -926,6 +969,19 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             }
 
             #spmv
+        }
+
+        impl<V> #rt::slice::DimAccess for #name<V> {
+            type Value = V;
+            fn dims(&self) -> &[usize] {
+                &self.dim_shape
+            }
+            fn entries(&self) -> ::std::boxed::Box<dyn ::core::iter::Iterator<Item = (::std::vec::Vec<usize>, &V)> + '_> {
+                ::std::boxed::Box::new(self.iter().map(|(c, v)| (c.to_vec(), v)))
+            }
+            fn lookup(&self, coords: &[usize]) -> ::core::option::Option<&V> {
+                self.get(<[usize; #dim_rank]>::try_from(coords).ok()?)
+            }
         }
 
         impl<V: #rt::Value> #rt::storage::FromCoo<V> for #name<V> {
