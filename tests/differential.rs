@@ -298,6 +298,25 @@ fn ell_arrays_and_row_overflow() {
 }
 
 #[test]
+fn nonordered_levels_keep_input_order() {
+    // row 0 gets columns 5, 2, 5 (duplicate merged at its first place), 0; row 1 gets 3, 1.
+    let entries = [([0, 5], 1.0), ([1, 3], 2.0), ([0, 2], 3.0), ([0, 5], 4.0), ([1, 1], 5.0), ([0, 0], 6.0)];
+    let a = UnorderedCsr::<f64>::from_coo([2, 6], entries).unwrap();
+    assert_eq!(a.positions(1), Some(&[0usize, 3, 5][..]));
+    assert_eq!(a.coordinates(1), Some(&[5usize, 2, 0, 3, 1][..]));
+    assert_eq!(a.values(), &[5.0, 3.0, 6.0, 2.0, 5.0]);
+    assert_eq!(a.get([0, 2]), Some(&3.0));
+    a.validate().unwrap();
+    let mut coo = CooTensor::new(vec![2, 6]);
+    for (c, v) in entries {
+        coo.push(&c, v);
+    }
+    let d = DynamicStorage::from_coo(&UnorderedCsr::<f64>::encoding(), &coo).unwrap();
+    assert_eq!(arrays(&a), arrays(&d));
+    assert_eq!(a.values(), d.values());
+}
+
+#[test]
 fn raw_parts_are_validated() {
     use sparse::runtime::StorageError;
     let a = Csr::<f64>::from_coo([3, 4], [([0, 1], 1.0), ([0, 3], 2.0), ([2, 0], 3.0)]).unwrap();

@@ -224,7 +224,10 @@ fn dim_to_lvl(enc: &Encoding, perm: Option<&[usize]>, dc: &[usize], lc: &mut [us
 /// order, stably: identity when already sorted; else a counting sort on the first level
 /// coordinate (when the first level size is at most `4n + 1024`) followed by a stable comparison
 /// sort of the buckets that are not in order; else a stable comparison sort.
-fn level_order(keys: &[usize], r: usize, n: usize, size0: usize) -> Vec<usize> {
+///
+/// `keys` must be below `size0` on level 0 (the counting sort's bucket count). Generated code
+/// calls this with its `[usize; L]` keys flattened, so both sides order entries identically.
+pub fn level_order(keys: &[usize], r: usize, n: usize, size0: usize) -> Vec<usize> {
     let key = |e: usize| &keys[e * r..(e + 1) * r];
     let mut order: Vec<usize> = (0..n).collect();
     if r == 0 || (1..n).all(|e| key(e - 1) <= key(e)) {
@@ -256,6 +259,28 @@ fn level_order(keys: &[usize], r: usize, n: usize, size0: usize) -> Vec<usize> {
         order.sort_by(|&a, &b| key(a).cmp(key(b)));
     }
     order
+}
+
+/// Sort keys for encodings with `nonordered` levels: `keys` (`n` entries of `r` level
+/// coordinates, entry-major) with the coordinate of every nonordered level `l` replaced by the
+/// input-order rank of the first entry with the same coordinates on levels `0..=l`. Sorting by
+/// these keys keeps the input order of a nonordered level's coordinates inside each segment
+/// (first occurrence first, duplicates adjacent) and sorts every ordered level. `None` when no
+/// level is nonordered. The level-0 keys stay below `max(n, size of level 0)`.
+pub fn nonordered_sort_keys(keys: &[usize], r: usize, n: usize, nonordered: &[bool]) -> Option<Vec<usize>> {
+    if !nonordered.iter().any(|&b| b) {
+        return None;
+    }
+    let mut out = keys.to_vec();
+    for l in (0..r).filter(|&l| nonordered[l]) {
+        let mut first: std::collections::HashMap<&[usize], usize> = std::collections::HashMap::new();
+        for e in 0..n {
+            let prefix = &keys[e * r..e * r + l + 1];
+            let next = first.len();
+            out[e * r + l] = *first.entry(prefix).or_insert(next);
+        }
+    }
+    Some(out)
 }
 
 /// Global stored positions per level, from the arrays (never panics on inconsistent arrays).
@@ -368,7 +393,11 @@ impl<V: Value> DynamicStorage<V> {
             (keys, values) = assign_slices(cnt, &coo.coords, dim_rank, keys, values, lvl_rank, merge)?;
         }
         let n = values.len();
-        let order = level_order(&keys, lvl_rank, n, layout.lvl_sizes[0]);
+        let nonordered: Vec<bool> = encoding.lvl_types.iter().map(|t| !t.is_ordered()).collect();
+        let order = match nonordered_sort_keys(&keys, lvl_rank, n, &nonordered) {
+            Some(sort_keys) => level_order(&sort_keys, lvl_rank, n, n.max(layout.lvl_sizes[0])),
+            None => level_order(&keys, lvl_rank, n, layout.lvl_sizes[0]),
+        };
         let key = |e: usize| &keys[e * lvl_rank..(e + 1) * lvl_rank];
 
         let mut b = Builder::new(encoding, &layout.lvl_sizes)?;

@@ -402,6 +402,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
         })
         .collect();
     let merge = e.lvl_types.last().is_some_and(|t| t.is_unique());
+    let nonordered: Vec<bool> = e.lvl_types.iter().map(|t| !t.is_ordered()).collect();
 
     // Level access (iterator support).
     let seg_arms: Vec<TokenStream> = gens.iter().zip(&ctxs).map(|(g, cx)| g.segment(cx, quote!(parent))).collect();
@@ -927,10 +928,13 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             ) -> ::core::result::Result<Self, #rt::StorageError> {
                 let lvl_sizes = Self::lvl_sizes_for(&shape);
                 let n = keys.len();
-                let mut order: ::std::vec::Vec<usize> = (0..n).collect();
-                if !keys.windows(2).all(|w| w[0] <= w[1]) {
-                    order.sort_by(|&a, &b| keys[a].cmp(&keys[b]));
-                }
+                // Level order, as the dynamic storage does it (counting sort on level 0, stable).
+                let flat: &[usize] = keys.as_flattened();
+                const NONORDERED: [bool; #lvl_rank] = [#(#nonordered),*];
+                let order = match #rt::dynamic::nonordered_sort_keys(flat, #lvl_rank, n, &NONORDERED) {
+                    ::core::option::Option::Some(sort_keys) => #rt::dynamic::level_order(&sort_keys, #lvl_rank, n, n.max(lvl_sizes[0])),
+                    ::core::option::Option::None => #rt::dynamic::level_order(flat, #lvl_rank, n, lvl_sizes[0]),
+                };
                 let mut b = #builder::<V> {
                     lvl_sizes,
                     #( #init_names: #init_exprs, )*
