@@ -496,7 +496,54 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             && perm.as_deref() == Some(&[0, 1][..])
             && e.lvl_types[0].format == LevelFormat::Dense
             && e.lvl_types[1].has_positions();
-        let kernel = if csr_like {
+        // BSR with row-major blocks: (i floordiv B : dense, j floordiv C : compressed,
+        // i mod B : dense, j mod C : dense) -> constant-size block loops.
+        let block = |r: &AffineExpr, div: bool| -> Option<(usize, usize)> {
+            match (r, div) {
+                (AffineExpr::FloorDiv(a, b), true) | (AffineExpr::Mod(a, b), false) => {
+                    Some((a.as_var()?, usize::try_from(b.as_constant()?).ok().filter(|&b| b > 0)?))
+                }
+                _ => None,
+            }
+        };
+        let res = &e.dim_to_lvl.results;
+        let bsr = if lvl_rank == 4
+            && e.lvl_types[0].format == LevelFormat::Dense
+            && e.lvl_types[1].format == LevelFormat::Compressed
+            && e.lvl_types[2].format == LevelFormat::Dense
+            && e.lvl_types[3].format == LevelFormat::Dense
+        {
+            match (block(&res[0], true), block(&res[1], true), block(&res[2], false), block(&res[3], false)) {
+                (Some((0, b)), Some((1, c)), Some((0, b2)), Some((1, c2))) if b == b2 && c == c2 => Some((b, c)),
+                _ => None,
+            }
+        } else {
+            None
+        };
+        let kernel = if let Some((bb, cc)) = bsr {
+            let seg = gens[1].segment(&ctxs[1], quote!(__ib));
+            let crd_field = &ctxs[1].crd.as_ref().expect("compressed level has coordinates").field;
+            let bc = bb * cc;
+            quote! {
+                let __vals = &self.values[..];
+                let __crd = &self.#crd_field[..];
+                for (__ib, __yb) in y.chunks_exact_mut(#bb).enumerate() {
+                    let (__lo, __hi) = #seg;
+                    let mut __acc = [<V as #rt::num_traits::Zero>::zero(); #bb];
+                    for __p in __lo..__hi {
+                        let __jb = #rt::Index::index(__crd[__p]);
+                        let __blk: &[V; #bc] = __vals[__p * #bc..__p * #bc + #bc].try_into().expect("block");
+                        let __xb: &[V; #cc] = x[__jb * #cc..__jb * #cc + #cc].try_into().expect("block of x");
+                        for __ii in 0..#bb {
+                            for __jj in 0..#cc {
+                                __acc[__ii] += __blk[__ii * #cc + __jj] * __xb[__jj];
+                            }
+                        }
+                    }
+                    __yb.copy_from_slice(&__acc);
+                }
+            }
+        } else if csr_like {
             let seg = gens[1].segment(&ctxs[1], quote!(i));
             let crd_field = &ctxs[1].crd.as_ref().expect("compressed level has coordinates").field;
             quote! {
@@ -506,7 +553,13 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
                     let (__lo, __hi) = #seg;
                     let mut __acc = <V as #rt::num_traits::Zero>::zero();
                     for (__v, __c) in __vals[__lo..__hi].iter().zip(&__crd[__lo..__hi]) {
-                        __acc += *__v * x[#rt::Index::index(*__c)];
+                        let __j = #rt::Index::index(*__c);
+                        debug_assert!(__j < x.len());
+                        // SAFETY: every coordinate of level 1 is below its level size, which is
+                        // `shape()[1] == x.len()` (checked above): `from_coo` builds such arrays
+                        // and `from_raw_parts` validates them (`from_raw_parts_unchecked` makes
+                        // it the caller's promise).
+                        __acc += *__v * unsafe { *x.get_unchecked(__j) };
                     }
                     *__yi = __acc;
                 }
