@@ -25,6 +25,9 @@ sparse::sparse_format! {
     Nv24 = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : block2_4), crdWidth = 2 }>;
     Ell = #sparse_tensor.encoding<{ map = [c](i, j) -> (c * 3 * i : dense, i : dense, j : compressed) }>;
     EllCsc = #sparse_tensor.encoding<{ map = [c](i, j) -> (c * 2 * j : dense, j : dense, i : compressed(nonunique)), posWidth = 16 }>;
+    BatchCsr = #sparse_tensor.encoding<{ map = (b, i, j) -> (b : batch, i : dense, j : compressed), posWidth = 16 }>;
+    BatchCoo = #sparse_tensor.encoding<{ map = (b, i, j) -> (b : batch, i : compressed(nonunique), j : singleton) }>;
+    BatchLoose = #sparse_tensor.encoding<{ map = (b, i, j) -> (b : batch, i : dense, j : loose_compressed) }>;
     Nv13 = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j floordiv 3 : dense, j mod 3 : structured[1, 3]), crdWidth = 8 }>;
 }
 
@@ -227,6 +230,28 @@ proptest! {
     }
 
     #[test]
+    fn batches_match_dynamic_and_dense(
+        (nb, m, n, pattern) in (1usize..4, 1usize..6, 1usize..6).prop_flat_map(|(nb, m, n)| (Just(nb), Just(m), Just(n), proptest::collection::vec(((0..m), (0..n)), 0..12))),
+        vals in proptest::collection::vec(1i32..9, 36),
+    ) {
+        // every batch holds the same number of distinct entries (the pattern may differ)
+        let mut distinct: Vec<(usize, usize)> = pattern.clone();
+        distinct.sort();
+        distinct.dedup();
+        let mut entries = Vec::new();
+        for b in 0..nb {
+            for (k, &(i, j)) in distinct.iter().enumerate() {
+                // batch b shifts the pattern's rows (a different pattern, same nse)
+                entries.push(([b, (i + b) % m, j], vals[(b * 7 + k) % vals.len()] as f64));
+            }
+        }
+        let shape = [nb, m, n];
+        check_format!(BatchCsr, shape, &entries);
+        check_format!(BatchCoo, shape, &entries);
+        check_format!(BatchLoose, shape, &entries);
+    }
+
+    #[test]
     fn tensors_match_dynamic_and_dense((shape, entries) in tensor3()) {
         check_format!(Csf, shape, &entries);
         check_format!(Coo3, shape, &entries);
@@ -314,6 +339,19 @@ fn nonordered_levels_keep_input_order() {
     let d = DynamicStorage::from_coo(&UnorderedCsr::<f64>::encoding(), &coo).unwrap();
     assert_eq!(arrays(&a), arrays(&d));
     assert_eq!(a.values(), d.values());
+}
+
+#[test]
+fn batches_store_local_positions_and_equal_nse() {
+    use sparse::runtime::StorageError;
+    // batch 0: (0, 1), (1, 0); batch 1: (0, 0), (0, 2)
+    let a = BatchCsr::<f64>::from_coo([2, 2, 3], [([0, 0, 1], 1.0), ([0, 1, 0], 2.0), ([1, 0, 0], 3.0), ([1, 0, 2], 4.0)]).unwrap();
+    assert_eq!(a.positions(2), Some(&[0u16, 1, 2, 0, 2, 2][..]));
+    assert_eq!(a.coordinates(2), Some(&[1usize, 0, 0, 2][..]));
+    assert_eq!(a.get([1, 0, 2]), Some(&4.0));
+    assert_eq!(a.get([1, 1, 0]), None);
+    let err = BatchCsr::<f64>::from_coo([2, 2, 3], [([0, 0, 1], 1.0), ([1, 0, 0], 3.0), ([1, 0, 2], 4.0)]).unwrap_err();
+    assert_eq!(err, StorageError::BatchNse { level: 2, batch: 1, expected: 1, got: 2 });
 }
 
 #[test]

@@ -303,9 +303,12 @@ fn compute_counts(enc: &Encoding, lvl_sizes: &[usize], coordinates: &[Option<Crd
     counts
 }
 
-/// Rebases the global positions of level `l` to batch-local ones (module docs, "Batch layout"),
-/// checking that every batch stores the same number of positions.
-fn rebase_batches(l: usize, format: LevelFormat, global: &[usize], batches: usize) -> Result<Vec<usize>, StorageError> {
+/// Rebases the global positions of level `l` (format `format`, compressed or loose_compressed;
+/// other formats are copied) to batch-local ones (module docs, "Batch layout"), checking that
+/// every batch stores the same number of positions. Generated code calls it too.
+///
+/// Errors: [`StorageError::BatchNse`] naming the level and the first batch that differs.
+pub fn rebase_batches(l: usize, format: LevelFormat, global: &[usize], batches: usize) -> Result<Vec<usize>, StorageError> {
     if batches == 0 {
         return Ok(Vec::new());
     }

@@ -234,3 +234,30 @@ pub trait FromCoo<V>: Sized {
     /// [`StorageError::CoordinateOutOfRange`], [`StorageError::WidthOverflow`], ...).
     fn from_coo_tensor(coo: &crate::coo::CooTensor<V>) -> Result<Self, StorageError>;
 }
+
+/// Global stored positions per level of `s` (over all batches), read off its arrays: dense and
+/// batch levels `parent * size`, (loose_)compressed levels their number of coordinates,
+/// singleton levels one per parent, n:m levels `n` per parent block. Never panics.
+pub fn level_counts<S: SparseStorage + ?Sized>(s: &S) -> Vec<usize> {
+    let types = s.lvl_types();
+    let sizes = s.lvl_sizes();
+    let mut counts = Vec::with_capacity(types.len());
+    let mut parent = 1usize;
+    for (l, lt) in types.iter().enumerate() {
+        let c = match lt.format {
+            LevelFormat::Dense | LevelFormat::Batch => parent.saturating_mul(sizes.get(l).copied().unwrap_or(0)),
+            LevelFormat::Compressed | LevelFormat::LooseCompressed => {
+                let mut stride = 1;
+                while l + stride < types.len() && types[l + stride].format == LevelFormat::Singleton && s.coordinate_view(l + stride).is_none() {
+                    stride += 1;
+                }
+                s.coordinate_view(l).map_or(0, |c| c.len() / stride)
+            }
+            LevelFormat::Singleton => parent,
+            LevelFormat::NOutOfM { n, .. } => parent.saturating_mul(n as usize),
+        };
+        counts.push(c);
+        parent = c;
+    }
+    counts
+}

@@ -86,6 +86,20 @@ impl LevelGen for Compressed {
     fn segment(&self, cx: &LevelCtx, parent: TokenStream) -> TokenStream {
         let rt = &cx.rt;
         let f = cx.pos_field.as_ref().expect("positions");
+        if cx.batched {
+            // batch b's positions sit at b * (parents per batch + 1) and count from b's base
+            let l = cx.l;
+            let parents = if l == 0 { quote!(1usize) } else { quote!(self.counts[#l - 1]) };
+            return quote! {{
+                let __q: usize = #parent;
+                let __nb = self.batches.max(1);
+                let __pp = #parents / __nb;
+                let __pc = self.counts[#l] / __nb;
+                let (__b, __r) = if __pp == 0 { (0, __q) } else { (__q / __pp, __q % __pp) };
+                let __at = __b * (__pp + 1) + __r;
+                (__b * __pc + #rt::Index::index(self.#f[__at]), __b * __pc + #rt::Index::index(self.#f[__at + 1]))
+            }};
+        }
         quote!((#rt::Index::index(self.#f[#parent]), #rt::Index::index(self.#f[#parent + 1])))
     }
     fn coord(&self, cx: &LevelCtx, _parent: TokenStream, p: TokenStream) -> TokenStream {

@@ -49,6 +49,10 @@ pub struct LevelCtx {
     pub crd_width: u32,
     /// Path of the runtime crate (`::sparse::runtime`).
     pub rt: TokenStream,
+    /// The format has leading `batch` levels: stored positions are local to each batch and
+    /// segments are found through the struct's `counts` and `batches` (see the runtime's batch
+    /// layout).
+    pub batched: bool,
 }
 
 impl LevelCtx {
@@ -181,14 +185,15 @@ pub trait LevelGen {
     fn emit_locate(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream;
 }
 
-/// The generator for a level format; `None` for formats the generator does not handle yet.
+/// The generator for a level format; `None` for formats the generator does not handle.
 pub fn level_gen(format: LevelFormat) -> Option<&'static dyn LevelGen> {
     match format {
-        LevelFormat::Dense => Some(&super::dense::Dense),
+        // a batch level assembles and iterates like a dense one; only the stored positions of
+        // the levels below it are batch-local (handled by the (loose_)compressed units)
+        LevelFormat::Dense | LevelFormat::Batch => Some(&super::dense::Dense),
         LevelFormat::Compressed => Some(&super::compressed::Compressed),
         LevelFormat::LooseCompressed => Some(&super::loose_compressed::LooseCompressed),
         LevelFormat::Singleton => Some(&super::singleton::Singleton),
         LevelFormat::NOutOfM { .. } => Some(&super::n_out_of_m::NOutOfM),
-        LevelFormat::Batch => None,
     }
 }

@@ -41,6 +41,19 @@ impl LevelGen for LooseCompressed {
     fn segment(&self, cx: &LevelCtx, parent: TokenStream) -> TokenStream {
         let rt = &cx.rt;
         let f = cx.pos_field.as_ref().expect("positions");
+        if cx.batched {
+            // pairs are global-indexed; their values count from batch b's base
+            let l = cx.l;
+            let parents = if l == 0 { quote!(1usize) } else { quote!(self.counts[#l - 1]) };
+            return quote! {{
+                let __q: usize = #parent;
+                let __nb = self.batches.max(1);
+                let __pp = #parents / __nb;
+                let __pc = self.counts[#l] / __nb;
+                let __b = if __pp == 0 { 0 } else { __q / __pp };
+                (__b * __pc + #rt::Index::index(self.#f[2 * __q]), __b * __pc + #rt::Index::index(self.#f[2 * __q + 1]))
+            }};
+        }
         quote!((#rt::Index::index(self.#f[2 * #parent]), #rt::Index::index(self.#f[2 * #parent + 1])))
     }
     fn coord(&self, cx: &LevelCtx, _parent: TokenStream, p: TokenStream) -> TokenStream {

@@ -202,6 +202,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
     let pos_ty = width_type(e.pos_width)?;
     let crd_ty = width_type(e.crd_width)?;
 
+    let batched = e.lvl_types.first().is_some_and(|t| t.format == LevelFormat::Batch);
     // Level contexts and generators.
     let mut gens = Vec::with_capacity(lvl_rank);
     let mut ctxs = Vec::with_capacity(lvl_rank);
@@ -225,9 +226,22 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             crd_ty: crd_ty.clone(),
             crd_width: e.crd_width,
             rt: rt.clone(),
+            batched,
         });
         gens.push(g);
     }
+    // The builder collects global positions as usize when batched (rebased and narrowed at the
+    // end, like the dynamic storage); otherwise with the struct's own types.
+    let bctxs: Vec<LevelCtx> = ctxs
+        .iter()
+        .map(|cx| {
+            let mut b = cx.clone();
+            if batched {
+                b.pos_ty = quote!(usize);
+            }
+            b
+        })
+        .collect();
 
     let size_exprs = e.dim_to_lvl.results.iter().map(|r| dim_to_lvl_expr(r, true)).collect::<Result<Vec<_>, _>>()?;
     let d2l_exprs = e.dim_to_lvl.results.iter().map(|r| dim_to_lvl_expr(r, false)).collect::<Result<Vec<_>, _>>()?;
@@ -302,7 +316,61 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             field_types.push(ty);
         }
     }
-    let init: Vec<(Ident, TokenStream)> = gens.iter().zip(&ctxs).flat_map(|(g, cx)| g.init(cx)).collect();
+    let init: Vec<(Ident, TokenStream)> = gens.iter().zip(&bctxs).flat_map(|(g, cx)| g.init(cx)).collect();
+    let builder_field_types: Vec<TokenStream> = gens.iter().zip(&bctxs).flat_map(|(g, cx)| g.fields(cx)).map(|(_, t)| t).collect();
+    // The struct's fields from the finished builder `b` (batched positions rebased and narrowed).
+    let field_inits: Vec<TokenStream> = gens
+        .iter()
+        .zip(&ctxs)
+        .flat_map(|(g, cx)| g.fields(cx).into_iter().map(move |(f, _)| (cx, f)))
+        .map(|(cx, f)| {
+            if batched && cx.pos_field.as_ref() == Some(&f) {
+                let l = cx.l;
+                let ty = &cx.pos_ty;
+                let format = if cx.lt.format == LevelFormat::LooseCompressed { quote!(LooseCompressed) } else { quote!(Compressed) };
+                quote! {
+                    #rt::dynamic::rebase_batches(#l, #rt::sparse_dsl::ir::LevelFormat::#format, &b.#f, batches)?
+                        .into_iter()
+                        .map(|v| <#ty as #rt::Index>::from_usize(v).ok_or(#rt::StorageError::WidthOverflow {
+                            level: #l, kind: #rt::BufferKind::Position, value: v, width: <#ty as #rt::Index>::WIDTH,
+                        }))
+                        .collect::<::core::result::Result<::std::vec::Vec<#ty>, #rt::StorageError>>()?
+                }
+            } else {
+                quote!(b.#f)
+            }
+        })
+        .collect();
+    let batch_count = {
+        let sizes: Vec<usize> = (0..e.lvl_types.iter().take_while(|t| t.format == LevelFormat::Batch).count()).collect();
+        quote!(1usize #( * lvl_sizes[#sizes] )*)
+    };
+    let (batch_fields, batch_decl, batch_init_zero) = if batched {
+        (
+            quote!(counts, batches,),
+            quote! {
+                /// Global stored positions per level (over all batches).
+                counts: [usize; #lvl_rank],
+                /// Number of batches (product of the batch level sizes).
+                batches: usize,
+            },
+            quote!(counts: [0; #lvl_rank], batches: 0,),
+        )
+    } else {
+        (quote!(), quote!(), quote!())
+    };
+    let set_counts = if batched {
+        quote! {
+            let __counts = #rt::storage::level_counts(&s);
+            s.counts.copy_from_slice(&__counts);
+            let lvl_sizes = s.lvl_sizes;
+            s.batches = #batch_count;
+        }
+    } else {
+        quote!()
+    };
+    let _ = &batch_fields;
+    let batch_let = if batched { quote!(let batches = #batch_count;) } else { quote!() };
     let init_names: Vec<&Ident> = init.iter().map(|(f, _)| f).collect();
     let init_exprs: Vec<&TokenStream> = init.iter().map(|(_, x)| x).collect();
 
@@ -313,7 +381,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
     let crd_fields: Vec<&Ident> = owners.iter().filter(|c| !c.packed()).map(|c| &c.crd.as_ref().expect("owner").field).collect();
     let packed_levels: Vec<usize> = owners.iter().filter(|c| c.packed()).map(|c| c.l).collect();
     let packed_fields: Vec<&Ident> = owners.iter().filter(|c| c.packed()).map(|c| &c.crd.as_ref().expect("owner").field).collect();
-    let flush_fns: Vec<TokenStream> = ctxs
+    let flush_fns: Vec<TokenStream> = bctxs
         .iter()
         .filter(|c| matches!(c.lt.format, LevelFormat::NOutOfM { .. }))
         .map(n_out_of_m::NOutOfM::flush_method)
@@ -361,7 +429,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
     // Builder methods (assembly), one pair per level.
     let append_fns: Vec<TokenStream> = gens
         .iter()
-        .zip(&ctxs)
+        .zip(&bctxs)
         .map(|(g, cx)| {
             let f = format_ident!("append_crd_{}", cx.l);
             let body = g.append_crd(cx);
@@ -370,7 +438,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
         .collect();
     let finalize_fns: Vec<TokenStream> = gens
         .iter()
-        .zip(&ctxs)
+        .zip(&bctxs)
         .map(|(g, cx)| {
             let f = format_ident!("finalize_segment_{}", cx.l);
             let body = g.finalize_segment(cx);
@@ -630,6 +698,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             lvl_sizes: [usize; #lvl_rank],
             #( #field_names: #field_types, )*
             values: ::std::vec::Vec<V>,
+            #batch_decl
         }
 
         #[doc = #parts_doc]
@@ -649,7 +718,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
         #[allow(non_camel_case_types, dead_code)]
         struct #builder<V> {
             lvl_sizes: [usize; #lvl_rank],
-            #( #field_names: #field_types, )*
+            #( #field_names: #builder_field_types, )*
             values: ::std::vec::Vec<V>,
             pending: ::std::vec::Vec<(usize, V)>,
             cursor: [usize; #lvl_rank],
@@ -801,12 +870,16 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             /// `parts.dim_shape` (as `from_raw_parts` verifies); otherwise later calls may panic
             /// or return wrong results.
             pub unsafe fn from_raw_parts_unchecked(parts: #parts<V>) -> Self {
-                #name {
+                #[allow(unused_mut)]
+                let mut s = #name {
                     dim_shape: parts.dim_shape,
                     lvl_sizes: Self::lvl_sizes_for(&parts.dim_shape),
                     #( #field_names: parts.#field_names, )*
                     values: parts.values,
-                }
+                    #batch_init_zero
+                };
+                #set_counts
+                s
             }
 
             /// Stored entries in storage order as `(dimension coordinates, &value)`.
@@ -1017,12 +1090,17 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
                 } else {
                     b.end_path(0)?;
                 }
-                ::core::result::Result::Ok(#name {
+                #batch_let
+                #[allow(unused_mut)]
+                let mut s = #name {
                     dim_shape: shape,
                     lvl_sizes,
-                    #( #field_names: b.#field_names, )*
+                    #( #field_names: #field_inits, )*
                     values: b.values,
-                })
+                    #batch_init_zero
+                };
+                #set_counts
+                ::core::result::Result::Ok(s)
             }
 
             #spmv
