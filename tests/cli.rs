@@ -110,3 +110,26 @@ fn expand_prints_formatted_code() {
     assert!(out.contains("pos_1: ::std::vec::Vec<usize>,"), "{out}");
     assert!(out.contains("pub fn spmv("), "{out}");
 }
+
+#[test]
+fn inspect_reads_frostt_tensors() {
+    let dir = std::env::temp_dir().join(format!("sparse-cli-tns-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let t = dir.join("t.tns");
+    std::fs::write(&t, "# a 2x2x3 tensor\n1 1 1 1.5\n2 2 3 -2\n1 2 1 4\n").unwrap();
+    let csf = "#sparse_tensor.encoding<{ map = (i, j, k) -> (i : compressed, j : compressed, k : compressed) }>";
+    let (rc, out, err) = sparse(&["inspect", "--encoding", csf, t.to_str().unwrap()]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(
+        out,
+        "---- Sparse Tensor ----\nnse = 3\ndim = ( 2, 2, 3 )\nlvl = ( 2, 2, 3 )\npos[0] : ( 0, 2 )\ncrd[0] : ( 0, 1 )\npos[1] : ( 0, 2, 3 )\ncrd[1] : ( 0, 1, 1 )\npos[2] : ( 0, 1, 2, 3 )\ncrd[2] : ( 0, 0, 2 )\nvalues : ( 1.5, 4, -2 )\n----\n"
+    );
+    let (rc, out, _) = sparse(&["inspect", "--encoding", csf, "--shape", "3,3,3", t.to_str().unwrap()]);
+    assert_eq!(rc, 0);
+    assert!(out.contains("dim = ( 3, 3, 3 )"), "{out}");
+    std::fs::write(&t, "1 1 1 1.5\n2 x 3 -2\n").unwrap();
+    let (rc, _, err) = sparse(&["inspect", "--encoding", csf, t.to_str().unwrap()]);
+    assert_eq!(rc, 1);
+    assert!(err.contains("line 2"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

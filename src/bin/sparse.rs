@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 use quote::format_ident;
 use sparse::dsl::codegen::{expand_to_string, Declaration};
 use sparse::dsl::parse::{parse_declaration, parse_encoding, Declared, ParsedEncoding};
+use sparse::runtime::frostt::read_frostt;
 use sparse::runtime::mmio::read_matrix_market;
 use sparse::runtime::DynamicStorage;
 
@@ -26,13 +27,17 @@ enum Command {
         /// A file holding one encoding (`#Name = ` prefix and `//` comments allowed).
         file: PathBuf,
     },
-    /// Build the storage of a Matrix Market matrix in an encoding and print it as `sparse_tensor.print` does.
+    /// Build the storage of a tensor in an encoding and print it as `sparse_tensor.print` does.
     Inspect {
         /// The encoding: `@FILE` or the encoding text itself.
         #[arg(long)]
         encoding: String,
-        /// The matrix (`.mtx`, coordinate format).
+        /// The tensor: a Matrix Market matrix (`.mtx`, coordinate format) or a FROSTT tensor
+        /// (`.tns`, any order; its shape is the largest coordinate per mode unless `--shape`).
         matrix: PathBuf,
+        /// Dimension sizes for a `.tns` tensor, comma-separated (e.g. `10,10,10`).
+        #[arg(long, value_delimiter = ',')]
+        shape: Option<Vec<usize>>,
     },
     /// Compute y = A·x for a Matrix Market matrix stored in an encoding; print y, one value per line.
     Spmv {
@@ -64,7 +69,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check { file } => return check(&file),
-        Command::Inspect { encoding, matrix } => inspect(&encoding, &matrix),
+        Command::Inspect { encoding, matrix, shape } => inspect(&encoding, &matrix, shape.as_deref()),
         Command::Spmv { encoding, matrix, x } => spmv(&encoding, &matrix, x.as_deref()),
         Command::Fmt { file, pretty } => fmt(&file, pretty),
         Command::Expand { file } => expand(&file),
@@ -116,14 +121,18 @@ fn load_encoding(arg: &str) -> Result<ParsedEncoding, String> {
     parse_encoding(&text).map_err(|diags| diags.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\nerror: "))
 }
 
-fn build(encoding: &str, matrix: &std::path::Path) -> Result<DynamicStorage<f64>, String> {
+fn build(encoding: &str, matrix: &std::path::Path, shape: Option<&[usize]>) -> Result<DynamicStorage<f64>, String> {
     let enc = load_encoding(encoding)?;
-    let mm = read_matrix_market(matrix).map_err(|e| format!("{}: {e}", matrix.display()))?;
-    DynamicStorage::from_coo(&enc.encoding, &mm.tensor).map_err(|e| e.to_string())
+    let tensor = if matrix.extension().is_some_and(|x| x.eq_ignore_ascii_case("tns")) {
+        read_frostt(matrix, shape).map_err(|e| format!("{}: {e}", matrix.display()))?
+    } else {
+        read_matrix_market(matrix).map_err(|e| format!("{}: {e}", matrix.display()))?.tensor
+    };
+    DynamicStorage::from_coo(&enc.encoding, &tensor).map_err(|e| e.to_string())
 }
 
-fn inspect(encoding: &str, matrix: &std::path::Path) -> Result<(), String> {
-    let s = build(encoding, matrix)?;
+fn inspect(encoding: &str, matrix: &std::path::Path, shape: Option<&[usize]>) -> Result<(), String> {
+    let s = build(encoding, matrix, shape)?;
     print!("{s}");
     Ok(())
 }
@@ -139,7 +148,7 @@ fn fmt_value(v: f64) -> String {
 }
 
 fn spmv(encoding: &str, matrix: &std::path::Path, x_file: Option<&std::path::Path>) -> Result<(), String> {
-    let s = build(encoding, matrix)?;
+    let s = build(encoding, matrix, None)?;
     let shape = s.shape().to_vec();
     if shape.len() != 2 {
         return Err(format!("spmv needs a matrix, the encoding has {} dimensions", shape.len()));
