@@ -1,13 +1,14 @@
 //! Code generation from build scripts: the same structs `sparse_format!` generates, from `.mlir`
 //! files, written into `OUT_DIR`.
 //!
-//! ```no_run
+//! ```text
 //! // build.rs
 //! fn main() {
 //!     sparse_dsl::build::compile("formats.mlir").expect("formats.mlir");
 //! }
 //! // src/lib.rs:  include!(concat!(env!("OUT_DIR"), "/formats.rs"));
 //! ```
+//! (`examples/build-script/` in the repository is a complete crate doing this.)
 //!
 //! A `.mlir` file holds any number of declarations `#Name = <encoding or tensor type>`, with
 //! `//` comments; each alias becomes a `pub struct Name<V>`. The generated code names the runtime

@@ -1143,6 +1143,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             }
         }
 
+        #[allow(clippy::all)]
         impl<V> #rt::SparseStorage for #name<V> {
             type Value = V;
             fn dim_shape(&self) -> &[usize] {
