@@ -123,6 +123,9 @@ fn load_encoding(arg: &str) -> Result<ParsedEncoding, String> {
 
 fn build(encoding: &str, matrix: &std::path::Path, shape: Option<&[usize]>) -> Result<DynamicStorage<f64>, String> {
     let enc = load_encoding(encoding)?;
+    if enc.encoding.dim_slices.is_some() {
+        return Err("the encoding has dimension slices, so it is a view of a parent tensor, not a storage: inspect the parent encoding (the same without slices)".into());
+    }
     let tensor = if matrix.extension().is_some_and(|x| x.eq_ignore_ascii_case("tns")) {
         read_frostt(matrix, shape).map_err(|e| format!("{}: {e}", matrix.display()))?
     } else {
