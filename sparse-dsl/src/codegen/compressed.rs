@@ -18,6 +18,28 @@ pub(super) fn pos_crd_fields(cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
     out
 }
 
+/// A loop over the positions of segment `seg` (an expression `(lo, hi)`), binding `p{l}` and
+/// `c{l}` around `body`.
+pub(super) fn loop_over_segment(cx: &LevelCtx, seg: TokenStream, body: TokenStream) -> TokenStream {
+    let (p, c) = (cx.p(), cx.c());
+    let read = cx.read_crd(&quote!(self), &quote!(#p));
+    quote! {
+        let (__lo, __hi) = #seg;
+        for #p in __lo..__hi {
+            let #c = #read;
+            #body
+        }
+    }
+}
+
+/// The fields of a level whose only array is the coordinate buffer it may own (singleton, n:m).
+pub(super) fn owned_crd_fields(cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
+    match cx.crd.as_ref() {
+        Some(loc) if loc.owner => vec![(loc.field.clone(), cx.crd_field_type())],
+        _ => Vec::new(),
+    }
+}
+
 /// `append_crd` of every level that stores coordinates: push, count.
 pub(super) fn push_and_count(cx: &LevelCtx) -> TokenStream {
     let l = cx.l;
@@ -106,16 +128,7 @@ impl LevelGen for Compressed {
         cx.read_crd(&quote!(self), &p)
     }
     fn emit_loop(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
-        let (p, c) = (cx.p(), cx.c());
-        let seg = self.segment(cx, cx.parent());
-        let read = cx.read_crd(&quote!(self), &quote!(#p));
-        quote! {
-            let (__lo, __hi) = #seg;
-            for #p in __lo..__hi {
-                let #c = #read;
-                #body
-            }
-        }
+        loop_over_segment(cx, self.segment(cx, cx.parent()), body)
     }
     fn emit_locate(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
         locate_in_segment(cx, self.segment(cx, cx.parent()), body)

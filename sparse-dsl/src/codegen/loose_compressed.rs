@@ -5,7 +5,7 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
-use super::compressed::{locate_in_segment, pos_crd_fields, push_and_count};
+use super::compressed::{locate_in_segment, loop_over_segment, pos_crd_fields, push_and_count};
 use super::level::{LevelCtx, LevelGen};
 
 /// The loose_compressed level format.
@@ -60,16 +60,7 @@ impl LevelGen for LooseCompressed {
         cx.read_crd(&quote!(self), &p)
     }
     fn emit_loop(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
-        let (p, c) = (cx.p(), cx.c());
-        let seg = self.segment(cx, cx.parent());
-        let read = cx.read_crd(&quote!(self), &quote!(#p));
-        quote! {
-            let (__lo, __hi) = #seg;
-            for #p in __lo..__hi {
-                let #c = #read;
-                #body
-            }
-        }
+        loop_over_segment(cx, self.segment(cx, cx.parent()), body)
     }
     fn emit_locate(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
         locate_in_segment(cx, self.segment(cx, cx.parent()), body)

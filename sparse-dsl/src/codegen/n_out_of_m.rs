@@ -10,6 +10,7 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
+use super::compressed::owned_crd_fields;
 use super::level::{LevelCtx, LevelGen};
 use crate::ir::LevelFormat;
 
@@ -70,10 +71,7 @@ impl NOutOfM {
 
 impl LevelGen for NOutOfM {
     fn fields(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
-        match cx.crd.as_ref() {
-            Some(loc) if loc.owner => vec![(loc.field.clone(), cx.crd_field_type())],
-            _ => Vec::new(),
-        }
+        owned_crd_fields(cx)
     }
     fn init(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
         self.fields(cx).into_iter().map(|(f, _)| (f, cx.crd_field_init())).collect()

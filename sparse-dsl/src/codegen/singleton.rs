@@ -4,7 +4,7 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
-use super::compressed::push_and_count;
+use super::compressed::{owned_crd_fields, push_and_count};
 use super::level::{LevelCtx, LevelGen};
 
 /// The singleton level format.
@@ -12,10 +12,7 @@ pub struct Singleton;
 
 impl LevelGen for Singleton {
     fn fields(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
-        match cx.crd.as_ref() {
-            Some(loc) if loc.owner => vec![(loc.field.clone(), cx.crd_field_type())],
-            _ => Vec::new(),
-        }
+        owned_crd_fields(cx)
     }
     fn init(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
         self.fields(cx).into_iter().map(|(f, _)| (f, cx.crd_field_init())).collect()
