@@ -588,6 +588,23 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
         } else {
             None
         };
+        // Sorted COO, array of structs: (d : compressed(nonunique), d' : singleton), one
+        // interleaved coordinate buffer walked in pairs.
+        let coo_aos = if lvl_rank == 2
+            && e.lvl_types[0].format == LevelFormat::Compressed
+            && !e.lvl_types[0].is_unique()
+            && e.lvl_types[1].format == LevelFormat::Singleton
+            && !e.lvl_types[1].properties.soa
+            && !ctxs[0].packed()
+        {
+            match perm.as_deref() {
+                Some([0, 1]) => Some((true, ctxs[0].crd.as_ref().expect("coordinates").field.clone())),
+                Some([1, 0]) => Some((false, ctxs[0].crd.as_ref().expect("coordinates").field.clone())),
+                _ => None,
+            }
+        } else {
+            None
+        };
         let kernel = if let Some((bb, cc)) = bsr {
             let seg = gens[1].segment(&ctxs[1], quote!(__ib));
             let crd_field = &ctxs[1].crd.as_ref().expect("compressed level has coordinates").field;
@@ -609,6 +626,20 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
                         }
                     }
                     __yb.copy_from_slice(&__acc);
+                }
+            }
+        } else if let Some((row_first, crd0)) = coo_aos {
+            let (i, j) = if row_first { (quote!(__c[0]), quote!(__c[1])) } else { (quote!(__c[1]), quote!(__c[0])) };
+            quote! {
+                for __yi in y.iter_mut() {
+                    *__yi = <V as #rt::num_traits::Zero>::zero();
+                }
+                for (__c, __v) in self.#crd0.chunks_exact(2).zip(self.values.iter()) {
+                    let (__i, __j) = (#rt::Index::index(#i), #rt::Index::index(#j));
+                    debug_assert!(__i < y.len() && __j < x.len());
+                    // SAFETY: coordinates are below their level sizes, which are the dimension
+                    // sizes `y.len()` and `x.len()` (checked above); see the CSR kernel.
+                    unsafe { *y.get_unchecked_mut(__i) += *__v * *x.get_unchecked(__j) };
                 }
             }
         } else if csr_like {
