@@ -217,69 +217,437 @@ impl AffineExpr {
         }
     }
 
-    /// Writes the expression with variables named `{var_prefix}N` and symbols `sN`, in MLIR's
-    /// printing form (`d0 floordiv 2`, `d1 mod 3`, `d0 * 2 + d1`).
+    /// Writes the expression with variables named `{var_prefix}N` and symbols `sN`, exactly as
+    /// MLIR's printer does (`printAffineExprInternal`): the operands of `*`, `floordiv`,
+    /// `ceildiv` and `mod` are parenthesized when they are binary expressions
+    /// (`d0 * (s0 * 4)`, `(d0 + 1) floordiv 2`), `x * -1` prints as `-x`, and an addition of a
+    /// negative constant or of `y * -c` prints as a subtraction (`d0 - 3`, `d0 - d1 * 2`).
     pub fn write(&self, out: &mut String, var_prefix: &str) {
-        self.write_prec(out, var_prefix, 0);
+        self.write_mlir(out, var_prefix, false);
     }
 
-    fn write_prec(&self, out: &mut String, p: &str, prec: u8) {
+    /// `strong`: the enclosing operator binds tightly, so a binary expression needs parentheses.
+    fn write_mlir(&self, out: &mut String, p: &str, strong: bool) {
         use std::fmt::Write;
-        // precedence: 0 = additive context, 1 = multiplicative context, 2 = atom
-        match self {
+        let (op, a, b) = match self {
             AffineExpr::Var(v) => {
                 let _ = write!(out, "{p}{v}");
+                return;
             }
             AffineExpr::Symbol(s) => {
                 let _ = write!(out, "s{s}");
+                return;
             }
             AffineExpr::Constant(c) => {
                 let _ = write!(out, "{c}");
+                return;
             }
-            AffineExpr::Add(a, b) => {
-                if prec > 0 {
-                    out.push('(');
-                }
-                a.write_prec(out, p, 0);
-                match &**b {
-                    AffineExpr::Constant(c) if *c < 0 => {
-                        let _ = write!(out, " - {}", -(*c as i128));
-                    }
-                    AffineExpr::Mul(x, y) if y.as_constant() == Some(-1) => {
-                        out.push_str(" - ");
-                        x.write_prec(out, p, 1);
-                    }
-                    _ => {
-                        out.push_str(" + ");
-                        b.write_prec(out, p, 1);
-                    }
-                }
-                if prec > 0 {
-                    out.push(')');
-                }
-            }
-            AffineExpr::Mul(a, b)
-            | AffineExpr::FloorDiv(a, b)
-            | AffineExpr::CeilDiv(a, b)
-            | AffineExpr::Mod(a, b) => {
-                let op = match self {
-                    AffineExpr::Mul(..) => " * ",
-                    AffineExpr::FloorDiv(..) => " floordiv ",
-                    AffineExpr::CeilDiv(..) => " ceildiv ",
-                    _ => " mod ",
-                };
-                if prec > 1 {
-                    out.push('(');
-                }
-                a.write_prec(out, p, 1);
+            AffineExpr::Add(a, b) => (" + ", a, b),
+            AffineExpr::Mul(a, b) => (" * ", a, b),
+            AffineExpr::FloorDiv(a, b) => (" floordiv ", a, b),
+            AffineExpr::CeilDiv(a, b) => (" ceildiv ", a, b),
+            AffineExpr::Mod(a, b) => (" mod ", a, b),
+        };
+        if strong {
+            out.push('(');
+        }
+        if !matches!(self, AffineExpr::Add(..)) {
+            if matches!(self, AffineExpr::Mul(..)) && b.as_constant() == Some(-1) {
+                out.push('-');
+                a.write_mlir(out, p, true);
+            } else {
+                a.write_mlir(out, p, true);
                 out.push_str(op);
-                b.write_prec(out, p, 2);
-                if prec > 1 {
-                    out.push(')');
+                b.write_mlir(out, p, true);
+            }
+        } else {
+            match &**b {
+                AffineExpr::Mul(x, y) if y.as_constant().is_some_and(|c| c < 0) => {
+                    let c = y.as_constant().unwrap_or(-1);
+                    a.write_mlir(out, p, false);
+                    out.push_str(" - ");
+                    if c == -1 {
+                        x.write_mlir(out, p, matches!(**x, AffineExpr::Add(..)));
+                    } else {
+                        x.write_mlir(out, p, true);
+                        let _ = write!(out, " * {}", -i128::from(c));
+                    }
+                }
+                AffineExpr::Constant(c) if *c < 0 => {
+                    a.write_mlir(out, p, false);
+                    let _ = write!(out, " - {}", -i128::from(*c));
+                }
+                _ => {
+                    a.write_mlir(out, p, false);
+                    out.push_str(" + ");
+                    b.write_mlir(out, p, false);
                 }
             }
         }
+        if strong {
+            out.push(')');
+        }
     }
+
+    /// The expression printed with dimension variables `d0..` (as in a `dimToLvl` result).
+    pub fn to_mlir_string(&self, var_prefix: &str) -> String {
+        let mut s = String::new();
+        self.write(&mut s, var_prefix);
+        s
+    }
+
+    /// `true` if the expression mentions no variable (MLIR's `isSymbolicOrConstant`).
+    pub fn is_symbolic_or_constant(&self) -> bool {
+        match self {
+            AffineExpr::Var(_) => false,
+            AffineExpr::Symbol(_) | AffineExpr::Constant(_) => true,
+            AffineExpr::Add(a, b)
+            | AffineExpr::Mul(a, b)
+            | AffineExpr::FloorDiv(a, b)
+            | AffineExpr::CeilDiv(a, b)
+            | AffineExpr::Mod(a, b) => a.is_symbolic_or_constant() && b.is_symbolic_or_constant(),
+        }
+    }
+
+    /// The largest integer known to divide every value of the expression (MLIR's
+    /// `getLargestKnownDivisor`; products wrap as in MLIR's 64-bit arithmetic).
+    fn largest_known_divisor(&self) -> i64 {
+        fn gcd(a: i64, b: i64) -> i64 {
+            let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
+            while b != 0 {
+                (a, b) = (b, a % b);
+            }
+            a as i64
+        }
+        match self {
+            AffineExpr::Var(_)
+            | AffineExpr::Symbol(_)
+            | AffineExpr::FloorDiv(..)
+            | AffineExpr::CeilDiv(..) => 1,
+            AffineExpr::Constant(c) => c.wrapping_abs(),
+            AffineExpr::Mul(a, b) => a
+                .largest_known_divisor()
+                .wrapping_mul(b.largest_known_divisor()),
+            AffineExpr::Add(a, b) | AffineExpr::Mod(a, b) => {
+                gcd(a.largest_known_divisor(), b.largest_known_divisor())
+            }
+        }
+    }
+
+    fn bin(
+        kind: fn(Box<AffineExpr>, Box<AffineExpr>) -> AffineExpr,
+        a: AffineExpr,
+        b: AffineExpr,
+    ) -> AffineExpr {
+        kind(Box::new(a), Box::new(b))
+    }
+
+    /// `a + b` simplified as MLIR's `AffineExpr::operator+` does (`simplifyAdd`): constants fold
+    /// and move to the right (`2 + d0` is `d0 + 2`), a symbolic operand moves to the right of a
+    /// non-symbolic one, `x + 0` is `x`, `(x + 2) + 3` is `x + 5`, `(x + 2) + y` is
+    /// `(x + y) + 2`, `x * c1 + x * c2` is `x * (c1 + c2)` and `x + (x floordiv c) * -c` is
+    /// `x mod c`. `None` on 64-bit overflow.
+    pub fn make_add(a: AffineExpr, b: AffineExpr) -> Option<AffineExpr> {
+        use AffineExpr::{Add, Constant, FloorDiv, Mul};
+        if let (Constant(x), Constant(y)) = (&a, &b) {
+            return Some(Constant(x.checked_add(*y)?));
+        }
+        if matches!(a, Constant(_)) || (a.is_symbolic_or_constant() && !b.is_symbolic_or_constant())
+        {
+            return Self::make_add(b, a);
+        }
+        let b_const = b.as_constant();
+        if b_const == Some(0) {
+            return Some(a);
+        }
+        if let (Add(x, c1), Some(c2)) = (&a, b_const) {
+            if let Some(c1) = c1.as_constant() {
+                return Self::make_add((**x).clone(), Constant(c1.checked_add(c2)?));
+            }
+        }
+        // x * c1 + x * c2 (a missing factor counts as 1)
+        let split = |e: &AffineExpr| -> (AffineExpr, i64) {
+            match e {
+                Mul(x, c) if c.as_constant().is_some() => {
+                    ((**x).clone(), c.as_constant().unwrap_or(1))
+                }
+                _ => (e.clone(), 1),
+            }
+        };
+        let ((x1, c1), (x2, c2)) = (split(&a), split(&b));
+        if x1 == x2 {
+            return Self::make_mul(x1, Constant(c1.checked_add(c2)?));
+        }
+        if let Add(x, c) = &a {
+            if let Some(c) = c.as_constant() {
+                let inner = Self::make_add((**x).clone(), b)?;
+                return Self::make_add(inner, Constant(c));
+            }
+        }
+        // x + ((x floordiv q) * q) * -1  and  x + (x floordiv c) * -c  ->  x mod q
+        if let Mul(l, r) = &b {
+            if r.as_constant() == Some(-1) {
+                if let Mul(ll, q) = &**l {
+                    let FloorDiv(e, q2) = &**ll else {
+                        return Some(Self::bin(Add, a, b));
+                    };
+                    if q2 == q && **e == a {
+                        return Self::make_mod(a, (**q).clone());
+                    }
+                }
+            }
+            if let FloorDiv(e, q) = &**l {
+                if let (Some(q), Some(r)) = (q.as_constant(), r.as_constant()) {
+                    if q > 0 && **e == a && Some(q) == r.checked_neg() {
+                        return Self::make_mod(a, Constant(q));
+                    }
+                }
+            }
+        }
+        Some(Self::bin(Add, a, b))
+    }
+
+    /// `a * b` simplified as MLIR's `simplifyMul`: constants fold, the constant (or symbolic)
+    /// operand goes to the right, `x * 1` is `x`, `x * 0` is `0`, `(x * 2) * 3` is `x * 6` and
+    /// `(x * 2) * y` is `(x * y) * 2`. `None` on 64-bit overflow.
+    pub fn make_mul(a: AffineExpr, b: AffineExpr) -> Option<AffineExpr> {
+        use AffineExpr::{Constant, Mul};
+        if let (Constant(x), Constant(y)) = (&a, &b) {
+            return Some(Constant(x.checked_mul(*y)?));
+        }
+        if !a.is_symbolic_or_constant() && !b.is_symbolic_or_constant() {
+            return Some(Self::bin(Mul, a, b));
+        }
+        if !b.is_symbolic_or_constant() || matches!(a, Constant(_)) {
+            return Self::make_mul(b, a);
+        }
+        let b_const = b.as_constant();
+        match b_const {
+            Some(1) => return Some(a),
+            Some(0) => return Some(Constant(0)),
+            _ => {}
+        }
+        if let Mul(x, c1) = &a {
+            if let Some(c1) = c1.as_constant() {
+                if let Some(c2) = b_const {
+                    return Self::make_mul((**x).clone(), Constant(c1.checked_mul(c2)?));
+                }
+                let inner = Self::make_mul((**x).clone(), b)?;
+                return Self::make_mul(inner, Constant(c1));
+            }
+        }
+        Some(Self::bin(Mul, a, b))
+    }
+
+    /// `a floordiv b` simplified as MLIR's `simplifyFloorDiv` (only for a constant `b >= 1`):
+    /// constants fold, `x floordiv 1` is `x`, `(x * 6) floordiv 3` is `x * 2`, and a sum with a
+    /// term divisible by `b` splits into two floordivs.
+    pub fn make_floor_div(a: AffineExpr, b: AffineExpr) -> Option<AffineExpr> {
+        use AffineExpr::{Add, Constant, FloorDiv, Mul};
+        let Some(c) = b.as_constant().filter(|c| *c >= 1) else {
+            return Some(Self::bin(FloorDiv, a, b));
+        };
+        if let Some(x) = a.as_constant() {
+            // floor division by a positive divisor
+            return Some(Constant(x.div_euclid(c)));
+        }
+        if c == 1 {
+            return Some(a);
+        }
+        match &a {
+            Mul(x, k) if k.as_constant().is_some_and(|k| k % c == 0) => {
+                let k = k.as_constant().unwrap_or(0);
+                Self::make_mul((**x).clone(), Constant(k / c))
+            }
+            Add(x, y)
+                if x.largest_known_divisor() % c == 0 || y.largest_known_divisor() % c == 0 =>
+            {
+                let l = Self::make_floor_div((**x).clone(), Constant(c))?;
+                let r = Self::make_floor_div((**y).clone(), Constant(c))?;
+                Self::make_add(l, r)
+            }
+            _ => Some(Self::bin(FloorDiv, a, b)),
+        }
+    }
+
+    /// `a ceildiv b` simplified as MLIR's `simplifyCeilDiv` (only for a constant `b >= 1`).
+    pub fn make_ceil_div(a: AffineExpr, b: AffineExpr) -> Option<AffineExpr> {
+        use AffineExpr::{CeilDiv, Constant, Mul};
+        let Some(c) = b.as_constant().filter(|c| *c >= 1) else {
+            return Some(Self::bin(CeilDiv, a, b));
+        };
+        if let Some(x) = a.as_constant() {
+            let q = x.div_euclid(c);
+            return Some(Constant(if x.rem_euclid(c) != 0 { q + 1 } else { q }));
+        }
+        if c == 1 {
+            return Some(a);
+        }
+        match &a {
+            Mul(x, k) if k.as_constant().is_some_and(|k| k % c == 0) => {
+                let k = k.as_constant().unwrap_or(0);
+                Self::make_mul((**x).clone(), Constant(k / c))
+            }
+            _ => Some(Self::bin(CeilDiv, a, b)),
+        }
+    }
+
+    /// `a mod b` simplified as MLIR's `simplifyMod` (only for a constant `b >= 1`): constants
+    /// fold, a multiple of `b` is `0`, `(x + y) mod b` drops a term divisible by `b`, and
+    /// `(x mod a) mod b` is `x mod b` when `b` divides `a`.
+    pub fn make_mod(a: AffineExpr, b: AffineExpr) -> Option<AffineExpr> {
+        use AffineExpr::{Add, Constant, Mod};
+        let Some(c) = b.as_constant().filter(|c| *c >= 1) else {
+            return Some(Self::bin(Mod, a, b));
+        };
+        if let Some(x) = a.as_constant() {
+            return Some(Constant(x.rem_euclid(c)));
+        }
+        if a.largest_known_divisor() % c == 0 {
+            return Some(Constant(0));
+        }
+        match &a {
+            Add(x, y) if x.largest_known_divisor() % c == 0 => {
+                Self::make_mod((**y).clone(), Constant(c))
+            }
+            Add(x, y) if y.largest_known_divisor() % c == 0 => {
+                Self::make_mod((**x).clone(), Constant(c))
+            }
+            Mod(x, k) if k.as_constant().is_some_and(|k| k >= 1 && k % c == 0) => {
+                Self::make_mod((**x).clone(), Constant(c))
+            }
+            _ => Some(Self::bin(Mod, a, b)),
+        }
+    }
+
+    /// Rebuilds the expression bottom-up with MLIR's simplifying constructors. `None` on overflow.
+    pub fn simplified(&self) -> Option<AffineExpr> {
+        Some(match self {
+            AffineExpr::Var(_) | AffineExpr::Symbol(_) | AffineExpr::Constant(_) => self.clone(),
+            AffineExpr::Add(a, b) => Self::make_add(a.simplified()?, b.simplified()?)?,
+            AffineExpr::Mul(a, b) => Self::make_mul(a.simplified()?, b.simplified()?)?,
+            AffineExpr::FloorDiv(a, b) => Self::make_floor_div(a.simplified()?, b.simplified()?)?,
+            AffineExpr::CeilDiv(a, b) => Self::make_ceil_div(a.simplified()?, b.simplified()?)?,
+            AffineExpr::Mod(a, b) => Self::make_mod(a.simplified()?, b.simplified()?)?,
+        })
+    }
+
+    /// The canonical form stored in the IR: MLIR's simplified tree, brought to the tree its own
+    /// printed text parses back to (MLIR prints `a + (b + c)` as `a + b + c`, which reads back
+    /// as `(a + b) + c`), so that printing and parsing again gives the same IR.
+    pub fn canonical(self) -> AffineExpr {
+        let mut e = self;
+        for _ in 0..8 {
+            let text = e.to_mlir_string("d");
+            match parse_printed(&text) {
+                Some(again) if again != e => e = again,
+                _ => break,
+            }
+        }
+        e
+    }
+
+    /// Depth of the expression tree (a leaf is 1).
+    pub fn depth(&self) -> usize {
+        match self {
+            AffineExpr::Var(_) | AffineExpr::Symbol(_) | AffineExpr::Constant(_) => 1,
+            AffineExpr::Add(a, b)
+            | AffineExpr::Mul(a, b)
+            | AffineExpr::FloorDiv(a, b)
+            | AffineExpr::CeilDiv(a, b)
+            | AffineExpr::Mod(a, b) => 1 + a.depth().max(b.depth()),
+        }
+    }
+}
+
+/// Reads an expression in the printer's own form (`d0`, `s0`, integers, `+ - *`, `floordiv`,
+/// `ceildiv`, `mod`, parentheses) with MLIR's precedence and simplifying constructors. `None` if
+/// the text is not in that form or a constant overflows.
+fn parse_printed(text: &str) -> Option<AffineExpr> {
+    struct P<'a> {
+        toks: Vec<&'a str>,
+        i: usize,
+    }
+    impl P<'_> {
+        fn peek(&self) -> Option<&str> {
+            self.toks.get(self.i).copied()
+        }
+        fn next(&mut self) -> Option<&str> {
+            let t = self.toks.get(self.i).copied();
+            self.i += 1;
+            t
+        }
+        fn sum(&mut self) -> Option<AffineExpr> {
+            let mut acc = self.term()?;
+            while let Some(op @ ("+" | "-")) = self.peek() {
+                let neg = op == "-";
+                self.i += 1;
+                let r = self.term()?;
+                let r = if neg {
+                    AffineExpr::make_mul(r, AffineExpr::Constant(-1))?
+                } else {
+                    r
+                };
+                acc = AffineExpr::make_add(acc, r)?;
+            }
+            Some(acc)
+        }
+        fn term(&mut self) -> Option<AffineExpr> {
+            let mut acc = self.unary()?;
+            while let Some(op @ ("*" | "floordiv" | "ceildiv" | "mod")) = self.peek() {
+                let op = op.to_string();
+                self.i += 1;
+                let r = self.unary()?;
+                acc = match op.as_str() {
+                    "*" => AffineExpr::make_mul(acc, r)?,
+                    "floordiv" => AffineExpr::make_floor_div(acc, r)?,
+                    "ceildiv" => AffineExpr::make_ceil_div(acc, r)?,
+                    _ => AffineExpr::make_mod(acc, r)?,
+                };
+            }
+            Some(acc)
+        }
+        fn unary(&mut self) -> Option<AffineExpr> {
+            if self.peek() == Some("-") {
+                self.i += 1;
+                let e = self.unary()?;
+                return AffineExpr::make_mul(e, AffineExpr::Constant(-1));
+            }
+            let t = self.next()?;
+            if t == "(" {
+                let e = self.sum()?;
+                return (self.next()? == ")").then_some(e);
+            }
+            if let Some(n) = t.strip_prefix('d') {
+                return n.parse().ok().map(AffineExpr::Var);
+            }
+            if let Some(n) = t.strip_prefix('s') {
+                return n.parse().ok().map(AffineExpr::Symbol);
+            }
+            t.parse().ok().map(AffineExpr::Constant)
+        }
+    }
+    let mut toks = Vec::new();
+    let bytes = text.as_bytes();
+    let mut k = 0;
+    while k < bytes.len() {
+        let c = bytes[k];
+        if c == b' ' {
+            k += 1;
+        } else if c.is_ascii_alphanumeric() {
+            let start = k;
+            while k < bytes.len() && bytes[k].is_ascii_alphanumeric() {
+                k += 1;
+            }
+            toks.push(&text[start..k]);
+        } else {
+            toks.push(&text[k..k + 1]);
+            k += 1;
+        }
+    }
+    let mut p = P { toks, i: 0 };
+    let e = p.sum()?;
+    (p.i == p.toks.len()).then_some(e)
 }
 
 /// An affine map `(vars)[symbols] -> (results)`.

@@ -27,9 +27,12 @@
 //! # Affine expressions
 //! MLIR precedence: `*`, `floordiv`, `ceildiv`, `mod` bind tighter than `+` / `-`, all
 //! left-associative; unary `-` applies to one operand. Subtraction `a - b` is built as
-//! `a + b * -1` and unary minus as `x * -1`, except that operations whose operands are all constants
-//! are folded (`-3` is `Constant(-3)`, `2 * 3` is `Constant(6)`, `i - 3` is `i + Constant(-3)`).
-//! Folding makes the canonical printer's output (`d0 - 3`) parse back to the same IR.
+//! `a + b * -1` and unary minus as `x * -1`. Every operation is built with MLIR's simplifying
+//! constructors ([`AffineExpr::make_add`] and friends, `simplifyAdd`/`simplifyMul`/... in
+//! MLIR's `AffineExpr.cpp`): constants fold and move right (`2 + i` is `d0 + 2`, `c * 3 * i` is
+//! `d0 * (s0 * 3)`), `i - 3 + 4` is `d0 + 1`, `i floordiv 1` is `d0`, `i - (i floordiv 4) * 4`
+//! is `d0 mod 4`. The result is then brought to the tree its printed form parses back to
+//! ([`AffineExpr::canonical`]), so printing and parsing again gives the same IR.
 //!
 //! # The inverse map (`lvl_to_dim`)
 //! As MLIR: the map must be a permutation or a block map, each dimension appearing either once
@@ -1403,7 +1406,7 @@ impl<'t> Cx<'t> {
         for (_, expr, slice) in &dims {
             match expr {
                 Some(e) => match self.expr(e.clone(), &names, Side::DimExpr) {
-                    Some((x, _)) => dim_exprs.push(Some((x, e.as_span()))),
+                    Some((x, _)) => dim_exprs.push(Some((x.canonical(), e.as_span()))),
                     None => {
                         ok = false;
                         dim_exprs.push(None);
@@ -1511,7 +1514,9 @@ impl<'t> Cx<'t> {
                     }
                     Rule::affine_expr => {
                         info.expr_span = q.as_span();
-                        info.expr = self.expr(q, &names, Side::LvlExpr).map(|(e, _)| e);
+                        info.expr = self
+                            .expr(q, &names, Side::LvlExpr)
+                            .map(|(e, _)| e.canonical());
                         ok &= info.expr.is_some();
                     }
                     Rule::lvl_type => {
@@ -2029,22 +2034,19 @@ impl<'t> Cx<'t> {
 
     fn negate(
         &mut self,
-        (e, depth): (AffineExpr, usize),
+        (e, _): (AffineExpr, usize),
         span: Span<'_>,
     ) -> Option<(AffineExpr, usize)> {
-        match e {
-            AffineExpr::Constant(c) => match c.checked_neg() {
-                Some(v) => Some((AffineExpr::Constant(v), 1)),
-                None => {
-                    self.error(span, "integer overflow in affine expression");
-                    None
-                }
-            },
-            e => self.node(
-                AffineExpr::Mul(Box::new(e), Box::new(AffineExpr::Constant(-1))),
-                depth + 1,
-                span,
-            ),
+        // MLIR: `-x` is `x * -1`, simplified (`-(x * 2)` is `x * -2`, `-3` is the constant)
+        match AffineExpr::make_mul(e, AffineExpr::Constant(-1)) {
+            Some(e) => {
+                let depth = e.depth();
+                self.node(e, depth, span)
+            }
+            None => {
+                self.error(span, "integer overflow in affine expression");
+                None
+            }
         }
     }
 
@@ -2059,17 +2061,16 @@ impl<'t> Cx<'t> {
     fn combine(
         &mut self,
         op: Rule,
-        (a, da): (AffineExpr, usize),
+        (a, _): (AffineExpr, usize),
         (b, db): (AffineExpr, usize),
         span: Span<'_>,
     ) -> Option<(AffineExpr, usize)> {
-        let (b, db) = if op == Rule::minus {
-            self.negate((b, db), span)?
+        let b = if op == Rule::minus {
+            self.negate((b, db), span)?.0
         } else {
-            (b, db)
+            b
         };
-        let depth = da.max(db) + 1;
-        let (ca, cb) = (a.as_constant(), b.as_constant());
+        let cb = b.as_constant();
         let opname = match op {
             Rule::kw_floordiv => "floordiv",
             Rule::kw_ceildiv => "ceildiv",
@@ -2099,23 +2100,19 @@ impl<'t> Cx<'t> {
             );
             return None;
         }
-        let (a, b) = (Box::new(a), Box::new(b));
+        // MLIR builds every operation with its simplifying constructors (`getAffineBinaryOpExpr`)
         let e = match op {
-            Rule::plus | Rule::minus => AffineExpr::Add(a, b),
-            Rule::star => AffineExpr::Mul(a, b),
-            Rule::kw_floordiv => AffineExpr::FloorDiv(a, b),
-            Rule::kw_ceildiv => AffineExpr::CeilDiv(a, b),
-            _ => AffineExpr::Mod(a, b),
+            Rule::plus | Rule::minus => AffineExpr::make_add(a, b),
+            Rule::star => AffineExpr::make_mul(a, b),
+            Rule::kw_floordiv => AffineExpr::make_floor_div(a, b),
+            Rule::kw_ceildiv => AffineExpr::make_ceil_div(a, b),
+            _ => AffineExpr::make_mod(a, b),
         };
-        if ca.is_some() && cb.is_some() {
-            return match e.eval(&[], &[]) {
-                Some(v) => Some((AffineExpr::Constant(v), 1)),
-                None => {
-                    self.error(span, "integer overflow in affine expression");
-                    None
-                }
-            };
-        }
+        let Some(e) = e else {
+            self.error(span, "integer overflow in affine expression");
+            return None;
+        };
+        let depth = e.depth();
         self.node(e, depth, span)
     }
 }
