@@ -17,6 +17,7 @@ sparse::sparse_format! {
     UnorderedCsr = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed(nonordered)) }>;
     DenseMat = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : dense) }>;
     Bsr22 = #sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense) }>;
+    BsrColBlocks = #sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 2 : dense, j floordiv 3 : compressed, j mod 3 : dense, i mod 2 : dense) }>;
     Bsc23 = #sparse_tensor.encoding<{ map = (i, j) -> (j floordiv 3 : dense, i floordiv 2 : compressed, j mod 3 : dense, i mod 2 : dense) }>;
     Csf = #sparse_tensor.encoding<{ map = (i, j, k) -> (i : compressed, j : compressed, k : compressed) }>;
     Coo3 = #sparse_tensor.encoding<{ map = (i, j, k) -> (i : compressed(nonunique), j : singleton, k : singleton) }>;
@@ -161,6 +162,10 @@ proptest! {
         g.spmv(&x, &mut y).unwrap();
         prop_assert_eq!(&y, &want);
         let g = check_format!(Bsc23, shape, &entries);
+        let mut y = vec![f64::NAN; shape[0]];
+        g.spmv(&x, &mut y).unwrap();
+        prop_assert_eq!(&y, &want);
+        let g = check_format!(BsrColBlocks, shape, &entries);
         let mut y = vec![f64::NAN; shape[0]];
         g.spmv(&x, &mut y).unwrap();
         prop_assert_eq!(&y, &want);
@@ -352,6 +357,26 @@ fn batches_store_local_positions_and_equal_nse() {
     assert_eq!(a.get([1, 1, 0]), None);
     let err = BatchCsr::<f64>::from_coo([2, 2, 3], [([0, 0, 1], 1.0), ([1, 0, 0], 3.0), ([1, 0, 2], 4.0)]).unwrap_err();
     assert_eq!(err, StorageError::BatchNse { level: 2, batch: 1, expected: 1, got: 2 });
+}
+
+#[test]
+fn loose_compressed_from_raw_parts_with_gaps() {
+    // 3 rows; segments out of order with free room: row 0 at 5..7, row 1 empty, row 2 at 0..2
+    let parts = LooseCsrParts::<f64> {
+        dim_shape: [3, 4],
+        pos_1: vec![5, 7, 3, 3, 0, 2],
+        crd_1: vec![0, 3, 9, 9, 9, 1, 2],
+        values: vec![1.0, 2.0, -1.0, -1.0, -1.0, 3.0, 4.0],
+    };
+    // the filler coordinates (9) are out of range but sit outside every segment
+    let a = LooseCsr::<f64>::from_raw_parts(parts).unwrap();
+    let entries: Vec<([usize; 2], f64)> = a.iter().map(|(c, v)| (c, *v)).collect();
+    assert_eq!(entries, vec![([0, 1], 3.0), ([0, 2], 4.0), ([2, 0], 1.0), ([2, 3], 2.0)]);
+    assert_eq!(a.get([2, 3]), Some(&2.0));
+    let mut y = [0.0; 3];
+    a.spmv(&[1.0, 1.0, 1.0, 1.0], &mut y).unwrap();
+    assert_eq!(y, [7.0, 0.0, 3.0]);
+    assert_eq!(a.to_dense().unwrap(), vec![0.0, 3.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 2.0]);
 }
 
 #[test]
