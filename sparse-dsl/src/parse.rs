@@ -204,7 +204,13 @@ fn run<'t, T>(
     }
     let mut pairs = match EncodingParser::parse(rule, text) {
         Ok(p) => p,
-        Err(e) => return Err(vec![syntax_diagnostic(text, &e)]),
+        Err(e) => {
+            let d = syntax_diagnostic(text, &e);
+            // MLIR resolves names while parsing: an undeclared identifier before the syntax
+            // error is reported first.
+            let first = undeclared_before(text, d.start).unwrap_or(d);
+            return Err(vec![first]);
+        }
     };
     let Some(file) = pairs.next() else {
         return Err(vec![Diagnostic::new(
@@ -328,6 +334,220 @@ fn token_end(text: &str, start: usize) -> usize {
             start + len
         }
         Some((_, c)) => start + c.len_utf8(),
+    }
+}
+
+/// The first use of an undeclared identifier in a `map = ...` value that starts before byte
+/// `limit`, found as MLIR's map parser meets it: names in dimension expressions must be symbols
+/// or forward-declared level variables, in level expressions symbols or dimensions, and with
+/// forward declarations every level specifier starts with a declared level variable. Scanning a
+/// map stops at the first token MLIR's grammar would not accept there (the syntax error).
+fn undeclared_before(text: &str, limit: usize) -> Option<Diagnostic> {
+    let toks = map_tokens(text);
+    let mut i = 0;
+    while i + 1 < toks.len() && toks[i].1 < limit {
+        if toks[i].0 == "map" && toks[i + 1].0 == "=" {
+            if let Some((s, e, msg)) = scan_map(&toks, i + 2) {
+                if s < limit {
+                    return Some(Diagnostic::new(text, s, e, msg));
+                }
+                return None;
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Tokens `(text, start, end)` for [`undeclared_before`]: identifiers (also `#name`), numbers,
+/// `->`, and single punctuation characters; whitespace, `//` comments and strings are skipped.
+fn map_tokens(text: &str) -> Vec<(&str, usize, usize)> {
+    let b = text.as_bytes();
+    let is_id = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$' | b'.');
+    let mut out = Vec::new();
+    let mut k = 0;
+    while k < b.len() {
+        let c = b[k];
+        let start = k;
+        if c.is_ascii_whitespace() {
+            k += 1;
+            continue;
+        } else if c == b'/' && b.get(k + 1) == Some(&b'/') {
+            while k < b.len() && b[k] != b'\n' {
+                k += 1;
+            }
+            continue;
+        } else if c == b'"' {
+            k += 1;
+            while k < b.len() && b[k] != b'"' {
+                k += 1;
+            }
+            k += 1;
+            continue;
+        } else if c.is_ascii_alphanumeric() || c == b'_' || c == b'#' {
+            k += 1;
+            while k < b.len() && is_id(b[k]) {
+                k += 1;
+            }
+        } else if c == b'-' && b.get(k + 1) == Some(&b'>') {
+            k += 2;
+        } else {
+            k += text[k..].chars().next().map_or(1, char::len_utf8);
+        }
+        let k2 = k.min(b.len());
+        if let Some(t) = text.get(start..k2) {
+            out.push((t, start, k2));
+        }
+        k = k2;
+    }
+    out
+}
+
+/// Scans one map value from token `i` (see [`undeclared_before`]); `Some((start, end, message))`
+/// for the first undeclared identifier, `None` if there is none before the map's syntax ends or
+/// breaks.
+fn scan_map(toks: &[(&str, usize, usize)], mut i: usize) -> Option<(usize, usize, String)> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum K {
+        Sym,
+        Lvl,
+        Dim,
+    }
+    let is_ident = |t: &str| t.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+    let tok = |i: usize| toks.get(i).map_or("", |t| t.0);
+    let mut names: HashMap<&str, K> = HashMap::new();
+    let decl_list =
+        |i: &mut usize, close: &str, kind: K, names: &mut HashMap<_, _>| -> Option<()> {
+            *i += 1;
+            loop {
+                let t = tok(*i);
+                if t == close {
+                    *i += 1;
+                    return Some(());
+                }
+                if is_ident(t) {
+                    names.insert(t, kind);
+                } else if t != "," {
+                    return None;
+                }
+                *i += 1;
+            }
+        };
+    if tok(i) == "[" {
+        decl_list(&mut i, "]", K::Sym, &mut names)?;
+    }
+    let has_decls = tok(i) == "{";
+    if has_decls {
+        decl_list(&mut i, "}", K::Lvl, &mut names)?;
+    }
+    // An affine expression: every name must be one of `allowed`; stops at a token that cannot
+    // continue it (depth 0).
+    let expr = |i: &mut usize,
+                names: &HashMap<&str, K>,
+                allowed: [K; 2]|
+     -> Result<(), (usize, usize, String)> {
+        let mut depth = 0usize;
+        loop {
+            let (t, s, e) = toks
+                .get(*i)
+                .copied()
+                .unwrap_or(("", usize::MAX, usize::MAX));
+            match t {
+                "(" => depth += 1,
+                ")" if depth > 0 => depth -= 1,
+                "+" | "-" | "*" | "floordiv" | "ceildiv" | "mod" => {}
+                _ if is_ident(t) => {
+                    if !names.get(t).is_some_and(|k| allowed.contains(k)) {
+                        return Err((s, e, "use of undeclared identifier".to_string()));
+                    }
+                }
+                _ if t.starts_with(|c: char| c.is_ascii_digit()) => {}
+                _ => return Ok(()),
+            }
+            *i += 1;
+        }
+    };
+    // Skips a slice or level type up to `,` / `)` at depth 0.
+    let skip = |i: &mut usize| {
+        let mut depth = 0usize;
+        loop {
+            match tok(*i) {
+                "" => return,
+                "(" | "[" | "<" => depth += 1,
+                ")" | "]" | ">" if depth > 0 => depth -= 1,
+                "," | ")" if depth == 0 => return,
+                _ => {}
+            }
+            *i += 1;
+        }
+    };
+    if tok(i) != "(" {
+        return None;
+    }
+    i += 1;
+    if tok(i) == ")" {
+        i += 1;
+    } else {
+        loop {
+            let t = tok(i);
+            if !is_ident(t) {
+                return None;
+            }
+            i += 1;
+            if tok(i) == "=" {
+                i += 1;
+                if let Err(u) = expr(&mut i, &names, [K::Sym, K::Lvl]) {
+                    return Some(u);
+                }
+            }
+            names.insert(t, K::Dim);
+            if tok(i) == ":" {
+                i += 1;
+                skip(&mut i);
+            }
+            match tok(i) {
+                "," => i += 1,
+                ")" => {
+                    i += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+    }
+    if tok(i) != "->" || tok(i + 1) != "(" {
+        return None;
+    }
+    i += 2;
+    if tok(i) == ")" {
+        return None;
+    }
+    loop {
+        if has_decls {
+            let (t, s, e) = toks.get(i).copied()?;
+            if !is_ident(t) {
+                return None;
+            }
+            if names.get(t) != Some(&K::Lvl) {
+                return Some((s, e, format!("use of undeclared identifier '{t}'")));
+            }
+            if tok(i + 1) != "=" {
+                return None;
+            }
+            i += 2;
+        }
+        if let Err(u) = expr(&mut i, &names, [K::Sym, K::Dim]) {
+            return Some(u);
+        }
+        if tok(i) != ":" {
+            return None;
+        }
+        i += 1;
+        skip(&mut i);
+        match tok(i) {
+            "," => i += 1,
+            _ => return None,
+        }
     }
 }
 

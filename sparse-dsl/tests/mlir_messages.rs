@@ -34,9 +34,17 @@ fn first_error_is_mlirs() {
         ("map = (x) -> (x : dense, y : dense)", "use of undeclared identifier"),
         ("map = {a, b} (x = a, y = b) -> (a = x : dense, c = y : dense)", "use of undeclared identifier 'c'"),
         ("map = {a, b} (x = a, y = b) -> (a : dense, b : dense)", "expected '='"),
-        // MLIR: "use of undeclared identifier 'x'" (it resolves names while parsing); pest
-        // stops at the `=` first
-        ("map = {a, b} (x = a, y = b) -> (x : a = dense, y : b = dense)", "expected ')' in level-specifier list"),
+        // MLIR resolves names while parsing: an undeclared name before a syntax error comes first
+        ("map = {a, b} (x = a, y = b) -> (x : a = dense, y : b = dense)", "use of undeclared identifier 'x'"),
+        ("map = (x) -> (x : dense, compressed)", "use of undeclared identifier"),
+        ("map = (x = dense, y = dense)", "use of undeclared identifier"),
+        ("map = (x = a, y = b) {a, b} -> (a = x : dense, b = y : compressed)", "use of undeclared identifier"),
+        ("map = (x, y) -> (z : q = dense, y : dense)", "use of undeclared identifier"),
+        ("map = {a, b} (x = a, y = b) -> (a = dense, b = compressed)", "use of undeclared identifier"),
+        ("map = [s] (x = s + t) -> (x : dense", "use of undeclared identifier"),
+        // ... but only before it: names after the syntax error are never resolved
+        ("map = (x, y) -> (x = dense, q = dense)", "expected ':'"),
+        ("map = (x) -> (x : dense) q", "expected"),
         ("map = {a, b} (x = a, y = b) -> (x = a : dense, y = b : dense)", "use of undeclared identifier 'x'"),
         ("map = {b, a} (x = a, y = b) -> (a = x : dense, b = y : dense)", "Level-variable ordering mismatch. The variable 'a' was forward-declared as the 1st level; but is bound by the 0th specification."),
         ("map = {a, b, c} (x, y) -> (a = x : dense, b = y : dense)", "Level-rank mismatch between forward-declarations and specifiers. Declared 3 level-variables; but got 2 level-specifiers."),
@@ -107,6 +115,21 @@ fn valid_upstream_style_encodings() {
         ("map = (i, j, k) -> (i : dense, k floordiv 8 : dense, j : dense, k mod 8 : structured[5, 8])", "map = (d0, d1, d2) -> (d0 : dense, d2 floordiv 8 : dense, d1 : dense, d2 mod 8 : structured[5, 8])"),
         ("map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4]), crdWidth = 8", "map = (d0, d1) -> (d0 : dense, d1 floordiv 4 : dense, d1 mod 4 : structured[2, 4]), crdWidth = 8"),
         ("map = (d0, d1) -> (d0 : dense, d1 : structured[2, 4])", "map = (d0, d1) -> (d0 : dense, d1 : structured[2, 4])"),
+        // affine expressions: MLIR's simplification and printing
+        ("map = [s0](d0, d1) -> (d0 * (s0 * 4) : dense, d0 : dense, d1 : compressed)", "map = [s0](d0, d1) -> (d0 * (s0 * 4) : dense, d0 : dense, d1 : compressed)"),
+        ("map = [c](i, j) -> (c * 3 * i : dense, i : dense, j : compressed)", "map = [s0](d0, d1) -> (d0 * (s0 * 3) : dense, d0 : dense, d1 : compressed)"),
+        ("map = [c](i, j) -> (4 * c * i : dense, i : dense, j : compressed)", "map = [s0](d0, d1) -> (d0 * (s0 * 4) : dense, d0 : dense, d1 : compressed)"),
+        ("map = [c](i, j) -> (i * 2 * c : dense, i : dense, j : compressed)", "map = [s0](d0, d1) -> ((d0 * s0) * 2 : dense, d0 : dense, d1 : compressed)"),
+        ("map = [c](i, j) -> (i : dense, j : compressed, 3 + i : dense)", "map = [s0](d0, d1) -> (d0 : dense, d1 : compressed, d0 + 3 : dense)"),
+        ("map = [c](i, j) -> (i : dense, j : compressed, c + i : dense)", "map = [s0](d0, d1) -> (d0 : dense, d1 : compressed, d0 + s0 : dense)"),
+        ("map = [c](i, j) -> (i : dense, j : compressed, i + 0 : dense, i * 1 : dense, 0 * j : dense)", "map = [s0](d0, d1) -> (d0 : dense, d1 : compressed, d0 : dense, d0 : dense, 0 : dense)"),
+        ("map = [c](i, j) -> (i : dense, j : compressed, i - 2 + 7 : dense, (i + 1) + j : dense)", "map = [s0](d0, d1) -> (d0 : dense, d1 : compressed, d0 + 5 : dense, d0 + d1 + 1 : dense)"),
+        ("map = [c](i, j) -> (i : dense, j : compressed, i * 2 * 3 : dense, i * 4 - i : dense, i + i : dense)", "map = [s0](d0, d1) -> (d0 : dense, d1 : compressed, d0 * 6 : dense, d0 * 3 : dense, d0 * 2 : dense)"),
+        ("map = [c](i, j) -> (i : dense, j : compressed, i - j : dense, -i : dense, i - j * 3 : dense, -(i + j) : dense, i - (j + 1) : dense)", "map = [s0](d0, d1) -> (d0 : dense, d1 : compressed, d0 - d1 : dense, -d0 : dense, d0 - d1 * 3 : dense, -(d0 + d1) : dense, d0 - (d1 + 1) : dense)"),
+        ("map = [c](i, j) -> (i : dense, j : compressed, i - 3 : dense, j * -2 : dense, -5 : dense, 2 - i : dense)", "map = [s0](d0, d1) -> (d0 : dense, d1 : compressed, d0 - 3 : dense, d1 * -2 : dense, -5 : dense, -d0 + 2 : dense)"),
+        ("map = [c](i, j) -> (i : dense, j : compressed, i - (i floordiv 4) * 4 : dense, (i * 8) floordiv 4 : dense, (i * 8) mod 4 : dense, i floordiv 1 : dense)", "map = [s0](d0, d1) -> (d0 : dense, d1 : compressed, d0 mod 4 : dense, d0 * 2 : dense, 0 : dense, d0 : dense)"),
+        ("map = [c](i, j) -> (i : dense, j : compressed, (i + 1) floordiv 2 : dense, (i * 4 + j) mod 2 : dense, (i mod 6) mod 3 : dense, (i * 6) ceildiv 3 : dense, 7 floordiv 2 : dense, -7 mod 3 : dense)", "map = [s0](d0, d1) -> (d0 : dense, d1 : compressed, (d0 + 1) floordiv 2 : dense, d1 mod 2 : dense, d0 mod 3 : dense, d0 * 2 : dense, 3 : dense, 2 : dense)"),
+        ("map = [c](i, j) -> (i : dense, j : compressed, (i + j) * c : dense, i floordiv c : dense, (i - j) floordiv -2 : dense)", "map = [s0](d0, d1) -> (d0 : dense, d1 : compressed, (d0 + d1) * s0 : dense, d0 floordiv s0 : dense, (d0 - d1) floordiv -2 : dense)"),
         // mod before floordiv: inferred too (upstream only handles floordiv first)
         ("map = (i, j) -> (i mod 2 : dense, j floordiv 3 : compressed, i floordiv 2 : dense, j mod 3 : dense)", "map = (d0, d1) -> (d0 mod 2 : dense, d1 floordiv 3 : compressed, d0 floordiv 2 : dense, d1 mod 3 : dense)"),
     ];
