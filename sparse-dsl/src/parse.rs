@@ -337,8 +337,9 @@ fn token_end(text: &str, start: usize) -> usize {
     }
 }
 
-/// The first use of an undeclared identifier in a `map = ...` value that starts before byte
-/// `limit`, found as MLIR's map parser meets it: names in dimension expressions must be symbols
+/// The first diagnostic MLIR's map parser reports before byte `limit` while resolving names in a
+/// `map = ...` value (an undeclared identifier, or a missing `=` after a declared level
+/// variable), found as MLIR's map parser meets it: names in dimension expressions must be symbols
 /// or forward-declared level variables, in level expressions symbols or dimensions, and with
 /// forward declarations every level specifier starts with a declared level variable. Scanning a
 /// map stops at the first token MLIR's grammar would not accept there (the syntax error).
@@ -532,7 +533,9 @@ fn scan_map(toks: &[(&str, usize, usize)], mut i: usize) -> Option<(usize, usize
                 return Some((s, e, format!("use of undeclared identifier '{t}'")));
             }
             if tok(i + 1) != "=" {
-                return None;
+                // MLIR requires the binding once level variables are declared
+                let (_, s, e) = toks.get(i + 1).copied()?;
+                return Some((s, e, "expected '='".to_string()));
             }
             i += 2;
         }

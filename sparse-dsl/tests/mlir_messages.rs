@@ -42,6 +42,7 @@ fn first_error_is_mlirs() {
         ("map = (x, y) -> (z : q = dense, y : dense)", "use of undeclared identifier"),
         ("map = {a, b} (x = a, y = b) -> (a = dense, b = compressed)", "use of undeclared identifier"),
         ("map = [s] (x = s + t) -> (x : dense", "use of undeclared identifier"),
+        ("map = {a, b} (x = a, y = b) -> (a : x = dense, b : y = compressed)", "expected '='"),
         // ... but only before it: names after the syntax error are never resolved
         ("map = (x, y) -> (x = dense, q = dense)", "expected ':'"),
         ("map = (x) -> (x : dense) q", "expected"),
