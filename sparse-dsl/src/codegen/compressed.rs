@@ -18,6 +18,20 @@ pub(super) fn pos_crd_fields(cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
     out
 }
 
+/// Statements binding, for global parent position `parent` of a level below batch levels:
+/// `__q` (the parent), `__pp` (parents per batch) and `__pc` (positions of this level per batch),
+/// read from the struct's `counts` and `batches`.
+pub(super) fn batch_split(cx: &LevelCtx, parent: TokenStream) -> TokenStream {
+    let l = cx.l;
+    let parents = if l == 0 { quote!(1usize) } else { quote!(self.counts[#l - 1]) };
+    quote! {
+        let __q: usize = #parent;
+        let __nb = self.batches.max(1);
+        let __pp = #parents / __nb;
+        let __pc = self.counts[#l] / __nb;
+    }
+}
+
 /// A loop over the positions of segment `seg` (an expression `(lo, hi)`), binding `p{l}` and
 /// `c{l}` around `body`.
 pub(super) fn loop_over_segment(cx: &LevelCtx, seg: TokenStream, body: TokenStream) -> TokenStream {
@@ -110,13 +124,9 @@ impl LevelGen for Compressed {
         let f = cx.pos_field.as_ref().expect("positions");
         if cx.batched {
             // batch b's positions sit at b * (parents per batch + 1) and count from b's base
-            let l = cx.l;
-            let parents = if l == 0 { quote!(1usize) } else { quote!(self.counts[#l - 1]) };
+            let split = batch_split(cx, parent);
             return quote! {{
-                let __q: usize = #parent;
-                let __nb = self.batches.max(1);
-                let __pp = #parents / __nb;
-                let __pc = self.counts[#l] / __nb;
+                #split
                 let (__b, __r) = if __pp == 0 { (0, __q) } else { (__q / __pp, __q % __pp) };
                 let __at = __b * (__pp + 1) + __r;
                 (__b * __pc + #rt::Index::index(self.#f[__at]), __b * __pc + #rt::Index::index(self.#f[__at + 1]))

@@ -5,7 +5,7 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
-use super::compressed::{locate_in_segment, loop_over_segment, pos_crd_fields, push_and_count};
+use super::compressed::{batch_split, locate_in_segment, loop_over_segment, pos_crd_fields, push_and_count};
 use super::level::{LevelCtx, LevelGen};
 
 /// The loose_compressed level format.
@@ -43,13 +43,9 @@ impl LevelGen for LooseCompressed {
         let f = cx.pos_field.as_ref().expect("positions");
         if cx.batched {
             // pairs are global-indexed; their values count from batch b's base
-            let l = cx.l;
-            let parents = if l == 0 { quote!(1usize) } else { quote!(self.counts[#l - 1]) };
+            let split = batch_split(cx, parent);
             return quote! {{
-                let __q: usize = #parent;
-                let __nb = self.batches.max(1);
-                let __pp = #parents / __nb;
-                let __pc = self.counts[#l] / __nb;
+                #split
                 let __b = if __pp == 0 { 0 } else { __q / __pp };
                 (__b * __pc + #rt::Index::index(self.#f[2 * __q]), __b * __pc + #rt::Index::index(self.#f[2 * __q + 1]))
             }};
