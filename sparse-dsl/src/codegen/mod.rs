@@ -310,10 +310,26 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
     // Struct fields.
     let mut field_names = Vec::new();
     let mut field_types = Vec::new();
+    let mut field_docs = Vec::new();
     for (g, cx) in gens.iter().zip(&ctxs) {
         for (f, ty) in g.fields(cx) {
+            let doc = if cx.pos_field.as_ref() == Some(&f) {
+                let what = if cx.lt.format == LevelFormat::LooseCompressed { "(lo, hi) position pairs" } else { "positions" };
+                format!(" The {what} of level {} ({}; batch-local below batch levels).", cx.l, width_name(e.pos_width))
+            } else {
+                match cx.crd.as_ref() {
+                    Some(loc) if loc.stride > 1 => format!(
+                        " The coordinates of levels {}..={}, interleaved per stored entry ({}).",
+                        cx.l,
+                        cx.l + loc.stride - 1,
+                        width_name(e.crd_width)
+                    ),
+                    _ => format!(" The coordinates of level {} ({}).", cx.l, width_name(e.crd_width)),
+                }
+            };
             field_names.push(f);
             field_types.push(ty);
+            field_docs.push(doc);
         }
     }
     let init: Vec<(Ident, TokenStream)> = gens.iter().zip(&bctxs).flat_map(|(g, cx)| g.init(cx)).collect();
@@ -738,7 +754,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             /// Dimension sizes.
             pub dim_shape: [usize; #dim_rank],
             #(
-                #[doc = " A level array (see the struct's docs for its level and width)."]
+                #[doc = #field_docs]
                 pub #field_names: #field_types,
             )*
             /// One value per stored position of the last level.
@@ -1213,10 +1229,10 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
 }
 
 fn width_name(w: u32) -> String {
-    if w == 0 {
-        "usize".into()
-    } else {
-        format!("u{w}")
+    match w {
+        0 => "usize".into(),
+        1 | 2 | 4 => format!("{w}-bit, packed"),
+        w => format!("u{w}"),
     }
 }
 
