@@ -19,6 +19,8 @@
 //!   (crate `sparse-runtime`);
 //! - [`dsl`]: the language: parser, verifier, IR, printer, code generator (crate `sparse-dsl`).
 
+#![warn(missing_docs)]
+
 extern crate self as sparse;
 
 pub use sparse_dsl as dsl;

@@ -3,7 +3,7 @@
 //!
 //! - [`ir`]: the semantic IR ([`ir::Encoding`]) every layer shares;
 //! - [`parse`]: the pest grammar and the verifier, text -> `Encoding` with [`diag::Diagnostic`]s;
-//! - [`print`]: MLIR's canonical text form of an `Encoding`;
+//! - [`print`](mod@print): MLIR's canonical text form of an `Encoding`;
 //! - [`types`]: element types, typed values and tensor types around an encoding;
 //! - [`diag`]: diagnostics with byte spans and line:column;
 //! - [`codegen`]: the Rust items generated for one declaration;

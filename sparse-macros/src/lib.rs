@@ -3,6 +3,8 @@
 //! while remembering which span every piece of text came from, lets `sparse-dsl` parse, verify
 //! and generate, and turns every diagnostic into a `compile_error!` at the offending token.
 
+#![warn(missing_docs)]
+
 use proc_macro2::{Delimiter, Span, TokenStream, TokenTree};
 use quote::{quote, ToTokens};
 use syn::parse::{Parse, ParseStream};
