@@ -434,6 +434,12 @@ fn narrow_widths_overflow_with_level_and_value() {
 #[test]
 fn constructors_reject_bad_input() {
     use sparse::runtime::StorageError;
+    // a dense level over a huge shape: a clear error, no abort (generated and dynamic alike)
+    let huge = [usize::MAX / 2, 4];
+    assert!(matches!(Csr::<f64>::from_coo(huge, []).unwrap_err(), StorageError::ShapeOverflow { .. }));
+    assert!(matches!(DenseMat::<f64>::from_coo([1 << 40, 1 << 30], []).unwrap_err(), StorageError::ShapeOverflow { .. }));
+    let d = DynamicStorage::<f64>::from_coo(&Csr::<f64>::encoding(), &CooTensor::new(huge.to_vec()));
+    assert!(matches!(d.unwrap_err(), StorageError::ShapeOverflow { .. }));
     let err = Csr::<f64>::from_coo([2, 3], [([0, 1], 1.0), ([2, 0], 1.0)]).unwrap_err();
     assert_eq!(err, StorageError::CoordinateOutOfRange { entry: 1, dim: 0, coordinate: 2, size: 2 });
     assert_eq!(err.to_string(), "entry 1: coordinate 2 of dimension 0 is out of range (size 2)");

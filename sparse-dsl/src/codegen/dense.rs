@@ -16,7 +16,11 @@ impl Dense {
         let rt = &cx.rt;
         if cx.is_last() {
             quote! {
-                let __n = self.values.len() + #n;
+                let __t: usize = #n;
+                self.values
+                    .try_reserve(__t)
+                    .map_err(|_| #rt::StorageError::ShapeOverflow { shape: self.lvl_sizes.to_vec() })?;
+                let __n = self.values.len() + __t;
                 self.values.resize(__n, <V as #rt::num_traits::Zero>::zero());
             }
         } else {

@@ -155,7 +155,11 @@ impl LevelCtx {
             let __x = <#ty as #rt::Index>::from_usize(__v).ok_or(#rt::StorageError::WidthOverflow {
                 level: #l, kind: #rt::BufferKind::Position, value: __v, width: <#ty as #rt::Index>::WIDTH,
             })?;
-            let __n = self.#f.len() + #times;
+            let __t: usize = #times;
+            self.#f
+                .try_reserve(__t)
+                .map_err(|_| #rt::StorageError::ShapeOverflow { shape: self.lvl_sizes.to_vec() })?;
+            let __n = self.#f.len() + __t;
             self.#f.resize(__n, __x);
         }}
     }

@@ -21,8 +21,7 @@ impl LevelKind for Compressed {
     fn finalize_segment<V: Value>(b: &mut Builder<'_, V>, l: usize, _full: usize, count: usize) -> Result<(), StorageError> {
         let c = b.count[l];
         let pos = b.positions[l].as_mut().expect("compressed has positions");
-        pos.resize(pos.len() + count, c);
-        Ok(())
+        super::grow(pos, count, c, b.lvl_sizes)
     }
 
     fn segment(a: &Arrays<'_>, l: usize, parent: usize) -> (usize, usize) {

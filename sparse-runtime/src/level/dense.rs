@@ -14,8 +14,7 @@ pub(crate) struct Dense;
 /// Adds `n` empty children below level `l` (explicit zeros when `l` is the last level).
 pub(crate) fn fill<V: Value>(b: &mut Builder<'_, V>, l: usize, n: usize) -> Result<(), StorageError> {
     if l + 1 == b.lvl_rank() {
-        b.push_zeros(n);
-        Ok(())
+        b.push_zeros(n)
     } else {
         b.finalize_segment(l + 1, 0, n)
     }

@@ -137,8 +137,11 @@ impl<'e, V: Value> Builder<'e, V> {
     }
 
     /// Appends `times` explicit zeros to the values.
-    pub fn push_zeros(&mut self, times: usize) {
-        self.values.resize(self.values.len() + times, V::zero());
+    ///
+    /// Errors: [`StorageError::ShapeOverflow`] if the memory cannot be had (a dense level over a
+    /// huge shape), instead of aborting.
+    pub fn push_zeros(&mut self, times: usize) -> Result<(), StorageError> {
+        grow(&mut self.values, times, V::zero(), self.lvl_sizes)
     }
 
     /// Format-dispatched `finalizeSegment`.
@@ -349,4 +352,12 @@ impl<S: SparseStorage + ?Sized> Check<'_, S> {
 /// A [`StorageError::Invariant`].
 pub(crate) fn inv(level: usize, invariant: &'static str, position: usize, detail: String) -> StorageError {
     StorageError::Invariant { level, invariant, position, detail }
+}
+
+/// Appends `times` copies of `v` to `buf`, reserving first: an allocation that cannot be had is
+/// [`StorageError::ShapeOverflow`] (naming the level sizes) rather than a panic or an abort.
+pub(crate) fn grow<T: Clone>(buf: &mut Vec<T>, times: usize, v: T, lvl_sizes: &[usize]) -> Result<(), StorageError> {
+    buf.try_reserve(times).map_err(|_| StorageError::ShapeOverflow { shape: lvl_sizes.to_vec() })?;
+    buf.resize(buf.len() + times, v);
+    Ok(())
 }

@@ -47,7 +47,7 @@ fn flush<V: Value>(b: &mut Builder<'_, V>, l: usize) -> Result<(), StorageError>
             }
             _ => {
                 b.push_crd(l, c)?;
-                b.push_zeros(1);
+                b.push_zeros(1)?;
                 pads -= 1;
                 c += 1;
             }
