@@ -1,5 +1,6 @@
 //! The main job: declare formats with `sparse_format!`, build each from a real SuiteSparse
-//! matrix, print nnz, bytes and SpMV time per format, and check that all give the same y.
+//! matrix, print nnz, bytes, serial and parallel SpMV time per format, and check that all give
+//! the same y.
 //!
 //! ```text
 //! cargo run --release --example tour [-- path/to/matrix.mtx]
@@ -48,6 +49,7 @@ struct Row {
     bytes: usize,
     build: Duration,
     spmv: Duration,
+    spmv_par: Duration,
     y: Vec<f64>,
 }
 
@@ -59,7 +61,10 @@ macro_rules! run {
                 let build = start.elapsed();
                 let mut y = vec![0.0; a.shape()[0]];
                 let spmv = time($runs, || a.spmv($x, &mut y).expect("operand lengths match"));
-                $rows.push(Row { name: stringify!($ty), nse: a.nse(), bytes: a.memory_bytes(), build, spmv, y });
+                let mut yp = vec![0.0; a.shape()[0]];
+                let spmv_par = time($runs, || a.spmv_par($x, &mut yp).expect("operand lengths match"));
+                assert_eq!(y, yp, "{}: spmv_par differs from spmv", stringify!($ty));
+                $rows.push(Row { name: stringify!($ty), nse: a.nse(), bytes: a.memory_bytes(), build, spmv, spmv_par, y });
             }
             Err(e) => println!("{:<10} skipped: {e}", stringify!($ty)),
         }
@@ -102,16 +107,20 @@ fn main() {
     run!(rows, LooseCsr, coo, &x, runs);
     run!(rows, Bsr, coo, &x, runs);
 
-    println!("{:<10} {:>10} {:>12} {:>10} {:>12} {:>10}", "format", "nse", "bytes", "bytes/nnz", "build ms", "spmv us");
+    println!(
+        "{:<10} {:>10} {:>12} {:>10} {:>10} {:>10} {:>12}",
+        "format", "nse", "bytes", "bytes/nnz", "build ms", "spmv us", "spmv_par us"
+    );
     for r in &rows {
         println!(
-            "{:<10} {:>10} {:>12} {:>10.2} {:>12.2} {:>10.1}",
+            "{:<10} {:>10} {:>12} {:>10.2} {:>10.2} {:>10.1} {:>12.1}",
             r.name,
             r.nse,
             r.bytes,
             r.bytes as f64 / coo.len().max(1) as f64,
             r.build.as_secs_f64() * 1e3,
-            r.spmv.as_secs_f64() * 1e6
+            r.spmv.as_secs_f64() * 1e6,
+            r.spmv_par.as_secs_f64() * 1e6
         );
     }
     let Some(reference) = rows.first() else {

@@ -132,6 +132,9 @@ proptest! {
                 let mut y = vec![f64::NAN; shape[0]];
                 g.spmv(&x, &mut y).unwrap();
                 prop_assert_eq!(&y, &want, "{} spmv", stringify!($ty));
+                let mut yp = vec![f64::NAN; shape[0]];
+                g.spmv_par(&x, &mut yp).unwrap();
+                prop_assert_eq!(&yp, &y, "{} spmv_par", stringify!($ty));
             }};
         }
         with_spmv!(Csr);
@@ -161,6 +164,9 @@ proptest! {
         let mut y = vec![f64::NAN; shape[0]];
         g.spmv(&x, &mut y).unwrap();
         prop_assert_eq!(&y, &want);
+        let mut yp = vec![f64::NAN; shape[0]];
+        g.spmv_par(&x, &mut yp).unwrap();
+        prop_assert_eq!(&yp, &y);
         let g = check_format!(Bsc23, shape, &entries);
         let mut y = vec![f64::NAN; shape[0]];
         g.spmv(&x, &mut y).unwrap();
@@ -448,6 +454,8 @@ fn constructors_reject_bad_input() {
     let a = Csr::<f64>::from_coo([2, 3], [([0, 1], 1.0)]).unwrap();
     let err = a.spmv(&[1.0; 2], &mut [0.0; 2]).unwrap_err();
     assert_eq!(err, StorageError::LengthMismatch { operand: "x", expected: 3, got: 2 });
+    let err = a.spmv_par(&[1.0; 3], &mut [0.0; 3]).unwrap_err();
+    assert_eq!(err, StorageError::LengthMismatch { operand: "y", expected: 2, got: 3 });
     let mut coo = CooTensor::new(vec![2, 2, 2]);
     coo.push(&[0, 0, 0], 1.0);
     assert_eq!(Csr::<f64>::from_coo_tensor(&coo).unwrap_err(), StorageError::RankMismatch { expected: 2, got: 3 });

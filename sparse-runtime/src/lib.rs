@@ -33,4 +33,5 @@ pub use slice::SliceView;
 pub use storage::SparseStorage;
 pub use value::Value;
 pub use num_traits;
+pub use rayon;
 pub use sparse_dsl;

@@ -261,3 +261,44 @@ pub fn level_counts<S: SparseStorage + ?Sized>(s: &S) -> Vec<usize> {
     }
     counts
 }
+
+/// Splits `units` rows (or block rows) into at most `parts` contiguous ranges holding about the
+/// same number of stored entries, for parallel kernels (nnz-balanced, as faer and MKL split
+/// CSR SpMV). `before(r)` is the number of entries in rows `0..r` (non-decreasing, e.g. a
+/// compressed level's `pos[r]`). Returns the range boundaries: `0 = b[0] <= b[1] <= ... = units`.
+pub fn balanced_splits(units: usize, parts: usize, before: impl Fn(usize) -> usize) -> Vec<usize> {
+    let parts = parts.clamp(1, units.max(1));
+    let total = before(units) as u128;
+    let mut out = Vec::with_capacity(parts + 1);
+    out.push(0);
+    for k in 1..parts {
+        let target = (total * k as u128 / parts as u128) as usize;
+        let (mut lo, mut hi) = (*out.last().expect("starts with 0"), units);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if before(mid) < target {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        out.push(lo);
+    }
+    out.push(units);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::balanced_splits;
+
+    #[test]
+    fn splits_balance_entries() {
+        // rows with 0, 10, 0, 10, 10, 0 entries: pos = 0 0 10 10 20 30 30
+        let pos = [0usize, 0, 10, 10, 20, 30, 30];
+        assert_eq!(balanced_splits(6, 3, |r| pos[r]), vec![0, 2, 4, 6]);
+        assert_eq!(balanced_splits(6, 1, |r| pos[r]), vec![0, 6]);
+        assert_eq!(balanced_splits(0, 4, |_| 0), vec![0, 0]);
+        assert_eq!(balanced_splits(2, 8, |r| r), vec![0, 1, 2]);
+    }
+}

@@ -621,14 +621,23 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
         } else {
             None
         };
+        // Row formats (CSR, loose CSR, BSR) get `(rows per unit, segment of unit __r, segment
+        // starts are non-decreasing)` here: their kernel runs on any range of rows, in parallel too.
+        let mut row_kernel: Option<(usize, TokenStream, bool)> = None;
         let kernel = if let Some((bb, cc)) = bsr {
             let seg = gens[1].segment(&ctxs[1], quote!(__ib));
             let crd_field = &ctxs[1].crd.as_ref().expect("compressed level has coordinates").field;
             let bc = bb * cc;
+            row_kernel = Some((
+                bb,
+                gens[1].segment(&ctxs[1], quote!(__r)),
+                e.lvl_types[1].format == LevelFormat::Compressed,
+            ));
             quote! {
                 let __vals = &self.values[..];
                 let __crd = &self.#crd_field[..];
-                for (__ib, __yb) in y.chunks_exact_mut(#bb).enumerate() {
+                for (__k, __yb) in y.chunks_exact_mut(#bb).enumerate() {
+                    let __ib = __row0 + __k;
                     let (__lo, __hi) = #seg;
                     let mut __acc = [<V as #rt::num_traits::Zero>::zero(); #bb];
                     for __p in __lo..__hi {
@@ -661,10 +670,16 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
         } else if csr_like {
             let seg = gens[1].segment(&ctxs[1], quote!(i));
             let crd_field = &ctxs[1].crd.as_ref().expect("compressed level has coordinates").field;
+            row_kernel = Some((
+                1usize,
+                gens[1].segment(&ctxs[1], quote!(__r)),
+                e.lvl_types[1].format == LevelFormat::Compressed,
+            ));
             quote! {
                 let __vals = &self.values[..];
                 let __crd = &self.#crd_field[..];
-                for (i, __yi) in y.iter_mut().enumerate() {
+                for (__k, __yi) in y.iter_mut().enumerate() {
+                    let i = __row0 + __k;
                     let (__lo, __hi) = #seg;
                     let mut __acc = <V as #rt::num_traits::Zero>::zero();
                     for (__v, __c) in __vals[__lo..__hi].iter().zip(&__crd[__lo..__hi]) {
@@ -694,19 +709,70 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
                 #scatter
             }
         };
+        let checks = quote! {
+            if x.len() != self.dim_shape[1] {
+                return ::core::result::Result::Err(#rt::StorageError::LengthMismatch { operand: "x", expected: self.dim_shape[1], got: x.len() });
+            }
+            if y.len() != self.dim_shape[0] {
+                return ::core::result::Result::Err(#rt::StorageError::LengthMismatch { operand: "y", expected: self.dim_shape[0], got: y.len() });
+            }
+        };
+        let (serial_body, rows_fn, par_body) = match &row_kernel {
+            Some((unit, seg, monotonic)) => {
+                let _ = seg;
+                let before = match (&ctxs[1].pos_field, *monotonic) {
+                    // entries before row r: the compressed level's pos[r] (defined for r <= rows)
+                    (Some(pf), true) => quote!(|__r| #rt::Index::index(self.#pf[__r])),
+                    _ => quote!(|__r| __r),
+                };
+                (
+                    quote!(self.spmv_rows(x, y, 0);),
+                    quote! {
+                        /// The row kernel: `y` holds rows (block rows for BSR) `__row0..`, overwritten.
+                        #[allow(unused_variables, clippy::needless_range_loop)]
+                        fn spmv_rows(&self, x: &[V], y: &mut [V], __row0: usize) {
+                            #kernel
+                        }
+                    },
+                    quote! {
+                        let __units = y.len() / #unit;
+                        let __splits = #rt::storage::balanced_splits(__units, #rt::rayon::current_num_threads() * 4, #before);
+                        #rt::rayon::scope(|__s| {
+                            let mut __rest: &mut [V] = y;
+                            for __w in __splits.windows(2) {
+                                let (__chunk, __tail) = ::core::mem::take(&mut __rest).split_at_mut((__w[1] - __w[0]) * #unit);
+                                __rest = __tail;
+                                let __row0 = __w[0];
+                                if !__chunk.is_empty() {
+                                    __s.spawn(move |_| self.spmv_rows(x, __chunk, __row0));
+                                }
+                            }
+                        });
+                    },
+                )
+            }
+            None => (kernel.clone(), quote!(), quote!(self.spmv(x, y)?;)),
+        };
         quote! {
+            #rows_fn
+
+            /// `y = A · x` in parallel (rayon): rows are split into ranges of about equal stored
+            /// entries, one task each. Formats that scatter into `y` (COO, column-major ones) run
+            /// the serial [`Self::spmv`]. Same operands and errors as `spmv`; the result is
+            /// identical (each row is summed in the same order).
+            pub fn spmv_par(&self, x: &[V], y: &mut [V]) -> ::core::result::Result<(), #rt::StorageError> {
+                #checks
+                #par_body
+                ::core::result::Result::Ok(())
+            }
+
             /// `y = A · x`: `x` has `shape()[1]` elements, `y` has `shape()[0]` and is overwritten.
             ///
             /// Errors: `StorageError::LengthMismatch` naming `"x"` or `"y"` when a length is wrong.
             #[allow(unused_variables, clippy::needless_range_loop)]
             pub fn spmv(&self, x: &[V], y: &mut [V]) -> ::core::result::Result<(), #rt::StorageError> {
-                if x.len() != self.dim_shape[1] {
-                    return ::core::result::Result::Err(#rt::StorageError::LengthMismatch { operand: "x", expected: self.dim_shape[1], got: x.len() });
-                }
-                if y.len() != self.dim_shape[0] {
-                    return ::core::result::Result::Err(#rt::StorageError::LengthMismatch { operand: "y", expected: self.dim_shape[0], got: y.len() });
-                }
-                #kernel
+                #checks
+                #serial_body
                 ::core::result::Result::Ok(())
             }
         }
