@@ -1896,6 +1896,21 @@ impl<'t> Cx<'t> {
             .collect();
         let mut out = [None; 3];
         let mut ok = vals.len() == 3;
+        // a negative literal is a parse error in MLIR: it stops before any verifier message
+        let negative = vals.iter().find_map(|v| {
+            let q = v.clone().into_inner().next()?;
+            (q.as_rule() != Rule::question)
+                .then(|| self.signed_int(&q))
+                .filter(|(val, _, _)| matches!(val, Some(x) if *x < 0))
+                .map(|(_, _, span)| span)
+        });
+        if let Some(span) = negative {
+            self.error(
+                span,
+                "expect positive value or ? for slice offset/size/stride",
+            );
+            return None;
+        }
         for (k, v) in vals.iter().enumerate().take(3) {
             let Some(q) = v.clone().into_inner().next() else {
                 continue;
@@ -1904,9 +1919,10 @@ impl<'t> Cx<'t> {
                 continue;
             }
             let (val, _, span) = self.signed_int(&q);
-            let (min, what) = match k {
-                0 => (0, "expect non-negative value or ? for slice offset"),
-                1 => (1, "expect positive value or ? for slice size"),
+            // zero sizes and strides pass MLIR's parser and fail the slice verifier
+            let (min, what) = match (k, val) {
+                (0, _) => (0, "expect non-negative value or ? for slice offset"),
+                (1, _) => (1, "expect positive value or ? for slice size"),
                 _ => (1, "expect positive value or ? for slice stride"),
             };
             match val {

@@ -203,7 +203,7 @@ fn whitespace_comments_and_macro_spacing() {
     }
     assert_eq!(
         errors("#sparse_tensor.encoding < { map = ( i : #sparse_tensor < slice ( 0 , 4 , - 1 ) > ) -> ( i : dense ) } >"),
-        vec!["1:74: expect positive value or ? for slice stride"]
+        vec!["1:74: expect positive value or ? for slice offset/size/stride"]
     );
 }
 
@@ -341,7 +341,7 @@ fn verifier_messages() {
         ("{a, b} (i = a + b, j = b) -> (a = i : dense, b = j : dense)", "expected lvlToDim to be an inverse of dimToLvl"),
         ("(i, j) -> (i + j : dense, j : compressed)", "failed to infer lvlToDim from dimToLvl"),
         ("(i, j) -> (i floordiv 2 : dense, j : dense, i mod 3 : dense)", "failed to infer lvlToDim from dimToLvl"),
-        ("(i : #sparse_tensor<slice(-1, 4, 1)>) -> (i : dense)", "expect non-negative value or ? for slice offset"),
+        ("(i : #sparse_tensor<slice(-1, 4, 1)>) -> (i : dense)", "expect positive value or ? for slice offset/size/stride"),
         ("(i : #sparse_tensor<slice(0, 0, 1)>) -> (i : dense)", "expect positive value or ? for slice size"),
         ("(i : #sparse_tensor<slice(0, 4, 0)>) -> (i : dense)", "expect positive value or ? for slice stride"),
         ("(i, j) -> (i * j : dense, i : dense, j : dense)", "non-affine expression"),
