@@ -52,14 +52,19 @@ pub trait SparseStorage {
 /// ```
 /// One `pos[l]` line per level that stores positions and one `crd[l]` line per level that owns a
 /// coordinate buffer, in level order, `pos` before `crd`; values last, in `Display` form.
+///
+/// With leading `batch` levels (sizes `b0, b1, ..`) every buffer is printed as MLIR prints its
+/// batched memrefs (shape `b0 x b1 x .. x n`): one nested group per batch level and, innermost,
+/// every element followed by a comma, e.g. `pos[2] : ( ( 0, 2, 3,  )( 0, 1, 3,  ) )`; `nse` is
+/// the number of entries of one batch (the size of the innermost values dimension).
 pub fn fmt_sparse_tensor<S>(s: &S, f: &mut fmt::Formatter<'_>) -> fmt::Result
 where
     S: SparseStorage + ?Sized,
     S::Value: fmt::Display,
 {
-    fn list<T: fmt::Display>(f: &mut fmt::Formatter<'_>, items: impl Iterator<Item = T>) -> fmt::Result {
+    fn list<T: fmt::Display>(f: &mut fmt::Formatter<'_>, items: &[T]) -> fmt::Result {
         f.write_str("( ")?;
-        for (i, x) in items.enumerate() {
+        for (i, x) in items.iter().enumerate() {
             if i > 0 {
                 f.write_str(", ")?;
             }
@@ -67,27 +72,59 @@ where
         }
         f.write_str(" )")
     }
+    // MLIR's printContents on a memref of rank > 1: nested groups, no separator between groups,
+    // and (as its loop emits it) a comma after every innermost element.
+    fn nested<T: fmt::Display>(f: &mut fmt::Formatter<'_>, items: &[T], batch_shape: &[usize]) -> fmt::Result {
+        f.write_str("( ")?;
+        match batch_shape.split_first() {
+            None => {
+                for x in items {
+                    write!(f, "{x}, ")?;
+                }
+            }
+            Some((&b, rest)) => {
+                let chunk = if b == 0 { 0 } else { items.len() / b };
+                for k in 0..b {
+                    nested(f, &items[k * chunk..(k + 1) * chunk], rest)?;
+                }
+            }
+        }
+        f.write_str(" )")
+    }
+    fn buffer<T: fmt::Display>(f: &mut fmt::Formatter<'_>, items: &[T], batch_shape: &[usize]) -> fmt::Result {
+        if batch_shape.is_empty() {
+            list(f, items)
+        } else {
+            nested(f, items, batch_shape)
+        }
+    }
+    let types = s.lvl_types();
+    let sizes = s.lvl_sizes();
+    let batch_levels = types.iter().take_while(|t| t.format == LevelFormat::Batch).count().min(sizes.len());
+    let batch_shape = &sizes[..batch_levels];
+    let batches: usize = batch_shape.iter().product();
+    let nse = if batches == 0 { 0 } else { s.value_slice().len() / batches };
     writeln!(f, "---- Sparse Tensor ----")?;
-    writeln!(f, "nse = {}", s.value_slice().len())?;
+    writeln!(f, "nse = {nse}")?;
     f.write_str("dim = ")?;
-    list(f, s.dim_shape().iter())?;
+    list(f, s.dim_shape())?;
     f.write_str("\nlvl = ")?;
-    list(f, s.lvl_sizes().iter())?;
+    list(f, sizes)?;
     f.write_str("\n")?;
-    for l in 0..s.lvl_types().len() {
+    for l in 0..types.len() {
         if let Some(p) = s.position_buffer(l) {
             write!(f, "pos[{l}] : ")?;
-            list(f, p.to_vec().into_iter())?;
+            buffer(f, &p.to_vec(), batch_shape)?;
             f.write_str("\n")?;
         }
         if let Some(c) = s.coordinate_view(l) {
             write!(f, "crd[{l}] : ")?;
-            list(f, c.to_vec().into_iter())?;
+            buffer(f, &c.to_vec(), batch_shape)?;
             f.write_str("\n")?;
         }
     }
     f.write_str("values : ")?;
-    list(f, s.value_slice().iter())?;
+    buffer(f, s.value_slice(), batch_shape)?;
     f.write_str("\n----\n")
 }
 
