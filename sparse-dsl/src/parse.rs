@@ -1825,6 +1825,19 @@ impl<'t> Cx<'t> {
                 }
             }
         }
+        // MLIR stops at its first failed rule; a map with more dimensions than levels also breaks
+        // the next one, reported too (after the first, as `unexpected dimToLvl mapping`)
+        if (!ok || !explicit_ok) && num_dims > lvl_types.len() {
+            self.verify_error(
+                lvl_list_span,
+                rank::DIM_GT_LVL,
+                format!(
+                    "unexpected dimToLvl mapping from {} to {}",
+                    num_dims,
+                    lvl_types.len()
+                ),
+            );
+        }
         if !explicit_ok {
             return None;
         }

@@ -155,3 +155,26 @@ fn valid_upstream_style_encodings() {
         "tensor<10x60xf64, #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 floordiv 2 : dense, d1 floordiv 3 : compressed, d0 mod 2 : dense, d1 mod 3 : dense) }>>"
     );
 }
+
+#[test]
+fn later_diagnostics_name_the_rules_mlir_checks_next() {
+    // more dimensions than levels: MLIR's first failing rule is the inverse inference (older MLIR
+    // reported the rank rule instead); both are reported, inference first
+    let text = "#sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense) }>";
+    let d = parse_encoding(text).unwrap_err();
+    assert_eq!(d[0].message, "failed to infer lvlToDim from dimToLvl");
+    assert_eq!(
+        d.last().unwrap().message,
+        "unexpected dimToLvl mapping from 2 to 1"
+    );
+    // an explicit inverse that is wrong, with more dimensions than levels
+    let text = "#sparse_tensor.encoding<{ map = {l0} (d0 = l0, d1 = l0) -> (l0 = d0 : dense) }>";
+    let d = parse_encoding(text).unwrap_err();
+    assert_eq!(
+        d[0].message,
+        "expected lvlToDim to be an inverse of dimToLvl"
+    );
+    assert!(d
+        .iter()
+        .any(|d| d.message == "unexpected dimToLvl mapping from 2 to 1"));
+}
