@@ -57,7 +57,13 @@ fn main() {
     };
     let coo = &mm.tensor;
     let nnz = coo.len().max(1);
-    println!("{}: {} x {}, nnz = {}, f64 values\n", path.display(), coo.shape[0], coo.shape[1], coo.len());
+    println!(
+        "{}: {} x {}, nnz = {}, f64 values\n",
+        path.display(),
+        coo.shape[0],
+        coo.shape[1],
+        coo.len()
+    );
     println!("| format | arrays (widths) | nse | bytes | bytes / nnz |");
     println!("|---|---|---|---|---|");
     row!(Csr32, "CSR, pos u32, crd u32", coo, nnz);

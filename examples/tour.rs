@@ -62,9 +62,19 @@ macro_rules! run {
                 let mut y = vec![0.0; a.shape()[0]];
                 let spmv = time($runs, || a.spmv($x, &mut y).expect("operand lengths match"));
                 let mut yp = vec![0.0; a.shape()[0]];
-                let spmv_par = time($runs, || a.spmv_par($x, &mut yp).expect("operand lengths match"));
+                let spmv_par = time($runs, || {
+                    a.spmv_par($x, &mut yp).expect("operand lengths match")
+                });
                 assert_eq!(y, yp, "{}: spmv_par differs from spmv", stringify!($ty));
-                $rows.push(Row { name: stringify!($ty), nse: a.nse(), bytes: a.memory_bytes(), build, spmv, spmv_par, y });
+                $rows.push(Row {
+                    name: stringify!($ty),
+                    nse: a.nse(),
+                    bytes: a.memory_bytes(),
+                    build,
+                    spmv,
+                    spmv_par,
+                    y,
+                });
             }
             Err(e) => println!("{:<10} skipped: {e}", stringify!($ty)),
         }
@@ -134,7 +144,10 @@ fn main() {
         }
     }
     if worst <= 1e-12 {
-        println!("all {} formats give the same y (max relative difference {worst:.1e})", rows.len());
+        println!(
+            "all {} formats give the same y (max relative difference {worst:.1e})",
+            rows.len()
+        );
     } else {
         eprintln!("error: formats disagree on y (max relative difference {worst:.1e})");
         std::process::exit(1);

@@ -8,8 +8,15 @@ use std::process::Command;
 use common::{data, shared};
 
 fn sparse(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sparse")).args(args).output().expect("run sparse");
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    let out = Command::new(env!("CARGO_BIN_EXE_sparse"))
+        .args(args)
+        .output()
+        .expect("run sparse");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 const CSR: &str = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>";
@@ -19,7 +26,12 @@ const CSR: &str = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : com
 fn independent_spmv(path: &std::path::Path) -> Vec<f64> {
     let text = std::fs::read_to_string(path).unwrap();
     let mut lines = text.lines().filter(|l| !l.starts_with('%'));
-    let size: Vec<usize> = lines.next().unwrap().split_whitespace().map(|w| w.parse().unwrap()).collect();
+    let size: Vec<usize> = lines
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .map(|w| w.parse().unwrap())
+        .collect();
     let x: Vec<f64> = (0..size[1]).map(|j| 1.0 + (j % 7) as f64).collect();
     let mut y = vec![0.0; size[0]];
     for l in lines {
@@ -27,7 +39,11 @@ fn independent_spmv(path: &std::path::Path) -> Vec<f64> {
         if w.len() < 3 {
             continue;
         }
-        let (i, j, v) = (w[0].parse::<usize>().unwrap() - 1, w[1].parse::<usize>().unwrap() - 1, w[2].parse::<f64>().unwrap());
+        let (i, j, v) = (
+            w[0].parse::<usize>().unwrap() - 1,
+            w[1].parse::<usize>().unwrap() - 1,
+            w[2].parse::<f64>().unwrap(),
+        );
         y[i] += v * x[j];
         if i != j {
             y[j] += v * x[i];
@@ -56,22 +72,56 @@ fn spmv_with_x_file_and_errors() {
     let dir = std::env::temp_dir().join(format!("sparse-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let m = dir.join("m.mtx");
-    std::fs::write(&m, "%%MatrixMarket matrix coordinate real general\n2 3 3\n1 1 2.5\n1 3 1\n2 2 -1\n").unwrap();
+    std::fs::write(
+        &m,
+        "%%MatrixMarket matrix coordinate real general\n2 3 3\n1 1 2.5\n1 3 1\n2 2 -1\n",
+    )
+    .unwrap();
     let x = dir.join("x.txt");
     std::fs::write(&x, "1\n2\n0.1\n").unwrap();
-    let (rc, out, _) = sparse(&["spmv", "--encoding", CSR, m.to_str().unwrap(), "--x", x.to_str().unwrap()]);
+    let (rc, out, _) = sparse(&[
+        "spmv",
+        "--encoding",
+        CSR,
+        m.to_str().unwrap(),
+        "--x",
+        x.to_str().unwrap(),
+    ]);
     assert_eq!(rc, 0);
     assert_eq!(out, "2.6\n-2\n");
     std::fs::write(&x, "1\n2\n").unwrap();
-    let (rc, _, err) = sparse(&["spmv", "--encoding", CSR, m.to_str().unwrap(), "--x", x.to_str().unwrap()]);
+    let (rc, _, err) = sparse(&[
+        "spmv",
+        "--encoding",
+        CSR,
+        m.to_str().unwrap(),
+        "--x",
+        x.to_str().unwrap(),
+    ]);
     assert_eq!(rc, 1);
     assert_eq!(err.trim(), "error: x: expected 3 elements, got 2");
-    std::fs::write(&m, "%%MatrixMarket matrix coordinate real general\n2 3 1\n1 4 2.5\n").unwrap();
+    std::fs::write(
+        &m,
+        "%%MatrixMarket matrix coordinate real general\n2 3 1\n1 4 2.5\n",
+    )
+    .unwrap();
     let (rc, _, err) = sparse(&["inspect", "--encoding", CSR, m.to_str().unwrap()]);
     assert_eq!(rc, 1);
-    assert!(err.contains("line 3") && err.contains("column index 4"), "{err}");
-    std::fs::write(&m, "%%MatrixMarket matrix coordinate real general\n2 3 1\n1 3 2.5\n").unwrap();
-    let (rc, _, err) = sparse(&["inspect", "--encoding", "#sparse_tensor.encoding<{ map = (i) -> (i : dense) }>", m.to_str().unwrap()]);
+    assert!(
+        err.contains("line 3") && err.contains("column index 4"),
+        "{err}"
+    );
+    std::fs::write(
+        &m,
+        "%%MatrixMarket matrix coordinate real general\n2 3 1\n1 3 2.5\n",
+    )
+    .unwrap();
+    let (rc, _, err) = sparse(&[
+        "inspect",
+        "--encoding",
+        "#sparse_tensor.encoding<{ map = (i) -> (i : dense) }>",
+        m.to_str().unwrap(),
+    ]);
     assert_eq!(rc, 1);
     assert!(err.contains("rank mismatch"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
@@ -92,7 +142,12 @@ fn check_prints_canonical_form_or_errors() {
 #[test]
 fn inspect_prints_storage() {
     let m = shared().join("conformance/storage/bsr_2x2_seed/matrix.mtx");
-    let enc = format!("@{}", shared().join("conformance/storage/bsr_2x2_seed/encoding.mlir").display());
+    let enc = format!(
+        "@{}",
+        shared()
+            .join("conformance/storage/bsr_2x2_seed/encoding.mlir")
+            .display()
+    );
     let (rc, out, err) = sparse(&["inspect", "--encoding", &enc, m.to_str().unwrap()]);
     assert_eq!(rc, 0, "{err}");
     assert_eq!(
@@ -124,7 +179,14 @@ fn inspect_reads_frostt_tensors() {
         out,
         "---- Sparse Tensor ----\nnse = 3\ndim = ( 2, 2, 3 )\nlvl = ( 2, 2, 3 )\npos[0] : ( 0, 2 )\ncrd[0] : ( 0, 1 )\npos[1] : ( 0, 2, 3 )\ncrd[1] : ( 0, 1, 1 )\npos[2] : ( 0, 1, 2, 3 )\ncrd[2] : ( 0, 0, 2 )\nvalues : ( 1.5, 4, -2 )\n----\n"
     );
-    let (rc, out, _) = sparse(&["inspect", "--encoding", csf, "--shape", "3,3,3", t.to_str().unwrap()]);
+    let (rc, out, _) = sparse(&[
+        "inspect",
+        "--encoding",
+        csf,
+        "--shape",
+        "3,3,3",
+        t.to_str().unwrap(),
+    ]);
     assert_eq!(rc, 0);
     assert!(out.contains("dim = ( 3, 3, 3 )"), "{out}");
     std::fs::write(&t, "1 1 1 1.5\n2 x 3 -2\n").unwrap();

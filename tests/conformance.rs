@@ -50,7 +50,10 @@ fn storage_cases_generated() {
             assert_print_matches(&got, &expected, &name);
             ran += 1;
         } else {
-            assert!(LATER.contains(&name.as_str()), "storage case {name} has no generated format in this test");
+            assert!(
+                LATER.contains(&name.as_str()),
+                "storage case {name} has no generated format in this test"
+            );
         }
     }
     assert!(ran >= 8, "only {ran} cases ran");
@@ -63,7 +66,9 @@ fn storage_cases_dynamic() {
         if LATER.contains(&name.as_str()) {
             continue;
         }
-        let enc = parse_encoding(&enc).unwrap_or_else(|d| panic!("{name}: {d:?}")).encoding;
+        let enc = parse_encoding(&enc)
+            .unwrap_or_else(|d| panic!("{name}: {d:?}"))
+            .encoding;
         let coo = read_matrix_market(&mtx).unwrap().tensor;
         let s = DynamicStorage::from_coo(&enc, &coo).unwrap_or_else(|e| panic!("{name}: {e}"));
         s.validate().unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -87,8 +92,20 @@ fn encodings_valid_and_invalid() {
     for f in std::fs::read_dir(dir.join("invalid")).unwrap() {
         let f = f.unwrap().path();
         let text = std::fs::read_to_string(&f).unwrap();
-        let want = text.lines().next().unwrap().split_once("expected-error:").unwrap().1.trim().to_string();
+        let want = text
+            .lines()
+            .next()
+            .unwrap()
+            .split_once("expected-error:")
+            .unwrap()
+            .1
+            .trim()
+            .to_string();
         let diags = parse_encoding(&text).expect_err(&f.display().to_string());
-        assert!(diags.iter().any(|d| d.message.contains(&want)), "{}: want '{want}', got {diags:?}", f.display());
+        assert!(
+            diags.iter().any(|d| d.message.contains(&want)),
+            "{}: want '{want}', got {diags:?}",
+            f.display()
+        );
     }
 }

@@ -37,7 +37,12 @@ type LevelArrays = Vec<(Option<Vec<usize>>, Option<Vec<usize>>)>;
 
 fn arrays<S: sparse::runtime::SparseStorage>(s: &S) -> LevelArrays {
     (0..s.lvl_types().len())
-        .map(|l| (s.position_buffer(l).map(|b| b.to_vec()), s.coordinate_buffer(l).map(|b| b.to_vec())))
+        .map(|l| {
+            (
+                s.position_buffer(l).map(|b| b.to_vec()),
+                s.coordinate_buffer(l).map(|b| b.to_vec()),
+            )
+        })
         .collect()
 }
 
@@ -324,19 +329,36 @@ fn ell_arrays_and_row_overflow() {
     let a = Ell::<f64>::from_coo([3, 4], [([0, 3], 2.0), ([2, 0], 3.0), ([0, 1], 1.0)]).unwrap();
     assert_eq!(a.lvl_sizes(), [3, 3, 4]);
     // slice 0 holds the first element of each row, slice 1 the second
-    assert_eq!(a.positions(2), Some(&[0usize, 1, 1, 2, 3, 3, 3, 3, 3, 3][..]));
+    assert_eq!(
+        a.positions(2),
+        Some(&[0usize, 1, 1, 2, 3, 3, 3, 3, 3, 3][..])
+    );
     assert_eq!(a.coordinates(2), Some(&[1usize, 0, 3][..]));
     assert_eq!(a.values(), &[1.0, 3.0, 2.0]);
     assert_eq!(a.get([0, 3]), Some(&2.0));
     assert_eq!(a.get([1, 3]), None);
     let err = Ell::<f64>::from_coo([1, 5], (0..4).map(|j| ([0, j], 1.0))).unwrap_err();
-    assert_eq!(err, StorageError::EllRowOverflow { row: 0, count: 4, slices: 3 });
+    assert_eq!(
+        err,
+        StorageError::EllRowOverflow {
+            row: 0,
+            count: 4,
+            slices: 3
+        }
+    );
 }
 
 #[test]
 fn nonordered_levels_keep_input_order() {
     // row 0 gets columns 5, 2, 5 (duplicate merged at its first place), 0; row 1 gets 3, 1.
-    let entries = [([0, 5], 1.0), ([1, 3], 2.0), ([0, 2], 3.0), ([0, 5], 4.0), ([1, 1], 5.0), ([0, 0], 6.0)];
+    let entries = [
+        ([0, 5], 1.0),
+        ([1, 3], 2.0),
+        ([0, 2], 3.0),
+        ([0, 5], 4.0),
+        ([1, 1], 5.0),
+        ([0, 0], 6.0),
+    ];
     let a = UnorderedCsr::<f64>::from_coo([2, 6], entries).unwrap();
     assert_eq!(a.positions(1), Some(&[0usize, 3, 5][..]));
     assert_eq!(a.coordinates(1), Some(&[5usize, 2, 0, 3, 1][..]));
@@ -356,13 +378,34 @@ fn nonordered_levels_keep_input_order() {
 fn batches_store_local_positions_and_equal_nse() {
     use sparse::runtime::StorageError;
     // batch 0: (0, 1), (1, 0); batch 1: (0, 0), (0, 2)
-    let a = BatchCsr::<f64>::from_coo([2, 2, 3], [([0, 0, 1], 1.0), ([0, 1, 0], 2.0), ([1, 0, 0], 3.0), ([1, 0, 2], 4.0)]).unwrap();
+    let a = BatchCsr::<f64>::from_coo(
+        [2, 2, 3],
+        [
+            ([0, 0, 1], 1.0),
+            ([0, 1, 0], 2.0),
+            ([1, 0, 0], 3.0),
+            ([1, 0, 2], 4.0),
+        ],
+    )
+    .unwrap();
     assert_eq!(a.positions(2), Some(&[0u16, 1, 2, 0, 2, 2][..]));
     assert_eq!(a.coordinates(2), Some(&[1usize, 0, 0, 2][..]));
     assert_eq!(a.get([1, 0, 2]), Some(&4.0));
     assert_eq!(a.get([1, 1, 0]), None);
-    let err = BatchCsr::<f64>::from_coo([2, 2, 3], [([0, 0, 1], 1.0), ([1, 0, 0], 3.0), ([1, 0, 2], 4.0)]).unwrap_err();
-    assert_eq!(err, StorageError::BatchNse { level: 2, batch: 1, expected: 1, got: 2 });
+    let err = BatchCsr::<f64>::from_coo(
+        [2, 2, 3],
+        [([0, 0, 1], 1.0), ([1, 0, 0], 3.0), ([1, 0, 2], 4.0)],
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        StorageError::BatchNse {
+            level: 2,
+            batch: 1,
+            expected: 1,
+            got: 2
+        }
+    );
 }
 
 #[test]
@@ -377,12 +420,18 @@ fn loose_compressed_from_raw_parts_with_gaps() {
     // the filler coordinates (9) are out of range but sit outside every segment
     let a = LooseCsr::<f64>::from_raw_parts(parts).unwrap();
     let entries: Vec<([usize; 2], f64)> = a.iter().map(|(c, v)| (c, *v)).collect();
-    assert_eq!(entries, vec![([0, 1], 3.0), ([0, 2], 4.0), ([2, 0], 1.0), ([2, 3], 2.0)]);
+    assert_eq!(
+        entries,
+        vec![([0, 1], 3.0), ([0, 2], 4.0), ([2, 0], 1.0), ([2, 3], 2.0)]
+    );
     assert_eq!(a.get([2, 3]), Some(&2.0));
     let mut y = [0.0; 3];
     a.spmv(&[1.0, 1.0, 1.0, 1.0], &mut y).unwrap();
     assert_eq!(y, [7.0, 0.0, 3.0]);
-    assert_eq!(a.to_dense().unwrap(), vec![0.0, 3.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 2.0]);
+    assert_eq!(
+        a.to_dense().unwrap(),
+        vec![0.0, 3.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 2.0]
+    );
 }
 
 #[test]
@@ -394,27 +443,52 @@ fn raw_parts_are_validated() {
     assert_eq!(Csr::<f64>::from_raw_parts(parts.clone()).unwrap(), a);
     parts.crd_1 = vec![3, 1, 0];
     match Csr::<f64>::from_raw_parts(parts.clone()).unwrap_err() {
-        StorageError::Invariant { level: 1, position: 1, .. } => {}
+        StorageError::Invariant {
+            level: 1,
+            position: 1,
+            ..
+        } => {}
         e => panic!("unexpected {e:?}"),
     }
     parts.crd_1 = vec![1, 4, 0];
     match Csr::<f64>::from_raw_parts(parts.clone()).unwrap_err() {
-        StorageError::Invariant { level: 1, position: 1, .. } => {}
+        StorageError::Invariant {
+            level: 1,
+            position: 1,
+            ..
+        } => {}
         e => panic!("unexpected {e:?}"),
     }
     parts.crd_1 = vec![1, 3, 0];
     parts.pos_1 = vec![0, 2, 1, 3];
-    assert!(matches!(Csr::<f64>::from_raw_parts(parts.clone()).unwrap_err(), StorageError::Invariant { level: 1, .. }));
+    assert!(matches!(
+        Csr::<f64>::from_raw_parts(parts.clone()).unwrap_err(),
+        StorageError::Invariant { level: 1, .. }
+    ));
     parts.pos_1 = vec![0, 2, 2, 3];
     parts.values.pop();
-    assert!(matches!(Csr::<f64>::from_raw_parts(parts).unwrap_err(), StorageError::Invariant { .. }));
+    assert!(matches!(
+        Csr::<f64>::from_raw_parts(parts).unwrap_err(),
+        StorageError::Invariant { .. }
+    ));
 }
 
 #[test]
 fn n_out_of_m_rejects_a_full_block() {
     use sparse::runtime::StorageError;
-    let err = Nv24::<f64>::from_coo([2, 8], [([1, 4], 1.0), ([1, 5], 1.0), ([1, 7], 1.0)]).unwrap_err();
-    assert_eq!(err, StorageError::NOutOfMOverflow { level: 2, row: 1, block: 1, count: 3, n: 2, m: 4 });
+    let err =
+        Nv24::<f64>::from_coo([2, 8], [([1, 4], 1.0), ([1, 5], 1.0), ([1, 7], 1.0)]).unwrap_err();
+    assert_eq!(
+        err,
+        StorageError::NOutOfMOverflow {
+            level: 2,
+            row: 1,
+            block: 1,
+            count: 3,
+            n: 2,
+            m: 4
+        }
+    );
     // padding: one entry at in-block 2 -> stored (0: zero pad, 2: value)
     let a = Nv24::<f64>::from_coo([1, 4], [([0, 2], 5.0)]).unwrap();
     assert_eq!(a.values(), &[0.0, 5.0]);
@@ -430,11 +504,30 @@ fn narrow_widths_overflow_with_level_and_value() {
     // 300 entries in one row: positions under posWidth = 8 overflow at level 0 of the vector.
     let entries: Vec<([usize; 1], f64)> = (0..300).map(|i| ([i], 1.0)).collect();
     let err = SparseVector::<f64>::from_coo([300], entries).unwrap_err();
-    assert_eq!(err, StorageError::WidthOverflow { level: 0, kind: BufferKind::Coordinate, value: 256, width: 8 });
+    assert_eq!(
+        err,
+        StorageError::WidthOverflow {
+            level: 0,
+            kind: BufferKind::Coordinate,
+            value: 256,
+            width: 8
+        }
+    );
     let entries: Vec<([usize; 1], f64)> = (0..256).map(|i| ([i], 1.0)).collect();
     let err = SparseVector::<f64>::from_coo([300], entries).unwrap_err();
-    assert_eq!(err, StorageError::WidthOverflow { level: 0, kind: BufferKind::Position, value: 256, width: 8 });
-    assert_eq!(err.to_string(), "level 0: position 256 does not fit in 8 bits");
+    assert_eq!(
+        err,
+        StorageError::WidthOverflow {
+            level: 0,
+            kind: BufferKind::Position,
+            value: 256,
+            width: 8
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "level 0: position 256 does not fit in 8 bits"
+    );
 }
 
 #[test]
@@ -442,23 +535,68 @@ fn constructors_reject_bad_input() {
     use sparse::runtime::StorageError;
     // a dense level over a huge shape: a clear error, no abort (generated and dynamic alike)
     let huge = [usize::MAX / 2, 4];
-    assert!(matches!(Csr::<f64>::from_coo(huge, []).unwrap_err(), StorageError::ShapeOverflow { .. }));
-    assert!(matches!(DenseMat::<f64>::from_coo([1 << 40, 1 << 30], []).unwrap_err(), StorageError::ShapeOverflow { .. }));
-    let d = DynamicStorage::<f64>::from_coo(&Csr::<f64>::encoding(), &CooTensor::new(huge.to_vec()));
+    assert!(matches!(
+        Csr::<f64>::from_coo(huge, []).unwrap_err(),
+        StorageError::ShapeOverflow { .. }
+    ));
+    assert!(matches!(
+        DenseMat::<f64>::from_coo([1 << 40, 1 << 30], []).unwrap_err(),
+        StorageError::ShapeOverflow { .. }
+    ));
+    let d =
+        DynamicStorage::<f64>::from_coo(&Csr::<f64>::encoding(), &CooTensor::new(huge.to_vec()));
     assert!(matches!(d.unwrap_err(), StorageError::ShapeOverflow { .. }));
     let err = Csr::<f64>::from_coo([2, 3], [([0, 1], 1.0), ([2, 0], 1.0)]).unwrap_err();
-    assert_eq!(err, StorageError::CoordinateOutOfRange { entry: 1, dim: 0, coordinate: 2, size: 2 });
-    assert_eq!(err.to_string(), "entry 1: coordinate 2 of dimension 0 is out of range (size 2)");
+    assert_eq!(
+        err,
+        StorageError::CoordinateOutOfRange {
+            entry: 1,
+            dim: 0,
+            coordinate: 2,
+            size: 2
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "entry 1: coordinate 2 of dimension 0 is out of range (size 2)"
+    );
     let err = Csr::<f64>::from_dense([2, 2], &[1.0, 2.0, 3.0]).unwrap_err();
-    assert_eq!(err, StorageError::LengthMismatch { operand: "dense input", expected: 4, got: 3 });
+    assert_eq!(
+        err,
+        StorageError::LengthMismatch {
+            operand: "dense input",
+            expected: 4,
+            got: 3
+        }
+    );
     let a = Csr::<f64>::from_coo([2, 3], [([0, 1], 1.0)]).unwrap();
     let err = a.spmv(&[1.0; 2], &mut [0.0; 2]).unwrap_err();
-    assert_eq!(err, StorageError::LengthMismatch { operand: "x", expected: 3, got: 2 });
+    assert_eq!(
+        err,
+        StorageError::LengthMismatch {
+            operand: "x",
+            expected: 3,
+            got: 2
+        }
+    );
     let err = a.spmv_par(&[1.0; 3], &mut [0.0; 3]).unwrap_err();
-    assert_eq!(err, StorageError::LengthMismatch { operand: "y", expected: 2, got: 3 });
+    assert_eq!(
+        err,
+        StorageError::LengthMismatch {
+            operand: "y",
+            expected: 2,
+            got: 3
+        }
+    );
     let mut coo = CooTensor::new(vec![2, 2, 2]);
     coo.push(&[0, 0, 0], 1.0);
-    assert_eq!(Csr::<f64>::from_coo_tensor(&coo).unwrap_err(), StorageError::RankMismatch { expected: 2, got: 3 });
+    assert_eq!(
+        Csr::<f64>::from_coo_tensor(&coo).unwrap_err(),
+        StorageError::RankMismatch {
+            expected: 2,
+            got: 3
+        }
+    );
 }
 
 #[test]
@@ -466,7 +604,14 @@ fn exact_csr_arrays_and_accessors() {
     // 4 x 4, nonzeros a..f (values 1..6), as in the reference's CSR example.
     let a = Csr::<f64>::from_coo(
         [4, 4],
-        [([0, 0], 1.0), ([0, 2], 2.0), ([1, 1], 3.0), ([3, 0], 4.0), ([3, 2], 5.0), ([3, 3], 6.0)],
+        [
+            ([0, 0], 1.0),
+            ([0, 2], 2.0),
+            ([1, 1], 3.0),
+            ([3, 0], 4.0),
+            ([3, 2], 5.0),
+            ([3, 3], 6.0),
+        ],
     )
     .unwrap();
     assert_eq!(a.positions(1), Some(&[0u32, 2, 3, 3, 6][..]));
@@ -485,6 +630,10 @@ fn exact_csr_arrays_and_accessors() {
         "---- Sparse Tensor ----\nnse = 6\ndim = ( 4, 4 )\nlvl = ( 4, 4 )\npos[1] : ( 0, 2, 3, 3, 6 )\ncrd[1] : ( 0, 2, 1, 0, 2, 3 )\nvalues : ( 1, 2, 3, 4, 5, 6 )\n----\n"
     );
     let c = Coo::<f64>::from_coo([4, 4], a.iter().map(|(c, v)| (c, *v))).unwrap();
-    assert_eq!(c.coordinates(0).map(|b| b.iter().map(|x| x.index()).collect::<Vec<_>>()), Some(vec![0, 0, 0, 2, 1, 1, 3, 0, 3, 2, 3, 3]));
+    assert_eq!(
+        c.coordinates(0)
+            .map(|b| b.iter().map(|x| x.index()).collect::<Vec<_>>()),
+        Some(vec![0, 0, 0, 2, 1, 1, 3, 0, 3, 2, 3, 3])
+    );
     assert_eq!(c.coordinates(1), None);
 }

@@ -13,7 +13,13 @@ sparse::sparse_format! {
 }
 
 fn entries(m: usize, n: usize) -> Vec<([usize; 2], f64)> {
-    (0..m).flat_map(|i| (0..n).filter(move |j| (i + 2 * j) % 3 == 0).map(move |j| ([i, j], (10 * i + j) as f64))).collect()
+    (0..m)
+        .flat_map(|i| {
+            (0..n)
+                .filter(move |j| (i + 2 * j) % 3 == 0)
+                .map(move |j| ([i, j], (10 * i + j) as f64))
+        })
+        .collect()
 }
 
 #[test]
@@ -27,14 +33,34 @@ fn declared_slice_is_a_view() {
     for i in 0..4 {
         for j in 0..8 {
             let (pi, pj) = (i, 2 * j);
-            let want = if (pi + 2 * pj) % 3 == 0 { (10 * pi + pj) as f64 } else { 0.0 };
+            let want = if (pi + 2 * pj) % 3 == 0 {
+                (10 * pi + pj) as f64
+            } else {
+                0.0
+            };
             assert_eq!(dense[i * 8 + j], want, "({i}, {j})");
             assert_eq!(v.get(&[i, j]).copied().unwrap_or(0.0), want);
         }
     }
-    assert_eq!(CsrSlice::<f64>::SLICES[1], DimSlice { offset: Some(0), size: Some(8), stride: None });
-    assert!(matches!(a.view(&[]).unwrap_err(), StorageError::Slice { dim: 1, .. }));
-    assert!(matches!(a.view(&[3]).unwrap_err(), StorageError::Slice { dim: 1, .. }), "0 + 7 * 3 = 21 is past 20 columns");
+    assert_eq!(
+        CsrSlice::<f64>::SLICES[1],
+        DimSlice {
+            offset: Some(0),
+            size: Some(8),
+            stride: None
+        }
+    );
+    assert!(matches!(
+        a.view(&[]).unwrap_err(),
+        StorageError::Slice { dim: 1, .. }
+    ));
+    assert!(
+        matches!(
+            a.view(&[3]).unwrap_err(),
+            StorageError::Slice { dim: 1, .. }
+        ),
+        "0 + 7 * 3 = 21 is past 20 columns"
+    );
 }
 
 proptest! {

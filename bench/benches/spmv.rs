@@ -65,7 +65,10 @@ fn load(name: &str) -> CooTensor<f64> {
     let path = data_dir().join(format!("{name}.mtx"));
     match read_matrix_market(&path) {
         Ok(mm) => mm.tensor,
-        Err(e) => panic!("cannot read {} (set SPARSE_BENCH_DATA to the directory holding the .mtx files): {e}", path.display()),
+        Err(e) => panic!(
+            "cannot read {} (set SPARSE_BENCH_DATA to the directory holding the .mtx files): {e}",
+            path.display()
+        ),
     }
 }
 
@@ -116,7 +119,13 @@ impl PlainCsr {
         for i in 0..nrows {
             row_ptr[i + 1] += row_ptr[i];
         }
-        PlainCsr { nrows, ncols, row_ptr, col_idx, values }
+        PlainCsr {
+            nrows,
+            ncols,
+            row_ptr,
+            col_idx,
+            values,
+        }
     }
 
     fn nnz(&self) -> usize {
@@ -126,23 +135,43 @@ impl PlainCsr {
     /// `(|A|·|x|)_i`, the scale each row's sum is compared against.
     fn abs_product(&self, x: &[f64]) -> Vec<f64> {
         (0..self.nrows)
-            .map(|i| (self.row_ptr[i]..self.row_ptr[i + 1]).map(|p| (self.values[p] * x[self.col_idx[p]]).abs()).sum())
+            .map(|i| {
+                (self.row_ptr[i]..self.row_ptr[i + 1])
+                    .map(|p| (self.values[p] * x[self.col_idx[p]]).abs())
+                    .sum()
+            })
             .collect()
     }
 
     fn csr_u32(&self) -> (Vec<u32>, Vec<u32>) {
-        let u = |v: &[usize]| v.iter().map(|&k| u32::try_from(k).expect("fits in u32")).collect::<Vec<u32>>();
+        let u = |v: &[usize]| {
+            v.iter()
+                .map(|&k| u32::try_from(k).expect("fits in u32"))
+                .collect::<Vec<u32>>()
+        };
         (u(&self.row_ptr), u(&self.col_idx))
     }
 }
 
 /// Panics unless `y` matches `reference` componentwise to 1e-12 relative to `scale`.
 fn verify(matrix: &str, name: &str, y: &[f64], reference: &[f64], scale: &[f64]) {
-    assert_eq!(y.len(), reference.len(), "{matrix}: {name}: y has {} elements, expected {}", y.len(), reference.len());
+    assert_eq!(
+        y.len(),
+        reference.len(),
+        "{matrix}: {name}: y has {} elements, expected {}",
+        y.len(),
+        reference.len()
+    );
     let mut worst = (0.0f64, 0usize);
     for (i, ((a, b), s)) in y.iter().zip(reference).zip(scale).enumerate() {
         let err = (a - b).abs();
-        let rel = if *s > 0.0 { err / s } else if err == 0.0 { 0.0 } else { f64::INFINITY };
+        let rel = if *s > 0.0 {
+            err / s
+        } else if err == 0.0 {
+            0.0
+        } else {
+            f64::INFINITY
+        };
         if !(rel <= worst.0) {
             worst = (rel, i);
         }
@@ -166,13 +195,19 @@ fn bench_matrix(c: &mut Criterion, label: &str, coo: &CooTensor<f64>) {
 
     // ---- ours: generated CSR (the reference every other y is checked against) ----
     let csr = Csr::<f64>::from_coo_tensor(coo).unwrap_or_else(|e| panic!("{label}: Csr: {e}"));
-    assert_eq!(csr.nse(), plain.nnz(), "{label}: Csr stores a different number of entries");
+    assert_eq!(
+        csr.nse(),
+        plain.nnz(),
+        "{label}: Csr stores a different number of entries"
+    );
     let mut y_ref = vec![0.0; m];
     csr.spmv(&x, &mut y_ref).expect("operand lengths match");
     // Our Csr against the independent plain CSR (same summation order, so to 1e-12 as well).
     let mut y_plain = vec![0.0; m];
     for (i, yi) in y_plain.iter_mut().enumerate() {
-        *yi = (plain.row_ptr[i]..plain.row_ptr[i + 1]).map(|p| plain.values[p] * x[plain.col_idx[p]]).sum();
+        *yi = (plain.row_ptr[i]..plain.row_ptr[i + 1])
+            .map(|p| plain.values[p] * x[plain.col_idx[p]])
+            .sum();
     }
     verify(label, "plain reference CSR", &y_plain, &y_ref, &scale);
 
@@ -191,39 +226,77 @@ fn bench_matrix(c: &mut Criterion, label: &str, coo: &CooTensor<f64>) {
         }
     };
     let coo_s = Coo::<f64>::from_coo_tensor(coo).unwrap_or_else(|e| panic!("{label}: Coo: {e}"));
-    let enc = parse_encoding(DYN_CSR).unwrap_or_else(|d| panic!("{label}: dynamic CSR encoding: {d:?}")).encoding;
-    let dynamic = DynamicStorage::<f64>::from_coo(&enc, coo).unwrap_or_else(|e| panic!("{label}: DynamicStorage: {e}"));
+    let enc = parse_encoding(DYN_CSR)
+        .unwrap_or_else(|d| panic!("{label}: dynamic CSR encoding: {d:?}"))
+        .encoding;
+    let dynamic = DynamicStorage::<f64>::from_coo(&enc, coo)
+        .unwrap_or_else(|e| panic!("{label}: DynamicStorage: {e}"));
 
     // ---- peers, built from the plain CSR ----
     let (rp32, ci32) = plain.csr_u32();
     let sprs_csr: sprs::CsMatI<f64, u32, u32> =
         sprs::CsMatI::new((m, n), rp32.clone(), ci32.clone(), plain.values.clone());
-    let na_csr = nalgebra_sparse::CsrMatrix::try_from_csr_data(m, n, plain.row_ptr.clone(), plain.col_idx.clone(), plain.values.clone())
-        .unwrap_or_else(|e| panic!("{label}: nalgebra-sparse CsrMatrix: {e}"));
+    let na_csr = nalgebra_sparse::CsrMatrix::try_from_csr_data(
+        m,
+        n,
+        plain.row_ptr.clone(),
+        plain.col_idx.clone(),
+        plain.values.clone(),
+    )
+    .unwrap_or_else(|e| panic!("{label}: nalgebra-sparse CsrMatrix: {e}"));
     let faer_csr = faer::sparse::SparseRowMat::<u32, f64>::new(
         faer::sparse::SymbolicSparseRowMat::new_checked(m, n, rp32.clone(), None, ci32.clone()),
         plain.values.clone(),
     );
-    let faer_csc = faer_csr.as_ref().to_col_major().unwrap_or_else(|e| panic!("{label}: faer to_col_major: {e:?}"));
+    let faer_csc = faer_csr
+        .as_ref()
+        .to_col_major()
+        .unwrap_or_else(|e| panic!("{label}: faer to_col_major: {e:?}"));
 
     // ---- every implementation as (name, storage bytes, y = A·x) ----
     let sprs_bytes = 4 * (m + 1) + 4 * plain.nnz() + 8 * plain.nnz();
     let na_bytes = 8 * (m + 1) + 8 * plain.nnz() + 8 * plain.nnz();
     let faer_csc_bytes = 4 * (n + 1) + 12 * plain.nnz();
     let ok = |r: Result<(), sparse::runtime::StorageError>| r.expect("operand lengths match");
-    let mut impls: Vec<Impl<'_>> = vec![Impl::new("ours Csr (u32,u32)", csr.memory_bytes(), |x, y| ok(csr.spmv(x, y)))];
+    let mut impls: Vec<Impl<'_>> = vec![Impl::new(
+        "ours Csr (u32,u32)",
+        csr.memory_bytes(),
+        |x, y| ok(csr.spmv(x, y)),
+    )];
     if let Some(a) = &csr16 {
-        impls.push(Impl::new("ours Csr16 (u32,u16)", a.memory_bytes(), |x, y| ok(a.spmv(x, y))));
+        impls.push(Impl::new(
+            "ours Csr16 (u32,u16)",
+            a.memory_bytes(),
+            |x, y| ok(a.spmv(x, y)),
+        ));
     }
     if let Some(a) = &bsr {
-        impls.push(Impl::new("ours Bsr 2x2", a.memory_bytes(), |x, y| ok(a.spmv(x, y))));
+        impls.push(Impl::new("ours Bsr 2x2", a.memory_bytes(), |x, y| {
+            ok(a.spmv(x, y))
+        }));
     }
-    impls.push(Impl::new("ours Coo", coo_s.memory_bytes(), |x, y| ok(coo_s.spmv(x, y))));
-    impls.push(Impl::new("ours DynamicStorage csr", dynamic.memory_bytes(), |x, y| ok(dynamic.spmv(x, y))));
-    impls.push(Impl::new("sprs CsMatI<u32>", sprs_bytes, |x, y| sprs_spmv(&sprs_csr, x, y)));
-    impls.push(Impl::new("nalgebra-sparse CsrMatrix", na_bytes, |x, y| nalgebra_spmv(&na_csr, x, y)));
-    impls.push(Impl::new("faer SparseRowMat<u32>", sprs_bytes, |x, y| faer_spmv_csr(&faer_csr, x, y)));
-    impls.push(Impl::new("faer SparseColMat<u32>", faer_csc_bytes, |x, y| faer_spmv_csc(&faer_csc, x, y)));
+    impls.push(Impl::new("ours Coo", coo_s.memory_bytes(), |x, y| {
+        ok(coo_s.spmv(x, y))
+    }));
+    impls.push(Impl::new(
+        "ours DynamicStorage csr",
+        dynamic.memory_bytes(),
+        |x, y| ok(dynamic.spmv(x, y)),
+    ));
+    impls.push(Impl::new("sprs CsMatI<u32>", sprs_bytes, |x, y| {
+        sprs_spmv(&sprs_csr, x, y)
+    }));
+    impls.push(Impl::new("nalgebra-sparse CsrMatrix", na_bytes, |x, y| {
+        nalgebra_spmv(&na_csr, x, y)
+    }));
+    impls.push(Impl::new("faer SparseRowMat<u32>", sprs_bytes, |x, y| {
+        faer_spmv_csr(&faer_csr, x, y)
+    }));
+    impls.push(Impl::new(
+        "faer SparseColMat<u32>",
+        faer_csc_bytes,
+        |x, y| faer_spmv_csc(&faer_csc, x, y),
+    ));
 
     // ---- one untimed run each, checked against our Csr (y starts as NaN: must be overwritten) ----
     let mut y = vec![0.0; m];
@@ -238,13 +311,17 @@ fn bench_matrix(c: &mut Criterion, label: &str, coo: &CooTensor<f64>) {
     for imp in impls.iter_mut() {
         group.throughput(Throughput::Bytes((imp.bytes + vec_bytes) as u64));
         let run = &mut imp.run;
-        group.bench_function(imp.name, |b| b.iter(|| run(black_box(&x), black_box(&mut y))));
+        group.bench_function(imp.name, |b| {
+            b.iter(|| run(black_box(&x), black_box(&mut y)))
+        });
     }
     group.finish();
 
     // ---- timed: interleaved round robin, so every implementation sees the same machine load ----
     // Skipped with SPARSE_BENCH_NO_INTERLEAVE set, or when a criterion filter names another matrix.
-    let filtered_out = std::env::args().skip(1).any(|a| !a.starts_with('-') && !label.contains(a.as_str()));
+    let filtered_out = std::env::args()
+        .skip(1)
+        .any(|a| !a.starts_with('-') && !label.contains(a.as_str()));
     if std::env::var_os("SPARSE_BENCH_NO_INTERLEAVE").is_none() && !filtered_out {
         interleaved(label, &mut impls, &x, &mut y, vec_bytes);
     }
@@ -260,7 +337,11 @@ struct Impl<'a> {
 
 impl<'a> Impl<'a> {
     fn new(name: &'static str, bytes: usize, run: impl FnMut(&[f64], &mut [f64]) + 'a) -> Self {
-        Impl { name, bytes, run: Box::new(run) }
+        Impl {
+            name,
+            bytes,
+            run: Box::new(run),
+        }
     }
 }
 
@@ -306,9 +387,17 @@ fn interleaved(label: &str, impls: &mut [Impl<'_>], x: &[f64], y: &mut [f64], ve
     println!("| matrix | implementation | median | GB/s | vs ours Csr |");
     println!("|---|---|---:|---:|---:|");
     for (imp, t) in impls.iter().zip(&medians) {
-        let time = if *t >= 1e-3 { format!("{:.2} ms", t * 1e3) } else { format!("{:.1} µs", t * 1e6) };
+        let time = if *t >= 1e-3 {
+            format!("{:.2} ms", t * 1e3)
+        } else {
+            format!("{:.1} µs", t * 1e6)
+        };
         let gbs = (imp.bytes + vec_bytes) as f64 / t / 1e9;
-        println!("| {label} | {} | {time} | {gbs:.1} | {:.2}x |", imp.name, t / medians[0]);
+        println!(
+            "| {label} | {} | {time} | {gbs:.1} | {:.2}x |",
+            imp.name,
+            t / medians[0]
+        );
     }
 }
 
@@ -327,7 +416,13 @@ fn nalgebra_spmv(a: &nalgebra_sparse::CsrMatrix<f64>, x: &[f64], y: &mut [f64]) 
     use nalgebra_sparse::ops::{serial::spmm_csr_dense, Op};
     let (m, n) = (y.len(), x.len());
     y.iter_mut().for_each(|v| *v = 0.0);
-    spmm_csr_dense(0.0, DMatrixViewMut::from_slice(y, m, 1), 1.0, Op::NoOp(a), Op::NoOp(DMatrixView::from_slice(x, n, 1)));
+    spmm_csr_dense(
+        0.0,
+        DMatrixViewMut::from_slice(y, m, 1),
+        1.0,
+        Op::NoOp(a),
+        Op::NoOp(DMatrixView::from_slice(x, n, 1)),
+    );
 }
 
 /// faer: `sparse_dense_matmul` with a row-major sparse matrix (a dot product per row).

@@ -13,7 +13,10 @@ fn check_diags(text: &str, diags: &[Diagnostic]) {
     assert!(!diags.is_empty(), "{text:?}: Err without diagnostics");
     for d in diags {
         assert!(d.start <= d.end && d.end <= text.len(), "{text:?}: {d:?}");
-        assert!(text.is_char_boundary(d.start) && text.is_char_boundary(d.end), "{text:?}: {d:?}");
+        assert!(
+            text.is_char_boundary(d.start) && text.is_char_boundary(d.end),
+            "{text:?}: {d:?}"
+        );
         assert!(d.line >= 1 && d.column >= 1, "{text:?}: {d:?}");
     }
 }
@@ -23,16 +26,23 @@ fn round_trip(text: &str, declared: &Declared) {
     let again = parse_declaration(&printed)
         .unwrap_or_else(|d| panic!("{text:?} printed as {printed:?}, which fails: {d:?}"));
     assert_eq!(&again.declared, declared, "{text:?} -> {printed:?}");
-    assert_eq!(again.declared.to_string(), printed, "{text:?}: printing is not stable");
+    assert_eq!(
+        again.declared.to_string(),
+        printed,
+        "{text:?}: printing is not stable"
+    );
     if let Some(e) = declared.encoding() {
         let pretty = e.to_pretty_string();
-        let p = parse_encoding(&pretty).unwrap_or_else(|d| panic!("{text:?}: pretty {pretty:?} fails: {d:?}"));
+        let p = parse_encoding(&pretty)
+            .unwrap_or_else(|d| panic!("{text:?}: pretty {pretty:?} fails: {d:?}"));
         assert_eq!(&p.encoding, e, "{text:?}: pretty {pretty:?}");
     }
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     match parse_declaration(text) {
         Ok(p) => {
             assert!(p.start <= p.end && p.end <= text.len());

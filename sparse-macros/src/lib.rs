@@ -82,7 +82,12 @@ impl Parse for Declarations {
                 }
                 EncodingSource::Tokens(tokens, eq.span)
             };
-            out.push(RawDeclaration { attrs, vis, name, encoding });
+            out.push(RawDeclaration {
+                attrs,
+                vis,
+                name,
+                encoding,
+            });
         }
         Ok(Declarations(out))
     }
@@ -132,7 +137,10 @@ impl Rendered {
                 TokenTree::Punct(p) => {
                     let c = p.as_char();
                     self.push(&c.to_string(), p.span(), !*glue && !glued && c != '.');
-                    *glue = c == '#' || c == '!' || c == '.' || p.spacing() == proc_macro2::Spacing::Joint;
+                    *glue = c == '#'
+                        || c == '!'
+                        || c == '.'
+                        || p.spacing() == proc_macro2::Spacing::Joint;
                     match (c, shape_depth) {
                         ('<', None) if prev_tensor => shape_depth = Some(0),
                         ('<', Some(d)) => shape_depth = Some(d + 1),
@@ -189,22 +197,42 @@ fn expand(decls: Declarations) -> TokenStream {
         let (text, to_error): (String, ToError) = match d.encoding {
             EncodingSource::Literal(lit) => {
                 let span = lit.span();
-                (lit.value(), Box::new(move |diag: &Diagnostic| syn::Error::new(span, diag.to_string())))
+                (
+                    lit.value(),
+                    Box::new(move |diag: &Diagnostic| syn::Error::new(span, diag.to_string())),
+                )
             }
             EncodingSource::Tokens(tokens, fallback) => {
-                let mut r = Rendered { text: String::new(), pieces: Vec::new() };
+                let mut r = Rendered {
+                    text: String::new(),
+                    pieces: Vec::new(),
+                };
                 r.render(tokens, &mut false);
                 let text = r.text.clone();
-                (text, Box::new(move |diag: &Diagnostic| syn::Error::new(r.span_at(diag.start, fallback), &diag.message)))
+                (
+                    text,
+                    Box::new(move |diag: &Diagnostic| {
+                        syn::Error::new(r.span_at(diag.start, fallback), &diag.message)
+                    }),
+                )
             }
         };
         match parse_declaration(&text) {
             Err(diags) => diags.iter().for_each(|diag| add_error(to_error(diag))),
             Ok(parsed) => {
-                let mut decl = match Declaration::from_declared(d.vis.to_token_stream(), d.name.clone(), parsed.declared) {
+                let mut decl = match Declaration::from_declared(
+                    d.vis.to_token_stream(),
+                    d.name.clone(),
+                    parsed.declared,
+                ) {
                     Ok(decl) => decl,
                     Err(e) => {
-                        add_error(to_error(&Diagnostic::new(&text, parsed.start, parsed.end, e.to_string())));
+                        add_error(to_error(&Diagnostic::new(
+                            &text,
+                            parsed.start,
+                            parsed.end,
+                            e.to_string(),
+                        )));
                         continue;
                     }
                 };

@@ -19,7 +19,11 @@ pub struct CooTensor<V> {
 impl<V> CooTensor<V> {
     /// An empty tensor of the given shape.
     pub fn new(shape: Vec<usize>) -> Self {
-        CooTensor { shape, coords: Vec::new(), values: Vec::new() }
+        CooTensor {
+            shape,
+            coords: Vec::new(),
+            values: Vec::new(),
+        }
     }
     /// Dimension rank.
     pub fn rank(&self) -> usize {

@@ -123,37 +123,55 @@ fn contains_symbol(e: &AffineExpr) -> bool {
     match e {
         AffineExpr::Symbol(_) => true,
         AffineExpr::Var(_) | AffineExpr::Constant(_) => false,
-        AffineExpr::Add(a, b) | AffineExpr::Mul(a, b) | AffineExpr::FloorDiv(a, b) | AffineExpr::CeilDiv(a, b) | AffineExpr::Mod(a, b) => {
-            contains_symbol(a) || contains_symbol(b)
-        }
+        AffineExpr::Add(a, b)
+        | AffineExpr::Mul(a, b)
+        | AffineExpr::FloorDiv(a, b)
+        | AffineExpr::CeilDiv(a, b)
+        | AffineExpr::Mod(a, b) => contains_symbol(a) || contains_symbol(b),
     }
 }
 
 fn unsupported(reason: impl Into<String>) -> StorageError {
-    StorageError::Unsupported { reason: reason.into() }
+    StorageError::Unsupported {
+        reason: reason.into(),
+    }
 }
 
 /// Checks that the storage layer can hold `encoding` with `dim_shape` (slices aside) and derives
 /// the level sizes, batches and counting level.
 fn analyze(encoding: &Encoding, dim_shape: &[usize]) -> Result<Layout, StorageError> {
     if dim_shape.len() != encoding.dim_rank() {
-        return Err(StorageError::RankMismatch { expected: encoding.dim_rank(), got: dim_shape.len() });
+        return Err(StorageError::RankMismatch {
+            expected: encoding.dim_rank(),
+            got: dim_shape.len(),
+        });
     }
     let lvl_rank = encoding.lvl_rank();
     if encoding.dim_to_lvl.results.len() != lvl_rank || lvl_rank == 0 {
         return Err(unsupported("dim_to_lvl must have one result per level"));
     }
-    let batch_levels = encoding.lvl_types.iter().take_while(|t| t.format == LevelFormat::Batch).count();
-    if encoding.lvl_types[batch_levels..].iter().any(|t| t.format == LevelFormat::Batch) {
+    let batch_levels = encoding
+        .lvl_types
+        .iter()
+        .take_while(|t| t.format == LevelFormat::Batch)
+        .count();
+    if encoding.lvl_types[batch_levels..]
+        .iter()
+        .any(|t| t.format == LevelFormat::Batch)
+    {
         return Err(unsupported("batch levels must be leading"));
     }
     for (l, lt) in encoding.lvl_types.iter().enumerate() {
         if let LevelFormat::NOutOfM { n, m } = lt.format {
             if l + 1 != lvl_rank || !encoding.lvl_types[..l].iter().all(|t| t.is_dense()) {
-                return Err(unsupported(format!("level {l}: an n:m level must be the last level, below dense levels")));
+                return Err(unsupported(format!(
+                    "level {l}: an n:m level must be the last level, below dense levels"
+                )));
             }
             if n == 0 || n > m {
-                return Err(unsupported(format!("level {l}: structured[{n}, {m}] needs 0 < n <= m")));
+                return Err(unsupported(format!(
+                    "level {l}: structured[{n}, {m}] needs 0 < n <= m"
+                )));
             }
         }
     }
@@ -161,30 +179,51 @@ fn analyze(encoding: &Encoding, dim_shape: &[usize]) -> Result<Layout, StorageEr
     let mut lvl_sizes = Vec::with_capacity(lvl_rank);
     for (l, r) in encoding.dim_to_lvl.results.iter().enumerate() {
         if contains_symbol(r) {
-            let (dim, slices) = r.as_counting().filter(|&(d, _)| d < dim_shape.len()).ok_or_else(|| {
-                unsupported(format!("level {l}: a symbol is only stored as an ELL counting level `c * K * i`"))
-            })?;
+            let (dim, slices) = r
+                .as_counting()
+                .filter(|&(d, _)| d < dim_shape.len())
+                .ok_or_else(|| {
+                    unsupported(format!(
+                        "level {l}: a symbol is only stored as an ELL counting level `c * K * i`"
+                    ))
+                })?;
             if counting.is_some() || encoding.dim_to_lvl.num_symbols != 1 {
-                return Err(unsupported("ELL counting stores one counting symbol and one counting level"));
+                return Err(unsupported(
+                    "ELL counting stores one counting symbol and one counting level",
+                ));
             }
-            counting = Some(Counting { level: l, dim, slices });
+            counting = Some(Counting {
+                level: l,
+                dim,
+                slices,
+            });
             lvl_sizes.push(slices);
             continue;
         }
         let size = match r {
             AffineExpr::Var(d) => dim_shape.get(*d).copied(),
-            AffineExpr::FloorDiv(a, b) => match (a.as_var(), b.as_constant().and_then(|b| usize::try_from(b).ok())) {
+            AffineExpr::FloorDiv(a, b) => match (
+                a.as_var(),
+                b.as_constant().and_then(|b| usize::try_from(b).ok()),
+            ) {
                 (Some(d), Some(b)) if b > 0 && d < dim_shape.len() => {
                     if !dim_shape[d].is_multiple_of(b) {
-                        return Err(StorageError::BlockShape { dim: d, size: dim_shape[d], block: b });
+                        return Err(StorageError::BlockShape {
+                            dim: d,
+                            size: dim_shape[d],
+                            block: b,
+                        });
                     }
                     Some(dim_shape[d] / b)
                 }
                 _ => None,
             },
-            AffineExpr::Mod(a, b) => {
-                a.as_var().filter(|&d| d < dim_shape.len()).and_then(|_| b.as_constant()).and_then(|b| usize::try_from(b).ok()).filter(|&b| b > 0)
-            }
+            AffineExpr::Mod(a, b) => a
+                .as_var()
+                .filter(|&d| d < dim_shape.len())
+                .and_then(|_| b.as_constant())
+                .and_then(|b| usize::try_from(b).ok())
+                .filter(|&b| b > 0),
             _ => None,
         };
         lvl_sizes.push(size.ok_or_else(|| {
@@ -193,27 +232,50 @@ fn analyze(encoding: &Encoding, dim_shape: &[usize]) -> Result<Layout, StorageEr
     }
     if let Some(LevelFormat::NOutOfM { m, .. }) = encoding.lvl_types.last().map(|t| t.format) {
         if lvl_sizes[lvl_rank - 1] != m as usize {
-            return Err(unsupported(format!("level {}: an n:m level needs the in-block map `j mod {m}`", lvl_rank - 1)));
+            return Err(unsupported(format!(
+                "level {}: an n:m level needs the in-block map `j mod {m}`",
+                lvl_rank - 1
+            )));
         }
     }
     for l in 0..batch_levels {
         if encoding.dim_to_lvl.results[l].as_var().is_none() {
-            return Err(unsupported(format!("level {l}: a batch level must be a bare dimension")));
+            return Err(unsupported(format!(
+                "level {l}: a batch level must be a bare dimension"
+            )));
         }
     }
-    let batches = lvl_sizes[..batch_levels].iter().try_fold(1usize, |a, &s| a.checked_mul(s)).ok_or_else(|| StorageError::ShapeOverflow { shape: dim_shape.to_vec() })?;
-    Ok(Layout { lvl_sizes, batch_levels, batches, counting })
+    let batches = lvl_sizes[..batch_levels]
+        .iter()
+        .try_fold(1usize, |a, &s| a.checked_mul(s))
+        .ok_or_else(|| StorageError::ShapeOverflow {
+            shape: dim_shape.to_vec(),
+        })?;
+    Ok(Layout {
+        lvl_sizes,
+        batch_levels,
+        batches,
+        counting,
+    })
 }
 
 /// Maps dimension coordinates to level coordinates; a counting level gets 0.
-fn dim_to_lvl(enc: &Encoding, perm: Option<&[usize]>, dc: &[usize], lc: &mut [usize]) -> Option<()> {
+fn dim_to_lvl(
+    enc: &Encoding,
+    perm: Option<&[usize]>,
+    dc: &[usize],
+    lc: &mut [usize],
+) -> Option<()> {
     if let Some(perm) = perm {
         for (l, d) in perm.iter().enumerate() {
             lc[l] = *dc.get(*d)?;
         }
         return Some(());
     }
-    let vars: Vec<i64> = dc.iter().map(|&c| i64::try_from(c).ok()).collect::<Option<_>>()?;
+    let vars: Vec<i64> = dc
+        .iter()
+        .map(|&c| i64::try_from(c).ok())
+        .collect::<Option<_>>()?;
     for (l, r) in enc.dim_to_lvl.results.iter().enumerate() {
         lc[l] = usize::try_from(r.eval(&vars, &[0])?).ok()?;
     }
@@ -267,13 +329,19 @@ pub fn level_order(keys: &[usize], r: usize, n: usize, size0: usize) -> Vec<usiz
 /// these keys keeps the input order of a nonordered level's coordinates inside each segment
 /// (first occurrence first, duplicates adjacent) and sorts every ordered level. `None` when no
 /// level is nonordered. The level-0 keys stay below `max(n, size of level 0)`.
-pub fn nonordered_sort_keys(keys: &[usize], r: usize, n: usize, nonordered: &[bool]) -> Option<Vec<usize>> {
+pub fn nonordered_sort_keys(
+    keys: &[usize],
+    r: usize,
+    n: usize,
+    nonordered: &[bool],
+) -> Option<Vec<usize>> {
     if !nonordered.iter().any(|&b| b) {
         return None;
     }
     let mut out = keys.to_vec();
     for l in (0..r).filter(|&l| nonordered[l]) {
-        let mut first: std::collections::HashMap<&[usize], usize> = std::collections::HashMap::new();
+        let mut first: std::collections::HashMap<&[usize], usize> =
+            std::collections::HashMap::new();
         for e in 0..n {
             let prefix = &keys[e * r..e * r + l + 1];
             let next = first.len();
@@ -284,15 +352,24 @@ pub fn nonordered_sort_keys(keys: &[usize], r: usize, n: usize, nonordered: &[bo
 }
 
 /// Global stored positions per level, from the arrays (never panics on inconsistent arrays).
-fn compute_counts(enc: &Encoding, lvl_sizes: &[usize], coordinates: &[Option<CrdBuffer>]) -> Vec<usize> {
+fn compute_counts(
+    enc: &Encoding,
+    lvl_sizes: &[usize],
+    coordinates: &[Option<CrdBuffer>],
+) -> Vec<usize> {
     let mut counts = Vec::with_capacity(enc.lvl_rank());
     let mut parent = 1usize;
     for (l, lt) in enc.lvl_types.iter().enumerate() {
         let c = match lt.format {
-            LevelFormat::Dense | LevelFormat::Batch => parent.saturating_mul(lvl_sizes.get(l).copied().unwrap_or(0)),
+            LevelFormat::Dense | LevelFormat::Batch => {
+                parent.saturating_mul(lvl_sizes.get(l).copied().unwrap_or(0))
+            }
             LevelFormat::Compressed | LevelFormat::LooseCompressed => {
                 let stride = enc.crd_location(l).map_or(1, |(_, s, _)| s.max(1));
-                coordinates.get(l).and_then(|c| c.as_ref()).map_or(0, |c| c.len() / stride)
+                coordinates
+                    .get(l)
+                    .and_then(|c| c.as_ref())
+                    .map_or(0, |c| c.len() / stride)
             }
             LevelFormat::Singleton => parent,
             LevelFormat::NOutOfM { n, .. } => parent.saturating_mul(n as usize),
@@ -308,7 +385,12 @@ fn compute_counts(enc: &Encoding, lvl_sizes: &[usize], coordinates: &[Option<Crd
 /// every batch stores the same number of positions. Generated code calls it too.
 ///
 /// Errors: [`StorageError::BatchNse`] naming the level and the first batch that differs.
-pub fn rebase_batches(l: usize, format: LevelFormat, global: &[usize], batches: usize) -> Result<Vec<usize>, StorageError> {
+pub fn rebase_batches(
+    l: usize,
+    format: LevelFormat,
+    global: &[usize],
+    batches: usize,
+) -> Result<Vec<usize>, StorageError> {
     if batches == 0 {
         return Ok(Vec::new());
     }
@@ -322,7 +404,12 @@ pub fn rebase_batches(l: usize, format: LevelFormat, global: &[usize], batches: 
                 let got = global[(b + 1) * per] - base;
                 let want = *expected.get_or_insert(got);
                 if got != want {
-                    return Err(StorageError::BatchNse { level: l, batch: b, expected: want, got });
+                    return Err(StorageError::BatchNse {
+                        level: l,
+                        batch: b,
+                        expected: want,
+                        got,
+                    });
                 }
                 out.extend(global[b * per..=(b + 1) * per].iter().map(|p| p - base));
             }
@@ -336,7 +423,12 @@ pub fn rebase_batches(l: usize, format: LevelFormat, global: &[usize], batches: 
                 let got: usize = pairs.chunks(2).map(|p| p[1] - p[0]).sum();
                 let want = *expected.get_or_insert(got);
                 if got != want {
-                    return Err(StorageError::BatchNse { level: l, batch: b, expected: want, got });
+                    return Err(StorageError::BatchNse {
+                        level: l,
+                        batch: b,
+                        expected: want,
+                        got,
+                    });
                 }
                 out.extend(pairs.iter().map(|p| p - base));
                 base += got;
@@ -375,8 +467,17 @@ impl<V: Value> DynamicStorage<V> {
         let dim_rank = encoding.dim_rank();
         let lvl_rank = encoding.lvl_rank();
         let n = coo.len();
-        if coo.coords.len() != n.checked_mul(dim_rank).ok_or_else(|| StorageError::ShapeOverflow { shape: coo.shape.clone() })? {
-            return Err(StorageError::LengthMismatch { operand: "COO coordinates", expected: n * dim_rank, got: coo.coords.len() });
+        if coo.coords.len()
+            != n.checked_mul(dim_rank)
+                .ok_or_else(|| StorageError::ShapeOverflow {
+                    shape: coo.shape.clone(),
+                })?
+        {
+            return Err(StorageError::LengthMismatch {
+                operand: "COO coordinates",
+                expected: n * dim_rank,
+                got: coo.coords.len(),
+            });
         }
         let perm = encoding.dim_permutation();
         let mut keys = vec![0usize; n * lvl_rank];
@@ -384,16 +485,27 @@ impl<V: Value> DynamicStorage<V> {
             let dc = &coo.coords[e * dim_rank..(e + 1) * dim_rank];
             for (d, (&c, &size)) in dc.iter().zip(&coo.shape).enumerate() {
                 if c >= size {
-                    return Err(StorageError::CoordinateOutOfRange { entry: e, dim: d, coordinate: c, size });
+                    return Err(StorageError::CoordinateOutOfRange {
+                        entry: e,
+                        dim: d,
+                        coordinate: c,
+                        size,
+                    });
                 }
             }
-            dim_to_lvl(encoding, perm.as_deref(), dc, &mut keys[e * lvl_rank..(e + 1) * lvl_rank])
-                .ok_or_else(|| unsupported("dim_to_lvl does not evaluate"))?;
+            dim_to_lvl(
+                encoding,
+                perm.as_deref(),
+                dc,
+                &mut keys[e * lvl_rank..(e + 1) * lvl_rank],
+            )
+            .ok_or_else(|| unsupported("dim_to_lvl does not evaluate"))?;
         }
         let merge = encoding.lvl_types.last().is_some_and(|t| t.is_unique());
         let mut values = coo.values.clone();
         if let Some(cnt) = layout.counting {
-            (keys, values) = assign_slices(cnt, &coo.coords, dim_rank, keys, values, lvl_rank, merge)?;
+            (keys, values) =
+                assign_slices(cnt, &coo.coords, dim_rank, keys, values, lvl_rank, merge)?;
         }
         let n = values.len();
         let nonordered: Vec<bool> = encoding.lvl_types.iter().map(|t| !t.is_ordered()).collect();
@@ -420,13 +532,22 @@ impl<V: Value> DynamicStorage<V> {
             first = false;
         }
         b.end_insert(n == 0)?;
-        let Builder { positions: gpos, coordinates, values, .. } = b;
+        let Builder {
+            positions: gpos,
+            coordinates,
+            values,
+            ..
+        } = b;
         let mut positions = Vec::with_capacity(lvl_rank);
         for (l, p) in gpos.into_iter().enumerate() {
             positions.push(match p {
                 None => None,
                 Some(g) => {
-                    let local = if layout.batch_levels > 0 { rebase_batches(l, encoding.lvl_types[l].format, &g, layout.batches)? } else { g };
+                    let local = if layout.batch_levels > 0 {
+                        rebase_batches(l, encoding.lvl_types[l].format, &g, layout.batches)?
+                    } else {
+                        g
+                    };
                     Some(level::to_index_buffer(l, encoding.pos_width, &local)?)
                 }
             });
@@ -450,10 +571,18 @@ impl<V: Value> DynamicStorage<V> {
     ///
     /// Errors: [`StorageError::LengthMismatch`] if `data.len()` is not the product of `dim_shape`;
     /// otherwise as [`Self::from_coo`].
-    pub fn from_dense(encoding: &Encoding, dim_shape: &[usize], data: &[V]) -> Result<Self, StorageError> {
+    pub fn from_dense(
+        encoding: &Encoding,
+        dim_shape: &[usize],
+        data: &[V],
+    ) -> Result<Self, StorageError> {
         let total = checked_product(dim_shape)?;
         if data.len() != total {
-            return Err(StorageError::LengthMismatch { operand: "dense input", expected: total, got: data.len() });
+            return Err(StorageError::LengthMismatch {
+                operand: "dense input",
+                expected: total,
+                got: data.len(),
+            });
         }
         let mut coo = CooTensor::new(dim_shape.to_vec());
         let mut idx = vec![0usize; dim_shape.len()];
@@ -493,32 +622,69 @@ impl<V: Value> DynamicStorage<V> {
         let lvl_rank = encoding.lvl_rank();
         let raw = |level: usize, reason: String| StorageError::RawParts { level, reason };
         if positions.len() != lvl_rank {
-            return Err(raw(positions.len().min(lvl_rank), format!("{} position arrays for {lvl_rank} levels", positions.len())));
+            return Err(raw(
+                positions.len().min(lvl_rank),
+                format!("{} position arrays for {lvl_rank} levels", positions.len()),
+            ));
         }
         if coordinates.len() != lvl_rank {
-            return Err(raw(coordinates.len().min(lvl_rank), format!("{} coordinate arrays for {lvl_rank} levels", coordinates.len())));
+            return Err(raw(
+                coordinates.len().min(lvl_rank),
+                format!(
+                    "{} coordinate arrays for {lvl_rank} levels",
+                    coordinates.len()
+                ),
+            ));
         }
         for l in 0..lvl_rank {
             let lt = encoding.lvl_types[l];
             match (&positions[l], lt.has_positions()) {
                 (Some(p), true) if p.as_slice().width() != encoding.pos_width => {
-                    return Err(raw(l, format!("positions have width {}, posWidth is {}", p.as_slice().width(), encoding.pos_width)))
+                    return Err(raw(
+                        l,
+                        format!(
+                            "positions have width {}, posWidth is {}",
+                            p.as_slice().width(),
+                            encoding.pos_width
+                        ),
+                    ))
                 }
-                (Some(_), false) => return Err(raw(l, format!("a {} level has no positions array", lt.format.mlir_name()))),
-                (None, true) => return Err(raw(l, format!("a {} level needs a positions array", lt.format.mlir_name()))),
+                (Some(_), false) => {
+                    return Err(raw(
+                        l,
+                        format!("a {} level has no positions array", lt.format.mlir_name()),
+                    ))
+                }
+                (None, true) => {
+                    return Err(raw(
+                        l,
+                        format!("a {} level needs a positions array", lt.format.mlir_name()),
+                    ))
+                }
                 _ => {}
             }
             match (&coordinates[l], encoding.owns_crd_buffer(l)) {
                 (Some(c), true) if c.width() != encoding.crd_width => {
-                    return Err(raw(l, format!("coordinates have width {}, crdWidth is {}", c.width(), encoding.crd_width)))
+                    return Err(raw(
+                        l,
+                        format!(
+                            "coordinates have width {}, crdWidth is {}",
+                            c.width(),
+                            encoding.crd_width
+                        ),
+                    ))
                 }
-                (Some(_), false) => return Err(raw(l, "the level owns no coordinate buffer".into())),
+                (Some(_), false) => {
+                    return Err(raw(l, "the level owns no coordinate buffer".into()))
+                }
                 (None, true) => return Err(raw(l, "the level needs a coordinate buffer".into())),
                 _ => {}
             }
         }
         // SAFETY: the arrays are checked by `validate` before the value is returned.
-        let s = unsafe { Self::from_raw_parts_unchecked(encoding, dim_shape, positions, coordinates, values) };
+        let s = unsafe {
+            Self::from_raw_parts_unchecked(encoding, dim_shape, positions, coordinates, values)
+        };
         s.validate()?;
         Ok(s)
     }
@@ -542,12 +708,28 @@ impl<V: Value> DynamicStorage<V> {
             Err(_) => (vec![0; encoding.lvl_rank()], 1, None),
         };
         let counts = compute_counts(encoding, &lvl_sizes, &coordinates);
-        DynamicStorage { encoding: encoding.clone(), dim_shape: dim_shape.to_vec(), lvl_sizes, positions, coordinates, values, counts, batches, counting }
+        DynamicStorage {
+            encoding: encoding.clone(),
+            dim_shape: dim_shape.to_vec(),
+            lvl_sizes,
+            positions,
+            coordinates,
+            values,
+            counts,
+            batches,
+            counting,
+        }
     }
 
     /// Takes the tensor apart into its arrays (no copy); [`Self::from_raw_parts`] puts them back.
     pub fn into_raw_parts(self) -> RawParts<V> {
-        RawParts { encoding: self.encoding, dim_shape: self.dim_shape, positions: self.positions, coordinates: self.coordinates, values: self.values }
+        RawParts {
+            encoding: self.encoding,
+            dim_shape: self.dim_shape,
+            positions: self.positions,
+            coordinates: self.coordinates,
+            values: self.values,
+        }
     }
 
     /// The stored entries as a COO tensor in storage order (dimension coordinates, explicit
@@ -612,7 +794,10 @@ impl<V> DynamicStorage<V> {
     /// [`SparseStorage::coordinate_buffer`]); `None` for a packed buffer (use
     /// [`Self::coordinate_view`]).
     pub fn coordinates(&self, l: usize) -> Option<IndexSlice<'_>> {
-        self.coordinates.get(l)?.as_ref().and_then(|b| b.as_index_slice())
+        self.coordinates
+            .get(l)?
+            .as_ref()
+            .and_then(|b| b.as_index_slice())
     }
     /// The coordinate buffer owned by level `l`, byte-aligned or packed.
     pub fn coordinate_view(&self, l: usize) -> Option<IndexView<'_>> {
@@ -620,7 +805,13 @@ impl<V> DynamicStorage<V> {
     }
 
     fn arrays(&self) -> Arrays<'_> {
-        Arrays { lvl_sizes: &self.lvl_sizes, lvl_types: &self.encoding.lvl_types, positions: &self.positions, counts: &self.counts, batches: self.batches }
+        Arrays {
+            lvl_sizes: &self.lvl_sizes,
+            lvl_types: &self.encoding.lvl_types,
+            positions: &self.positions,
+            counts: &self.counts,
+            batches: self.batches,
+        }
     }
 
     /// The `(lo, hi)` range of global positions of level `l` under parent position `parent`.
@@ -632,12 +823,22 @@ impl<V> DynamicStorage<V> {
     fn crd(&self, l: usize, parent: usize, p: usize) -> usize {
         match self.encoding.crd_location(l) {
             None => p - parent * self.lvl_sizes[l],
-            Some((owner, stride, offset)) => self.coordinates[owner].as_ref().and_then(|b| b.get(p * stride + offset)).unwrap_or(usize::MAX),
+            Some((owner, stride, offset)) => self.coordinates[owner]
+                .as_ref()
+                .and_then(|b| b.get(p * stride + offset))
+                .unwrap_or(usize::MAX),
         }
     }
 
     /// Calls `f(level coordinates, value position)` for every stored entry in storage order.
-    fn walk(&self, a: &Arrays<'_>, l: usize, parent: usize, lc: &mut Vec<usize>, f: &mut dyn FnMut(&[usize], usize)) {
+    fn walk(
+        &self,
+        a: &Arrays<'_>,
+        l: usize,
+        parent: usize,
+        lc: &mut Vec<usize>,
+        f: &mut dyn FnMut(&[usize], usize),
+    ) {
         let (lo, hi) = self.segment(a, l, parent);
         for p in lo..hi {
             lc[l] = self.crd(l, parent, p);
@@ -679,11 +880,18 @@ impl<V> DynamicStorage<V> {
     /// The value stored at dimension coordinates `coords`, or `None` if nothing is stored there
     /// (or `coords` is out of range or of the wrong rank). With stored duplicates, the first.
     pub fn get(&self, coords: &[usize]) -> Option<&V> {
-        if coords.len() != self.dim_shape.len() || coords.iter().zip(&self.dim_shape).any(|(c, s)| c >= s) {
+        if coords.len() != self.dim_shape.len()
+            || coords.iter().zip(&self.dim_shape).any(|(c, s)| c >= s)
+        {
             return None;
         }
         let mut lc = vec![0; self.encoding.lvl_rank()];
-        dim_to_lvl(&self.encoding, self.encoding.dim_permutation().as_deref(), coords, &mut lc)?;
+        dim_to_lvl(
+            &self.encoding,
+            self.encoding.dim_permutation().as_deref(),
+            coords,
+            &mut lc,
+        )?;
         let a = self.arrays();
         self.locate(&a, 0, 0, &lc).map(|p| &self.values[p])
     }
@@ -691,14 +899,26 @@ impl<V> DynamicStorage<V> {
     fn locate(&self, a: &Arrays<'_>, l: usize, parent: usize, lc: &[usize]) -> Option<usize> {
         let (lo, hi) = self.segment(a, l, parent);
         let last = l + 1 == lc.len();
-        let next = |p: usize| if last { Some(p) } else { self.locate(a, l + 1, p, lc) };
+        let next = |p: usize| {
+            if last {
+                Some(p)
+            } else {
+                self.locate(a, l + 1, p, lc)
+            }
+        };
         if self.counting.is_some_and(|c| c.level == l) {
             return (lo..hi).find_map(next);
         }
         if self.encoding.lvl_types[l].is_dense() {
-            return if lc[l] < hi - lo { next(lo + lc[l]) } else { None };
+            return if lc[l] < hi - lo {
+                next(lo + lc[l])
+            } else {
+                None
+            };
         }
-        (lo..hi).filter(|&p| self.crd(l, parent, p) == lc[l]).find_map(next)
+        (lo..hi)
+            .filter(|&p| self.crd(l, parent, p) == lc[l])
+            .find_map(next)
     }
 
     /// Bytes held by positions, coordinates and values.
@@ -720,7 +940,10 @@ impl<V: Value> DynamicStorage<V> {
         let total = checked_product(&self.dim_shape)?;
         let mut out = vec![V::zero(); total];
         for (dc, v) in self.iter() {
-            let flat = dc.iter().zip(&self.dim_shape).fold(0, |acc, (c, s)| acc * s + c);
+            let flat = dc
+                .iter()
+                .zip(&self.dim_shape)
+                .fold(0, |acc, (c, s)| acc * s + c);
             out[flat] += *v;
         }
         Ok(out)
@@ -733,7 +956,10 @@ impl<V: Value> DynamicStorage<V> {
     /// [`StorageError::LengthMismatch`] naming `"x"` or `"y"`.
     pub fn spmv(&self, x: &[V], y: &mut [V]) -> Result<(), StorageError> {
         if self.dim_shape.len() != 2 {
-            return Err(StorageError::RankMismatch { expected: 2, got: self.dim_shape.len() });
+            return Err(StorageError::RankMismatch {
+                expected: 2,
+                got: self.dim_shape.len(),
+            });
         }
         check_len("x", self.dim_shape[1], x.len())?;
         check_len("y", self.dim_shape[0], y.len())?;
@@ -786,7 +1012,11 @@ fn assign_slices<V: Value>(
             slot += 1;
         }
         if slot > cnt.slices {
-            return Err(StorageError::EllRowOverflow { row: i, count: out_vals.len() - start, slices: cnt.slices });
+            return Err(StorageError::EllRowOverflow {
+                row: i,
+                count: out_vals.len() - start,
+                slices: cnt.slices,
+            });
         }
     }
     Ok((out_keys, out_vals))
@@ -828,13 +1058,22 @@ fn check_len(operand: &'static str, expected: usize, got: usize) -> Result<(), S
     if expected == got {
         Ok(())
     } else {
-        Err(StorageError::LengthMismatch { operand, expected, got })
+        Err(StorageError::LengthMismatch {
+            operand,
+            expected,
+            got,
+        })
     }
 }
 
 /// Product of the dimension sizes; [`StorageError::ShapeOverflow`] if it overflows `usize`.
 pub fn checked_product(shape: &[usize]) -> Result<usize, StorageError> {
-    shape.iter().try_fold(1usize, |a, &s| a.checked_mul(s)).ok_or_else(|| StorageError::ShapeOverflow { shape: shape.to_vec() })
+    shape
+        .iter()
+        .try_fold(1usize, |a, &s| a.checked_mul(s))
+        .ok_or_else(|| StorageError::ShapeOverflow {
+            shape: shape.to_vec(),
+        })
 }
 
 /// Row-major unflattening of `flat` into `idx` for `shape`.

@@ -32,7 +32,9 @@ pub enum StorageError {
         got: usize,
     },
     /// An input coordinate is not below its dimension size.
-    #[error("entry {entry}: coordinate {coordinate} of dimension {dim} is out of range (size {size})")]
+    #[error(
+        "entry {entry}: coordinate {coordinate} of dimension {dim} is out of range (size {size})"
+    )]
     CoordinateOutOfRange {
         /// Index of the offending entry in the input (0-based).
         entry: usize,

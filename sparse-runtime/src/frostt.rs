@@ -95,9 +95,15 @@ impl TnsError {
 /// # Errors
 ///
 /// [`TnsError::Open`], otherwise as [`parse_frostt`].
-pub fn read_frostt(path: impl AsRef<Path>, shape: Option<&[usize]>) -> Result<CooTensor<f64>, TnsError> {
+pub fn read_frostt(
+    path: impl AsRef<Path>,
+    shape: Option<&[usize]>,
+) -> Result<CooTensor<f64>, TnsError> {
     let path = path.as_ref();
-    let file = File::open(path).map_err(|source| TnsError::Open { path: path.to_path_buf(), source })?;
+    let file = File::open(path).map_err(|source| TnsError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
     parse_frostt(BufReader::with_capacity(1 << 16, file), shape)
 }
 
@@ -110,7 +116,10 @@ pub fn read_frostt(path: impl AsRef<Path>, shape: Option<&[usize]>) -> Result<Co
 /// [`TnsError::Io`], [`TnsError::FieldCount`], [`TnsError::BadIndex`] (0, not an integer,
 /// or beyond `shape`), [`TnsError::BadValue`], [`TnsError::Empty`] (no entry and no shape), each
 /// with its line.
-pub fn parse_frostt<R: BufRead>(mut reader: R, shape: Option<&[usize]>) -> Result<CooTensor<f64>, TnsError> {
+pub fn parse_frostt<R: BufRead>(
+    mut reader: R,
+    shape: Option<&[usize]>,
+) -> Result<CooTensor<f64>, TnsError> {
     let mut order = shape.map(|s| s.len());
     let mut dims: Vec<usize> = shape.map(|s| s.to_vec()).unwrap_or_default();
     let mut coo = CooTensor::new(Vec::new());
@@ -119,7 +128,9 @@ pub fn parse_frostt<R: BufRead>(mut reader: R, shape: Option<&[usize]>) -> Resul
     loop {
         buf.clear();
         line += 1;
-        let n = reader.read_until(b'\n', &mut buf).map_err(|source| TnsError::Io { line, source })?;
+        let n = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|source| TnsError::Io { line, source })?;
         if n == 0 {
             break;
         }
@@ -131,25 +142,40 @@ pub fn parse_frostt<R: BufRead>(mut reader: R, shape: Option<&[usize]>) -> Resul
         let fields: Vec<&str> = body.split_ascii_whitespace().collect();
         let r = *order.get_or_insert_with(|| fields.len().saturating_sub(1));
         if fields.len() != r + 1 || r == 0 {
-            return Err(TnsError::FieldCount { line, expected: r.max(1) + 1, found: fields.len() });
+            return Err(TnsError::FieldCount {
+                line,
+                expected: r.max(1) + 1,
+                found: fields.len(),
+            });
         }
         if dims.len() < r {
             dims.resize(r, 0);
         }
         for (mode, f) in fields[..r].iter().enumerate() {
-            let max = if shape.is_some() { dims[mode] } else { usize::MAX };
-            let c = f.parse::<usize>().ok().filter(|&c| c >= 1 && c <= max).ok_or_else(|| TnsError::BadIndex {
-                line,
-                mode,
-                text: f.to_string(),
-                max,
-            })?;
+            let max = if shape.is_some() {
+                dims[mode]
+            } else {
+                usize::MAX
+            };
+            let c = f
+                .parse::<usize>()
+                .ok()
+                .filter(|&c| c >= 1 && c <= max)
+                .ok_or_else(|| TnsError::BadIndex {
+                    line,
+                    mode,
+                    text: f.to_string(),
+                    max,
+                })?;
             coo.coords.push(c - 1);
             if shape.is_none() {
                 dims[mode] = dims[mode].max(c);
             }
         }
-        let v = fields[r].parse::<f64>().map_err(|_| TnsError::BadValue { line, text: fields[r].to_string() })?;
+        let v = fields[r].parse::<f64>().map_err(|_| TnsError::BadValue {
+            line,
+            text: fields[r].to_string(),
+        })?;
         coo.values.push(v);
     }
     if order.is_none() {
@@ -166,10 +192,16 @@ pub fn parse_frostt<R: BufRead>(mut reader: R, shape: Option<&[usize]>) -> Resul
 ///
 /// The writer's errors; [`std::io::ErrorKind::InvalidInput`] if `coo.coords` does not hold
 /// `rank` coordinates per value.
-pub fn write_frostt<W: Write, V: std::fmt::Display>(mut w: W, coo: &CooTensor<V>) -> std::io::Result<()> {
+pub fn write_frostt<W: Write, V: std::fmt::Display>(
+    mut w: W,
+    coo: &CooTensor<V>,
+) -> std::io::Result<()> {
     let r = coo.rank();
     if coo.coords.len() != coo.values.len() * r || r == 0 {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "COO coordinates do not match rank x entries"));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "COO coordinates do not match rank x entries",
+        ));
     }
     for (e, v) in coo.values.iter().enumerate() {
         for c in &coo.coords[e * r..(e + 1) * r] {

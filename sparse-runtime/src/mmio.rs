@@ -699,17 +699,30 @@ fn shorten(s: &str) -> String {
 ///
 /// The writer's errors; [`std::io::ErrorKind::InvalidInput`] if `coo` is not rank 2 or its
 /// coordinates do not hold two per value.
-pub fn write_matrix_market<W: std::io::Write, V: fmt::Display>(mut w: W, coo: &CooTensor<V>) -> std::io::Result<()> {
+pub fn write_matrix_market<W: std::io::Write, V: fmt::Display>(
+    mut w: W,
+    coo: &CooTensor<V>,
+) -> std::io::Result<()> {
     if coo.rank() != 2 || coo.coords.len() != 2 * coo.values.len() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
-            format!("Matrix Market holds matrices: rank {} with {} coordinates for {} values", coo.rank(), coo.coords.len(), coo.values.len()),
+            format!(
+                "Matrix Market holds matrices: rank {} with {} coordinates for {} values",
+                coo.rank(),
+                coo.coords.len(),
+                coo.values.len()
+            ),
         ));
     }
     writeln!(w, "%%MatrixMarket matrix coordinate real general")?;
     writeln!(w, "{} {} {}", coo.shape[0], coo.shape[1], coo.values.len())?;
     for (e, v) in coo.values.iter().enumerate() {
-        writeln!(w, "{} {} {v}", coo.coords[2 * e] + 1, coo.coords[2 * e + 1] + 1)?;
+        writeln!(
+            w,
+            "{} {} {v}",
+            coo.coords[2 * e] + 1,
+            coo.coords[2 * e + 1] + 1
+        )?;
     }
     w.flush()
 }

@@ -29,7 +29,11 @@ pub struct PackedBuffer {
 impl PackedBuffer {
     /// An empty buffer of `bits`-wide elements; `None` unless `bits` is 1, 2 or 4.
     pub fn new(bits: u32) -> Option<Self> {
-        is_packed_width(bits).then_some(PackedBuffer { bits, len: 0, data: Vec::new() })
+        is_packed_width(bits).then_some(PackedBuffer {
+            bits,
+            len: 0,
+            data: Vec::new(),
+        })
     }
 
     /// Builds a buffer from unpacked numbers: `None` unless `bits` is 1, 2 or 4;
@@ -76,7 +80,11 @@ impl PackedBuffer {
 
     /// Borrows the buffer.
     pub fn as_slice(&self) -> PackedSlice<'_> {
-        PackedSlice { bits: self.bits, len: self.len, data: &self.data }
+        PackedSlice {
+            bits: self.bits,
+            len: self.len,
+            data: &self.data,
+        }
     }
 
     /// The packed bytes (`ceil(len * bits / 8)` of them).
@@ -261,7 +269,10 @@ mod tests {
         assert_eq!(b.push(4), Err(4));
         assert_eq!(b.len(), 5);
         assert_eq!(b.bytes(), &[0b11_01_10_00, 0b11]);
-        assert_eq!(CrdBuffer::Packed(b.clone()).view().to_vec(), vec![0, 2, 1, 3, 3]);
+        assert_eq!(
+            CrdBuffer::Packed(b.clone()).view().to_vec(),
+            vec![0, 2, 1, 3, 3]
+        );
         assert_eq!(b.get(5), None);
         assert!(PackedBuffer::new(3).is_none());
         let b1 = PackedBuffer::from_values(1, &[1, 0, 1]).unwrap().unwrap();

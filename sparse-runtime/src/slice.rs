@@ -52,7 +52,12 @@ pub struct SliceView<'a, S: ?Sized> {
 
 impl<S: ?Sized> Clone for SliceView<'_, S> {
     fn clone(&self) -> Self {
-        SliceView { parent: self.parent, offset: self.offset.clone(), size: self.size.clone(), stride: self.stride.clone() }
+        SliceView {
+            parent: self.parent,
+            offset: self.offset.clone(),
+            size: self.size.clone(),
+            stride: self.stride.clone(),
+        }
     }
 }
 
@@ -62,15 +67,22 @@ impl<V> DynamicStorage<V> {
     ///
     /// Errors: [`StorageError::Unsupported`] if `sliced` has no slices or differs from this
     /// tensor's encoding in anything but the slices; as [`Self::slice_dims`] otherwise.
-    pub fn slice(&self, sliced: &Encoding, dynamic: &[usize]) -> Result<SliceView<'_, Self>, StorageError> {
+    pub fn slice(
+        &self,
+        sliced: &Encoding,
+        dynamic: &[usize],
+    ) -> Result<SliceView<'_, Self>, StorageError> {
         let Some(slices) = sliced.dim_slices.as_ref() else {
-            return Err(StorageError::Unsupported { reason: "the encoding has no dimension slices".into() });
+            return Err(StorageError::Unsupported {
+                reason: "the encoding has no dimension slices".into(),
+            });
         };
         let mut plain = sliced.clone();
         plain.dim_slices = None;
         if &plain != self.encoding() {
             return Err(StorageError::Unsupported {
-                reason: "a slice views a tensor of the same encoding (apart from the slices)".into(),
+                reason: "a slice views a tensor of the same encoding (apart from the slices)"
+                    .into(),
             });
         }
         self.slice_dims(slices, dynamic)
@@ -83,7 +95,11 @@ impl<V> DynamicStorage<V> {
     /// [`StorageError::Slice`] naming the dimension when a dynamic value is missing, when
     /// dynamic values are left over (dimension = rank), for a zero size or stride, or when the
     /// slice's last element `offset + (size - 1) * stride` is outside the parent dimension.
-    pub fn slice_dims(&self, slices: &[DimSlice], dynamic: &[usize]) -> Result<SliceView<'_, Self>, StorageError> {
+    pub fn slice_dims(
+        &self,
+        slices: &[DimSlice],
+        dynamic: &[usize],
+    ) -> Result<SliceView<'_, Self>, StorageError> {
         SliceView::new(self, slices, dynamic)
     }
 }
@@ -96,29 +112,52 @@ impl<'a, S: DimAccess + ?Sized> SliceView<'a, S> {
     /// [`StorageError::Slice`] naming the dimension when a dynamic value is missing, when
     /// dynamic values are left over (dimension = rank), for a zero size or stride, or when the
     /// slice's last element `offset + (size - 1) * stride` is outside the parent dimension.
-    pub fn new(parent: &'a S, slices: &[DimSlice], dynamic: &[usize]) -> Result<Self, StorageError> {
+    pub fn new(
+        parent: &'a S,
+        slices: &[DimSlice],
+        dynamic: &[usize],
+    ) -> Result<Self, StorageError> {
         let shape = parent.dims();
         if slices.len() != shape.len() {
-            return Err(StorageError::RankMismatch { expected: shape.len(), got: slices.len() });
+            return Err(StorageError::RankMismatch {
+                expected: shape.len(),
+                got: slices.len(),
+            });
         }
         let mut dynamic = dynamic.iter().copied();
         let mut take = |d: usize, v: Option<u64>, what: &str| -> Result<usize, StorageError> {
             match v {
-                Some(v) => usize::try_from(v).map_err(|_| StorageError::Slice { dim: d, reason: format!("{what} {v} does not fit usize") }),
-                None => dynamic.next().ok_or_else(|| StorageError::Slice { dim: d, reason: format!("no dynamic value given for the {what} `?`") }),
+                Some(v) => usize::try_from(v).map_err(|_| StorageError::Slice {
+                    dim: d,
+                    reason: format!("{what} {v} does not fit usize"),
+                }),
+                None => dynamic.next().ok_or_else(|| StorageError::Slice {
+                    dim: d,
+                    reason: format!("no dynamic value given for the {what} `?`"),
+                }),
             }
         };
         let (mut offset, mut size, mut stride) = (Vec::new(), Vec::new(), Vec::new());
         for (d, s) in slices.iter().enumerate() {
-            let (o, n, t) = (take(d, s.offset, "offset")?, take(d, s.size, "size")?, take(d, s.stride, "stride")?);
+            let (o, n, t) = (
+                take(d, s.offset, "offset")?,
+                take(d, s.size, "size")?,
+                take(d, s.stride, "stride")?,
+            );
             if n == 0 || t == 0 {
-                return Err(StorageError::Slice { dim: d, reason: format!("size {n} and stride {t} must be positive") });
+                return Err(StorageError::Slice {
+                    dim: d,
+                    reason: format!("size {n} and stride {t} must be positive"),
+                });
             }
             let last = (n - 1).checked_mul(t).and_then(|x| x.checked_add(o));
             if last.is_none_or(|last| last >= shape[d]) {
                 return Err(StorageError::Slice {
                     dim: d,
-                    reason: format!("slice({o}, {n}, {t}) reaches past the parent dimension of size {}", shape[d]),
+                    reason: format!(
+                        "slice({o}, {n}, {t}) reaches past the parent dimension of size {}",
+                        shape[d]
+                    ),
                 });
             }
             offset.push(o);
@@ -127,9 +166,17 @@ impl<'a, S: DimAccess + ?Sized> SliceView<'a, S> {
         }
         let left = dynamic.count();
         if left > 0 {
-            return Err(StorageError::Slice { dim: shape.len(), reason: format!("{left} dynamic value(s) left over") });
+            return Err(StorageError::Slice {
+                dim: shape.len(),
+                reason: format!("{left} dynamic value(s) left over"),
+            });
         }
-        Ok(SliceView { parent, offset, size, stride })
+        Ok(SliceView {
+            parent,
+            offset,
+            size,
+            stride,
+        })
     }
 }
 
@@ -157,7 +204,8 @@ impl<'a, S: DimAccess + ?Sized> SliceView<'a, S> {
             .enumerate()
             .map(|(d, &c)| {
                 let r = c.checked_sub(self.offset[d])?;
-                (r % self.stride[d] == 0 && r / self.stride[d] < self.size[d]).then_some(r / self.stride[d])
+                (r % self.stride[d] == 0 && r / self.stride[d] < self.size[d])
+                    .then_some(r / self.stride[d])
             })
             .collect()
     }
@@ -165,7 +213,9 @@ impl<'a, S: DimAccess + ?Sized> SliceView<'a, S> {
     /// The stored entries that fall on the slice, in the parent's storage order, as
     /// `(view coordinates, value)`.
     pub fn iter(&self) -> impl Iterator<Item = (Vec<usize>, &'a S::Value)> + '_ {
-        self.parent.entries().filter_map(move |(pc, v)| self.to_view(&pc).map(|c| (c, v)))
+        self.parent
+            .entries()
+            .filter_map(move |(pc, v)| self.to_view(&pc).map(|c| (c, v)))
     }
 
     /// The value stored at view coordinates `coords` (parent coordinates
@@ -175,7 +225,11 @@ impl<'a, S: DimAccess + ?Sized> SliceView<'a, S> {
         if coords.len() != self.size.len() || coords.iter().zip(&self.size).any(|(c, s)| c >= s) {
             return None;
         }
-        let pc: Vec<usize> = coords.iter().enumerate().map(|(d, &c)| self.offset[d] + c * self.stride[d]).collect();
+        let pc: Vec<usize> = coords
+            .iter()
+            .enumerate()
+            .map(|(d, &c)| self.offset[d] + c * self.stride[d])
+            .collect();
         self.parent.lookup(&pc)
     }
 }
@@ -209,13 +263,24 @@ impl<V: Value, S: DimAccess<Value = V> + ?Sized> SliceView<'_, S> {
     /// [`StorageError::LengthMismatch`] naming `"x"` or `"y"`.
     pub fn spmv(&self, x: &[V], y: &mut [V]) -> Result<(), StorageError> {
         if self.size.len() != 2 {
-            return Err(StorageError::RankMismatch { expected: 2, got: self.size.len() });
+            return Err(StorageError::RankMismatch {
+                expected: 2,
+                got: self.size.len(),
+            });
         }
         if x.len() != self.size[1] {
-            return Err(StorageError::LengthMismatch { operand: "x", expected: self.size[1], got: x.len() });
+            return Err(StorageError::LengthMismatch {
+                operand: "x",
+                expected: self.size[1],
+                got: x.len(),
+            });
         }
         if y.len() != self.size[0] {
-            return Err(StorageError::LengthMismatch { operand: "y", expected: self.size[0], got: y.len() });
+            return Err(StorageError::LengthMismatch {
+                operand: "y",
+                expected: self.size[0],
+                got: y.len(),
+            });
         }
         y.iter_mut().for_each(|v| *v = V::zero());
         for (c, v) in self.iter() {

@@ -74,7 +74,11 @@ where
     }
     // MLIR's printContents on a memref of rank > 1: nested groups, no separator between groups,
     // and (as its loop emits it) a comma after every innermost element.
-    fn nested<T: fmt::Display>(f: &mut fmt::Formatter<'_>, items: &[T], batch_shape: &[usize]) -> fmt::Result {
+    fn nested<T: fmt::Display>(
+        f: &mut fmt::Formatter<'_>,
+        items: &[T],
+        batch_shape: &[usize],
+    ) -> fmt::Result {
         f.write_str("( ")?;
         match batch_shape.split_first() {
             None => {
@@ -83,7 +87,7 @@ where
                 }
             }
             Some((&b, rest)) => {
-                let chunk = if b == 0 { 0 } else { items.len() / b };
+                let chunk = items.len().checked_div(b).unwrap_or(0);
                 for k in 0..b {
                     nested(f, &items[k * chunk..(k + 1) * chunk], rest)?;
                 }
@@ -91,7 +95,11 @@ where
         }
         f.write_str(" )")
     }
-    fn buffer<T: fmt::Display>(f: &mut fmt::Formatter<'_>, items: &[T], batch_shape: &[usize]) -> fmt::Result {
+    fn buffer<T: fmt::Display>(
+        f: &mut fmt::Formatter<'_>,
+        items: &[T],
+        batch_shape: &[usize],
+    ) -> fmt::Result {
         if batch_shape.is_empty() {
             list(f, items)
         } else {
@@ -100,10 +108,14 @@ where
     }
     let types = s.lvl_types();
     let sizes = s.lvl_sizes();
-    let batch_levels = types.iter().take_while(|t| t.format == LevelFormat::Batch).count().min(sizes.len());
+    let batch_levels = types
+        .iter()
+        .take_while(|t| t.format == LevelFormat::Batch)
+        .count()
+        .min(sizes.len());
     let batch_shape = &sizes[..batch_levels];
     let batches: usize = batch_shape.iter().product();
-    let nse = if batches == 0 { 0 } else { s.value_slice().len() / batches };
+    let nse = s.value_slice().len().checked_div(batches).unwrap_or(0);
     writeln!(f, "---- Sparse Tensor ----")?;
     writeln!(f, "nse = {nse}")?;
     f.write_str("dim = ")?;
@@ -167,14 +179,23 @@ pub fn validate<S: SparseStorage + ?Sized>(s: &S) -> Result<(), StorageError> {
     let sizes = s.lvl_sizes();
     let lvl_rank = types.len();
     if sizes.len() != lvl_rank {
-        return Err(inv(0, "one size per level", sizes.len(), format!("{} sizes for {lvl_rank} levels", sizes.len())));
+        return Err(inv(
+            0,
+            "one size per level",
+            sizes.len(),
+            format!("{} sizes for {lvl_rank} levels", sizes.len()),
+        ));
     }
     let mut batches = 1usize;
     for (l, t) in types.iter().enumerate() {
         if t.format != LevelFormat::Batch {
             break;
         }
-        batches = batches.checked_mul(sizes[l]).ok_or_else(|| StorageError::ShapeOverflow { shape: sizes.to_vec() })?;
+        batches = batches
+            .checked_mul(sizes[l])
+            .ok_or_else(|| StorageError::ShapeOverflow {
+                shape: sizes.to_vec(),
+            })?;
     }
     let cx = Check { s, batches };
     let mut parent = 1usize;
@@ -226,7 +247,14 @@ impl<'a, S: LevelAccess<L>, const L: usize> LevelIter<'a, S, L> {
             pos[0] = lo;
             end[0] = hi;
         }
-        LevelIter { s, parent: [0; L], pos, end, lc: [0; L], depth: 0 }
+        LevelIter {
+            s,
+            parent: [0; L],
+            pos,
+            end,
+            lc: [0; L],
+            depth: 0,
+        }
     }
 }
 
@@ -282,10 +310,15 @@ pub fn level_counts<S: SparseStorage + ?Sized>(s: &S) -> Vec<usize> {
     let mut parent = 1usize;
     for (l, lt) in types.iter().enumerate() {
         let c = match lt.format {
-            LevelFormat::Dense | LevelFormat::Batch => parent.saturating_mul(sizes.get(l).copied().unwrap_or(0)),
+            LevelFormat::Dense | LevelFormat::Batch => {
+                parent.saturating_mul(sizes.get(l).copied().unwrap_or(0))
+            }
             LevelFormat::Compressed | LevelFormat::LooseCompressed => {
                 let mut stride = 1;
-                while l + stride < types.len() && types[l + stride].format == LevelFormat::Singleton && s.coordinate_view(l + stride).is_none() {
+                while l + stride < types.len()
+                    && types[l + stride].format == LevelFormat::Singleton
+                    && s.coordinate_view(l + stride).is_none()
+                {
                     stride += 1;
                 }
                 s.coordinate_view(l).map_or(0, |c| c.len() / stride)

@@ -8,6 +8,30 @@ use std::ops::{AddAssign, Mul};
 ///
 /// `Display` must print the shortest round-trip form (Rust's float `Display` does), as used by
 /// `sparse_tensor.print` and the CLI.
-pub trait Value: Copy + PartialEq + Debug + Display + num_traits::Zero + AddAssign + Mul<Output = Self> + Send + Sync + 'static {}
+pub trait Value:
+    Copy
+    + PartialEq
+    + Debug
+    + Display
+    + num_traits::Zero
+    + AddAssign
+    + Mul<Output = Self>
+    + Send
+    + Sync
+    + 'static
+{
+}
 
-impl<T> Value for T where T: Copy + PartialEq + Debug + Display + num_traits::Zero + AddAssign + Mul<Output = T> + Send + Sync + 'static {}
+impl<T> Value for T where
+    T: Copy
+        + PartialEq
+        + Debug
+        + Display
+        + num_traits::Zero
+        + AddAssign
+        + Mul<Output = T>
+        + Send
+        + Sync
+        + 'static
+{
+}

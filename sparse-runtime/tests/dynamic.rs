@@ -19,8 +19,16 @@ fn perm(types: Vec<LevelType>, perm: &[usize], pos: u32, crd: u32) -> Encoding {
     }
     Encoding {
         lvl_types: types,
-        dim_to_lvl: AffineMap { num_vars: n, num_symbols: 0, results: perm.iter().map(|&d| E::Var(d)).collect() },
-        lvl_to_dim: AffineMap { num_vars: n, num_symbols: 0, results: inv },
+        dim_to_lvl: AffineMap {
+            num_vars: n,
+            num_symbols: 0,
+            results: perm.iter().map(|&d| E::Var(d)).collect(),
+        },
+        lvl_to_dim: AffineMap {
+            num_vars: n,
+            num_symbols: 0,
+            results: inv,
+        },
         pos_width: pos,
         crd_width: crd,
         dim_slices: None,
@@ -36,12 +44,20 @@ fn bsr(b: i64) -> Encoding {
         dim_to_lvl: AffineMap {
             num_vars: 2,
             num_symbols: 0,
-            results: vec![E::FloorDiv(d(0), c(b)), E::FloorDiv(d(1), c(b)), E::Mod(d(0), c(b)), E::Mod(d(1), c(b))],
+            results: vec![
+                E::FloorDiv(d(0), c(b)),
+                E::FloorDiv(d(1), c(b)),
+                E::Mod(d(0), c(b)),
+                E::Mod(d(1), c(b)),
+            ],
         },
         lvl_to_dim: AffineMap {
             num_vars: 4,
             num_symbols: 0,
-            results: vec![E::Add(Box::new(E::Mul(d(0), c(b))), d(2)), E::Add(Box::new(E::Mul(d(1), c(b))), d(3))],
+            results: vec![
+                E::Add(Box::new(E::Mul(d(0), c(b))), d(2)),
+                E::Add(Box::new(E::Mul(d(1), c(b))), d(3)),
+            ],
         },
         pos_width: 0,
         crd_width: 0,
@@ -61,7 +77,10 @@ fn coo(shape: &[usize], entries: &[(usize, usize, f64)]) -> CooTensor<f64> {
 #[test]
 fn csr_with_empty_rows_and_duplicates() {
     let e = perm(vec![lt(F::Dense), lt(F::Compressed)], &[0, 1], 32, 32);
-    let a = coo(&[4, 5], &[(2, 4, 1.0), (0, 1, 2.0), (2, 0, 3.0), (0, 1, 0.5)]);
+    let a = coo(
+        &[4, 5],
+        &[(2, 4, 1.0), (0, 1, 2.0), (2, 0, 3.0), (0, 1, 0.5)],
+    );
     let s = DynamicStorage::from_coo(&e, &a).unwrap();
     assert_eq!(s.positions(1).unwrap().to_vec(), vec![0, 1, 1, 3, 3]);
     assert_eq!(s.coordinates(1).unwrap().to_vec(), vec![1, 0, 4]);
@@ -77,11 +96,26 @@ fn csr_with_empty_rows_and_duplicates() {
 #[test]
 fn bsr_seed_matches_reference_document() {
     // ../shared/reference/encoding.md, "BSR, 2x2 blocks, 4 x 6 matrix"
-    let a = coo(&[4, 6], &[(0, 0, 1.), (0, 1, 2.), (0, 4, 4.), (1, 1, 3.), (1, 5, 5.), (2, 2, 6.), (2, 3, 7.), (3, 2, 8.)]);
+    let a = coo(
+        &[4, 6],
+        &[
+            (0, 0, 1.),
+            (0, 1, 2.),
+            (0, 4, 4.),
+            (1, 1, 3.),
+            (1, 5, 5.),
+            (2, 2, 6.),
+            (2, 3, 7.),
+            (3, 2, 8.),
+        ],
+    );
     let s = DynamicStorage::from_coo(&bsr(2), &a).unwrap();
     assert_eq!(s.positions(1).unwrap().to_vec(), vec![0, 2, 3]);
     assert_eq!(s.coordinates(1).unwrap().to_vec(), vec![0, 2, 1]);
-    assert_eq!(s.values(), &[1., 2., 0., 3., 4., 0., 0., 5., 6., 7., 8., 0.]);
+    assert_eq!(
+        s.values(),
+        &[1., 2., 0., 3., 4., 0., 0., 5., 6., 7., 8., 0.]
+    );
     assert_eq!(s.nse(), 12);
     let text = s.to_string();
     assert!(text.contains("lvl = ( 2, 3, 2, 2 )"), "{text}");
@@ -112,20 +146,50 @@ fn coo_is_array_of_structs_unless_soa() {
 #[test]
 fn width_overflow_names_level_and_value() {
     let e = perm(vec![lt(F::Dense), lt(F::Compressed)], &[0, 1], 8, 8);
-    let a = coo(&[1, 300], &(0..300).map(|j| (0, j, 1.0)).collect::<Vec<_>>());
+    let a = coo(
+        &[1, 300],
+        &(0..300).map(|j| (0, j, 1.0)).collect::<Vec<_>>(),
+    );
     let err = DynamicStorage::from_coo(&e, &a).unwrap_err();
-    assert_eq!(err, StorageError::WidthOverflow { level: 1, kind: BufferKind::Coordinate, value: 256, width: 8 });
+    assert_eq!(
+        err,
+        StorageError::WidthOverflow {
+            level: 1,
+            kind: BufferKind::Coordinate,
+            value: 256,
+            width: 8
+        }
+    );
     let e = perm(vec![lt(F::Dense), lt(F::Compressed)], &[0, 1], 8, 16);
     let err = DynamicStorage::from_coo(&e, &a).unwrap_err();
-    assert_eq!(err, StorageError::WidthOverflow { level: 1, kind: BufferKind::Position, value: 300, width: 8 });
-    assert_eq!(err.to_string(), "level 1: position 300 does not fit in 8 bits");
+    assert_eq!(
+        err,
+        StorageError::WidthOverflow {
+            level: 1,
+            kind: BufferKind::Position,
+            value: 300,
+            width: 8
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "level 1: position 300 does not fit in 8 bits"
+    );
 }
 
 #[test]
 fn out_of_range_and_empty() {
     let e = perm(vec![lt(F::Compressed), lt(F::Compressed)], &[1, 0], 0, 0);
     let err = DynamicStorage::from_coo(&e, &coo(&[2, 2], &[(0, 2, 1.0)])).unwrap_err();
-    assert_eq!(err, StorageError::CoordinateOutOfRange { entry: 0, dim: 1, coordinate: 2, size: 2 });
+    assert_eq!(
+        err,
+        StorageError::CoordinateOutOfRange {
+            entry: 0,
+            dim: 1,
+            coordinate: 2,
+            size: 2
+        }
+    );
     let s = DynamicStorage::from_coo(&e, &coo(&[2, 2], &[])).unwrap();
     assert_eq!(s.positions(0).unwrap().to_vec(), vec![0, 0]);
     assert_eq!(s.positions(1).unwrap().to_vec(), vec![0]);

@@ -4,7 +4,9 @@
 
 use sparse_dsl::ir::Encoding;
 use sparse_runtime::mmio::read_matrix_market;
-use sparse_runtime::{BufferKind, CooTensor, CrdBuffer, DynamicStorage, IndexBuffer, PackedBuffer, StorageError};
+use sparse_runtime::{
+    BufferKind, CooTensor, CrdBuffer, DynamicStorage, IndexBuffer, PackedBuffer, StorageError,
+};
 
 fn enc(text: &str) -> Encoding {
     match sparse_dsl::parse::parse_encoding(text) {
@@ -32,9 +34,14 @@ fn crd(s: &DynamicStorage<f64>, l: usize) -> Vec<usize> {
 fn print_lines(text: &str) -> Vec<(String, Vec<f64>)> {
     let mut out = Vec::new();
     for line in text.lines().map(str::trim) {
-        let Some((key, rest)) = line.split_once([':', '=']) else { continue };
+        let Some((key, rest)) = line.split_once([':', '=']) else {
+            continue;
+        };
         let key = key.trim().to_string();
-        if !(["nse", "dim", "lvl", "values"].contains(&key.as_str()) || key.starts_with("pos[") || key.starts_with("crd[")) {
+        if !(["nse", "dim", "lvl", "values"].contains(&key.as_str())
+            || key.starts_with("pos[")
+            || key.starts_with("crd["))
+        {
             continue;
         }
         let nums = rest
@@ -55,7 +62,11 @@ fn assert_print(got: &str, expected: &str) {
     for ((k, a), (_, b)) in g.iter().zip(&e) {
         assert_eq!(a.len(), b.len(), "{k} length");
         for (i, (x, y)) in a.iter().zip(b).enumerate() {
-            let tol = if k == "values" { 1e-12 * y.abs().max(1.0) } else { 0.0 };
+            let tol = if k == "values" {
+                1e-12 * y.abs().max(1.0)
+            } else {
+                0.0
+            };
             assert!((x - y).abs() <= tol, "{k}[{i}] = {x}, expected {y}");
         }
     }
@@ -69,7 +80,10 @@ fn nv_24_seed_conformance() {
     let e = enc(&std::fs::read_to_string(format!("{dir}encoding.mlir")).unwrap());
     let m = read_matrix_market(format!("{dir}matrix.mtx")).unwrap();
     let s = DynamicStorage::from_coo(&e, &m.tensor).unwrap();
-    assert_print(&s.to_string(), &std::fs::read_to_string(format!("{dir}expected.txt")).unwrap());
+    assert_print(
+        &s.to_string(),
+        &std::fs::read_to_string(format!("{dir}expected.txt")).unwrap(),
+    );
     s.validate().unwrap();
     // packed four per byte: 128 two-bit coordinates in 32 bytes
     assert!(s.coordinates(2).is_none());
@@ -109,7 +123,17 @@ fn n_out_of_m_overflow_names_row_and_block() {
     let e = enc("#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : block2_4) }>");
     let a = coo2(&[3, 8], &[(2, 4, 1.), (2, 5, 1.), (2, 7, 1.)]);
     let err = DynamicStorage::from_coo(&e, &a).unwrap_err();
-    assert_eq!(err, StorageError::NOutOfMOverflow { level: 2, row: 2, block: 1, count: 3, n: 2, m: 4 });
+    assert_eq!(
+        err,
+        StorageError::NOutOfMOverflow {
+            level: 2,
+            row: 2,
+            block: 1,
+            count: 3,
+            n: 2,
+            m: 4
+        }
+    );
     assert!(err.to_string().contains("row 2, block 1"), "{err}");
 }
 
@@ -118,14 +142,29 @@ fn packed_width_overflow_names_level_value_width() {
     // an 8-wide block cannot hold its coordinates in 2 bits
     let e = enc("#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j floordiv 8 : dense, j mod 8 : structured[2, 8]), crdWidth = 2 }>");
     let err = DynamicStorage::from_coo(&e, &coo2(&[1, 8], &[(0, 6, 1.)])).unwrap_err();
-    assert_eq!(err, StorageError::WidthOverflow { level: 2, kind: BufferKind::Coordinate, value: 6, width: 2 });
+    assert_eq!(
+        err,
+        StorageError::WidthOverflow {
+            level: 2,
+            kind: BufferKind::Coordinate,
+            value: 6,
+            width: 2
+        }
+    );
 }
 
 #[test]
 fn batch_csr_layout() {
-    let e = enc("#sparse_tensor.encoding<{ map = (b, i, j) -> (b : batch, i : dense, j : compressed) }>");
+    let e = enc(
+        "#sparse_tensor.encoding<{ map = (b, i, j) -> (b : batch, i : dense, j : compressed) }>",
+    );
     let mut a = CooTensor::new(vec![2, 3, 4]);
-    for (c, v) in [([0, 0, 1], 1.), ([0, 2, 3], 2.), ([1, 1, 0], 3.), ([1, 1, 2], 4.)] {
+    for (c, v) in [
+        ([0, 0, 1], 1.),
+        ([0, 2, 3], 2.),
+        ([1, 1, 0], 3.),
+        ([1, 1, 2], 4.),
+    ] {
         a.push(&c, v);
     }
     let s = DynamicStorage::from_coo(&e, &a).unwrap();
@@ -136,26 +175,65 @@ fn batch_csr_layout() {
     assert_eq!(s.values(), &[1., 2., 3., 4.]);
     s.validate().unwrap();
     let got: Vec<(Vec<usize>, f64)> = s.iter().map(|(c, v)| (c, *v)).collect();
-    assert_eq!(got, vec![(vec![0, 0, 1], 1.), (vec![0, 2, 3], 2.), (vec![1, 1, 0], 3.), (vec![1, 1, 2], 4.)]);
+    assert_eq!(
+        got,
+        vec![
+            (vec![0, 0, 1], 1.),
+            (vec![0, 2, 3], 2.),
+            (vec![1, 1, 0], 3.),
+            (vec![1, 1, 2], 4.)
+        ]
+    );
     assert_eq!(s.get(&[1, 1, 2]), Some(&4.0));
     assert_eq!(s.get(&[1, 0, 1]), None);
     // different nse per batch is an error naming the level and the batch
     a.push(&[1, 2, 2], 5.);
     let err = DynamicStorage::from_coo(&e, &a).unwrap_err();
-    assert_eq!(err, StorageError::BatchNse { level: 2, batch: 1, expected: 2, got: 3 });
+    assert_eq!(
+        err,
+        StorageError::BatchNse {
+            level: 2,
+            batch: 1,
+            expected: 2,
+            got: 3
+        }
+    );
     // corrupted: batch 1's positions not starting at 0
     let p = s.clone().into_raw_parts();
     let mut bad = p.positions.clone();
     bad[2] = Some(IndexBuffer::Native(vec![0, 1, 1, 2, 1, 1, 2, 2]));
-    let err = DynamicStorage::from_raw_parts(&p.encoding, &p.dim_shape, bad, p.coordinates.clone(), p.values.clone()).unwrap_err();
-    assert!(matches!(err, StorageError::Invariant { level: 2, invariant: "5.1 positions start at 0", position: 4, .. }), "{err}");
+    let err = DynamicStorage::from_raw_parts(
+        &p.encoding,
+        &p.dim_shape,
+        bad,
+        p.coordinates.clone(),
+        p.values.clone(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StorageError::Invariant {
+                level: 2,
+                invariant: "5.1 positions start at 0",
+                position: 4,
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
 fn batch_coo_layout() {
     let e = enc("#sparse_tensor.encoding<{ map = (b, i, j) -> (b : batch, i : compressed(nonunique), j : singleton) }>");
     let mut a = CooTensor::new(vec![2, 3, 3]);
-    for (c, v) in [([1, 2, 2], 4.), ([0, 0, 1], 1.), ([1, 0, 0], 3.), ([0, 2, 0], 2.)] {
+    for (c, v) in [
+        ([1, 2, 2], 4.),
+        ([0, 0, 1], 1.),
+        ([1, 0, 0], 3.),
+        ([0, 2, 0], 2.),
+    ] {
         a.push(&c, v);
     }
     let s = DynamicStorage::from_coo(&e, &a).unwrap();
@@ -181,36 +259,106 @@ fn ell_counting_layout() {
     assert_eq!(s.get(&[0, 3]), Some(&2.0));
     assert_eq!(s.get(&[2, 0]), Some(&3.5));
     assert_eq!(s.get(&[1, 0]), None);
-    assert_eq!(s.to_dense().unwrap(), vec![0., 1., 0., 2., 0., 0., 0., 0., 3.5, 0., 0., 0.]);
+    assert_eq!(
+        s.to_dense().unwrap(),
+        vec![0., 1., 0., 2., 0., 0., 0., 0., 3.5, 0., 0., 0.]
+    );
     let mut y = vec![0.0; 3];
     s.spmv(&[1., 10., 100., 1000.], &mut y).unwrap();
     assert_eq!(y, vec![2010., 0., 3.5]);
-    let err = DynamicStorage::from_coo(&e, &coo2(&[3, 4], &[(1, 0, 1.), (1, 1, 1.), (1, 2, 1.)])).unwrap_err();
-    assert_eq!(err, StorageError::EllRowOverflow { row: 1, count: 3, slices: 2 });
+    let err = DynamicStorage::from_coo(&e, &coo2(&[3, 4], &[(1, 0, 1.), (1, 1, 1.), (1, 2, 1.)]))
+        .unwrap_err();
+    assert_eq!(
+        err,
+        StorageError::EllRowOverflow {
+            row: 1,
+            count: 3,
+            slices: 2
+        }
+    );
 }
 
 #[test]
 fn raw_parts_round_trip_and_packed() {
     let e = enc("#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : block2_4), crdWidth = 2 }>");
-    let s = DynamicStorage::from_coo(&e, &coo2(&[1, 8], &[(0, 1, 1.), (0, 2, 2.), (0, 7, 3.)])).unwrap();
+    let s = DynamicStorage::from_coo(&e, &coo2(&[1, 8], &[(0, 1, 1.), (0, 2, 2.), (0, 7, 3.)]))
+        .unwrap();
     let parts = s.clone().into_raw_parts();
-    let back = DynamicStorage::from_raw_parts(&parts.encoding, &parts.dim_shape, parts.positions.clone(), parts.coordinates.clone(), parts.values.clone()).unwrap();
+    let back = DynamicStorage::from_raw_parts(
+        &parts.encoding,
+        &parts.dim_shape,
+        parts.positions.clone(),
+        parts.coordinates.clone(),
+        parts.values.clone(),
+    )
+    .unwrap();
     assert_eq!(back, s);
     // a coordinate repeated in a block
     let mut c = parts.coordinates.clone();
-    c[2] = Some(CrdBuffer::Packed(PackedBuffer::from_values(2, &[1, 1, 0, 3]).unwrap().unwrap()));
-    let err = DynamicStorage::from_raw_parts(&parts.encoding, &parts.dim_shape, parts.positions.clone(), c, parts.values.clone()).unwrap_err();
-    assert!(matches!(err, StorageError::Invariant { level: 2, invariant: "5.6 coordinates sorted and distinct in a segment", position: 1, .. }), "{err}");
+    c[2] = Some(CrdBuffer::Packed(
+        PackedBuffer::from_values(2, &[1, 1, 0, 3])
+            .unwrap()
+            .unwrap(),
+    ));
+    let err = DynamicStorage::from_raw_parts(
+        &parts.encoding,
+        &parts.dim_shape,
+        parts.positions.clone(),
+        c,
+        parts.values.clone(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StorageError::Invariant {
+                level: 2,
+                invariant: "5.6 coordinates sorted and distinct in a segment",
+                position: 1,
+                ..
+            }
+        ),
+        "{err}"
+    );
     // three coordinates for two blocks of two
     let mut c = parts.coordinates.clone();
-    c[2] = Some(CrdBuffer::Packed(PackedBuffer::from_values(2, &[1, 2, 0]).unwrap().unwrap()));
-    let err = DynamicStorage::from_raw_parts(&parts.encoding, &parts.dim_shape, parts.positions.clone(), c, parts.values.clone()).unwrap_err();
-    assert!(matches!(err, StorageError::Invariant { level: 2, invariant: "n:m: n coordinates per block", .. }), "{err}");
+    c[2] = Some(CrdBuffer::Packed(
+        PackedBuffer::from_values(2, &[1, 2, 0]).unwrap().unwrap(),
+    ));
+    let err = DynamicStorage::from_raw_parts(
+        &parts.encoding,
+        &parts.dim_shape,
+        parts.positions.clone(),
+        c,
+        parts.values.clone(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StorageError::Invariant {
+                level: 2,
+                invariant: "n:m: n coordinates per block",
+                ..
+            }
+        ),
+        "{err}"
+    );
     // plain buffer where crdWidth = 2 wants a packed one
     let mut c = parts.coordinates;
     c[2] = Some(CrdBuffer::Plain(IndexBuffer::U8(vec![1, 2, 0, 3])));
-    let err = DynamicStorage::from_raw_parts(&parts.encoding, &parts.dim_shape, parts.positions, c, parts.values).unwrap_err();
-    assert!(matches!(err, StorageError::RawParts { level: 2, .. }), "{err}");
+    let err = DynamicStorage::from_raw_parts(
+        &parts.encoding,
+        &parts.dim_shape,
+        parts.positions,
+        c,
+        parts.values,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, StorageError::RawParts { level: 2, .. }),
+        "{err}"
+    );
 }
 
 #[test]

@@ -7,7 +7,11 @@ use sparse_runtime::CooTensor;
 
 #[test]
 fn frostt_reads_comments_and_infers_shape() {
-    let t = parse_frostt("# a comment\n1 2 3 1.5\n\n  # another\n2 1 1 -2\r\n2 4 1 1e-3".as_bytes(), None).unwrap();
+    let t = parse_frostt(
+        "# a comment\n1 2 3 1.5\n\n  # another\n2 1 1 -2\r\n2 4 1 1e-3".as_bytes(),
+        None,
+    )
+    .unwrap();
     assert_eq!(t.shape, vec![2, 4, 3]);
     assert_eq!(t.coords, vec![0, 1, 2, 1, 0, 0, 1, 3, 0]);
     assert_eq!(t.values, vec![1.5, -2.0, 0.001]);
@@ -35,7 +39,14 @@ fn frostt_errors_name_lines() {
     err_at("# only a comment\n", None, 2, "no entries");
     err_at("7\n", None, 1, "expected 2 fields");
     err_at("1 99999999999999999999999 1\n", None, 1, "not an integer");
-    assert!(matches!(parse_frostt("1 1 1\n".as_bytes(), Some(&[2, 2, 2])), Err(TnsError::FieldCount { line: 1, expected: 4, found: 3 })));
+    assert!(matches!(
+        parse_frostt("1 1 1\n".as_bytes(), Some(&[2, 2, 2])),
+        Err(TnsError::FieldCount {
+            line: 1,
+            expected: 4,
+            found: 3
+        })
+    ));
 }
 
 #[test]
@@ -48,7 +59,10 @@ fn writers_exact() {
     assert_eq!(String::from_utf8(out).unwrap(), "2 3 0.1\n1 1 -3\n");
     let mut out = Vec::new();
     write_matrix_market(&mut out, &t).unwrap();
-    assert_eq!(String::from_utf8(out).unwrap(), "%%MatrixMarket matrix coordinate real general\n2 3 2\n2 3 0.1\n1 1 -3\n");
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "%%MatrixMarket matrix coordinate real general\n2 3 2\n2 3 0.1\n1 1 -3\n"
+    );
     let t3 = CooTensor::<f64>::new(vec![1, 1, 1]);
     assert!(write_matrix_market(Vec::new(), &t3).is_err());
 }

@@ -17,22 +17,36 @@ fn build(encoding: &str, shape: &[usize], entries: &[(&[usize], f64)]) -> String
     for (c, v) in entries {
         t.push(c, *v);
     }
-    DynamicStorage::from_coo(&enc(encoding), &t).unwrap().to_string()
+    DynamicStorage::from_coo(&enc(encoding), &t)
+        .unwrap()
+        .to_string()
 }
 
 /// A 4x8 matrix with 5 entries, rows 0 and 3 populated.
-const M48: &[(&[usize], f64)] = &[(&[0, 0], 1.0), (&[0, 2], 2.0), (&[3, 2], 3.0), (&[3, 3], 4.0), (&[3, 5], 5.0)];
+const M48: &[(&[usize], f64)] = &[
+    (&[0, 0], 1.0),
+    (&[0, 2], 2.0),
+    (&[3, 2], 3.0),
+    (&[3, 3], 4.0),
+    (&[3, 5], 5.0),
+];
 
 #[test]
 fn batch_levels_print_nested_with_per_batch_nse() {
     let mut entries = Vec::new();
-    let coords: Vec<[usize; 3]> = (0..2).flat_map(|b| (0..2).flat_map(move |i| (0..3).map(move |j| [b, i, j]))).collect();
+    let coords: Vec<[usize; 3]> = (0..2)
+        .flat_map(|b| (0..2).flat_map(move |i| (0..3).map(move |j| [b, i, j])))
+        .collect();
     for (k, c) in coords.iter().enumerate() {
         if (k % 3) != 1 {
             entries.push((&c[..], (k + 1) as f64));
         }
     }
-    let got = build("#sparse_tensor.encoding<{ map = (b, i, j) -> (b : batch, i : dense, j : compressed) }>", &[2, 2, 3], &entries);
+    let got = build(
+        "#sparse_tensor.encoding<{ map = (b, i, j) -> (b : batch, i : dense, j : compressed) }>",
+        &[2, 2, 3],
+        &entries,
+    );
     assert_eq!(
         got,
         "---- Sparse Tensor ----\nnse = 4\ndim = ( 2, 2, 3 )\nlvl = ( 2, 2, 3 )\n\
@@ -44,9 +58,18 @@ fn batch_levels_print_nested_with_per_batch_nse() {
 
 #[test]
 fn two_batch_levels_nest_twice() {
-    let entries: Vec<([usize; 3], f64)> = vec![([0, 0, 1], 1.0), ([0, 1, 0], 2.0), ([1, 0, 1], 3.0), ([1, 1, 1], 4.0)];
+    let entries: Vec<([usize; 3], f64)> = vec![
+        ([0, 0, 1], 1.0),
+        ([0, 1, 0], 2.0),
+        ([1, 0, 1], 3.0),
+        ([1, 1, 1], 4.0),
+    ];
     let refs: Vec<(&[usize], f64)> = entries.iter().map(|(c, v)| (&c[..], *v)).collect();
-    let got = build("#sparse_tensor.encoding<{ map = (a, b, j) -> (a : batch, b : batch, j : compressed) }>", &[2, 2, 2], &refs);
+    let got = build(
+        "#sparse_tensor.encoding<{ map = (a, b, j) -> (a : batch, b : batch, j : compressed) }>",
+        &[2, 2, 2],
+        &refs,
+    );
     assert_eq!(
         got,
         "---- Sparse Tensor ----\nnse = 1\ndim = ( 2, 2, 2 )\nlvl = ( 2, 2, 2 )\n\
@@ -58,7 +81,11 @@ fn two_batch_levels_nest_twice() {
 
 #[test]
 fn empty_sparse_vector() {
-    let got = build("#sparse_tensor.encoding<{ map = (d0) -> (d0 : compressed) }>", &[10], &[]);
+    let got = build(
+        "#sparse_tensor.encoding<{ map = (d0) -> (d0 : compressed) }>",
+        &[10],
+        &[],
+    );
     assert_eq!(got, "---- Sparse Tensor ----\nnse = 0\ndim = ( 10 )\nlvl = ( 10 )\npos[0] : ( 0, 0 )\ncrd[0] : (  )\nvalues : (  )\n----\n");
 }
 
@@ -95,8 +122,17 @@ fn block_column_major_inside_row_blocks() {
 
 #[test]
 fn loose_positions_and_nv24_level_sizes() {
-    let m: &[(&[usize], f64)] = &[(&[0, 1], 1.0), (&[0, 3], 2.0), (&[2, 0], 3.0), (&[2, 3], 4.5)];
-    let loose = build("#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : loose_compressed) }>", &[3, 4], m);
+    let m: &[(&[usize], f64)] = &[
+        (&[0, 1], 1.0),
+        (&[0, 3], 2.0),
+        (&[2, 0], 3.0),
+        (&[2, 3], 4.5),
+    ];
+    let loose = build(
+        "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : loose_compressed) }>",
+        &[3, 4],
+        m,
+    );
     assert_eq!(
         loose,
         "---- Sparse Tensor ----\nnse = 4\ndim = ( 3, 4 )\nlvl = ( 3, 4 )\npos[1] : ( 0, 2, 2, 2, 2, 4 )\n\

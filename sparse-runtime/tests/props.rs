@@ -5,7 +5,9 @@ use proptest::prelude::*;
 use sparse_runtime::{CooTensor, DynamicStorage, StorageError};
 
 fn enc(text: &str) -> sparse_dsl::ir::Encoding {
-    sparse_dsl::parse::parse_encoding(text).unwrap_or_else(|e| panic!("{e:?}")).encoding
+    sparse_dsl::parse::parse_encoding(text)
+        .unwrap_or_else(|e| panic!("{e:?}"))
+        .encoding
 }
 
 /// Matrix encodings (shapes are multiples of 4 so every block divides).

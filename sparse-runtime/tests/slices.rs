@@ -3,7 +3,9 @@
 use sparse_runtime::{CooTensor, DynamicStorage, StorageError};
 
 fn enc(text: &str) -> sparse_dsl::ir::Encoding {
-    sparse_dsl::parse::parse_encoding(text).unwrap_or_else(|e| panic!("{e:?}")).encoding
+    sparse_dsl::parse::parse_encoding(text)
+        .unwrap_or_else(|e| panic!("{e:?}"))
+        .encoding
 }
 
 fn parent() -> DynamicStorage<f64> {
@@ -45,7 +47,15 @@ fn static_and_dynamic_slices() {
     assert_eq!(v.get(&[2, 3]), Some(&57.0)); // (5, 7)
     assert_eq!(v.get(&[3, 0]), None);
     let entries: Vec<(Vec<usize>, f64)> = v.iter().map(|(c, x)| (c, *x)).collect();
-    assert_eq!(entries, vec![(vec![0, 2], 15.), (vec![1, 1], 33.), (vec![2, 0], 51.), (vec![2, 3], 57.)]);
+    assert_eq!(
+        entries,
+        vec![
+            (vec![0, 2], 15.),
+            (vec![1, 1], 33.),
+            (vec![2, 0], 51.),
+            (vec![2, 3], 57.)
+        ]
+    );
     let mut y = vec![0.0; 3];
     v.spmv(&[1., 1., 1., 1.], &mut y).unwrap();
     assert_eq!(y, vec![15., 33., 108.]);
@@ -56,15 +66,27 @@ fn static_and_dynamic_slices() {
 fn slice_errors_name_the_dimension() {
     let p = parent();
     let sliced = enc("#sparse_tensor.encoding<{ map = (i : #sparse_tensor<slice(1, 3, 2)>, j : #sparse_tensor<slice(?, 4, ?)>) -> (i : dense, j : compressed) }>");
-    assert!(matches!(p.slice(&sliced, &[1]), Err(StorageError::Slice { dim: 1, .. })));
-    assert!(matches!(p.slice(&sliced, &[1, 2, 3]), Err(StorageError::Slice { dim: 2, .. })));
+    assert!(matches!(
+        p.slice(&sliced, &[1]),
+        Err(StorageError::Slice { dim: 1, .. })
+    ));
+    assert!(matches!(
+        p.slice(&sliced, &[1, 2, 3]),
+        Err(StorageError::Slice { dim: 2, .. })
+    ));
     // columns 2, 4, 6, 8: 8 is past the parent's 8 columns
     let e = p.slice(&sliced, &[2, 2]).unwrap_err();
     assert!(matches!(e, StorageError::Slice { dim: 1, .. }), "{e}");
     assert!(e.to_string().contains("slice(2, 4, 2)"), "{e}");
-    assert!(matches!(p.slice(&sliced, &[0, 0]), Err(StorageError::Slice { dim: 1, .. })));
+    assert!(matches!(
+        p.slice(&sliced, &[0, 0]),
+        Err(StorageError::Slice { dim: 1, .. })
+    ));
     let other = enc("#sparse_tensor.encoding<{ map = (i : #sparse_tensor<slice(0, 2, 1)>, j) -> (i : compressed, j : compressed) }>");
-    assert!(matches!(p.slice(&other, &[]), Err(StorageError::Unsupported { .. })));
+    assert!(matches!(
+        p.slice(&other, &[]),
+        Err(StorageError::Unsupported { .. })
+    ));
     // building storage directly from a sliced encoding says to slice a parent
     let e = DynamicStorage::from_coo(&sliced, &CooTensor::<f64>::new(vec![3, 4])).unwrap_err();
     assert!(e.to_string().contains("slice"), "{e}");

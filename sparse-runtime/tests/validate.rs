@@ -6,7 +6,9 @@ use proptest::prelude::*;
 use sparse_runtime::{CooTensor, CrdBuffer, DynamicStorage, IndexBuffer, RawParts, StorageError};
 
 fn enc(text: &str) -> sparse_dsl::ir::Encoding {
-    sparse_dsl::parse::parse_encoding(text).unwrap_or_else(|e| panic!("{e:?}")).encoding
+    sparse_dsl::parse::parse_encoding(text)
+        .unwrap_or_else(|e| panic!("{e:?}"))
+        .encoding
 }
 const CSR: &str = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>";
 
@@ -14,19 +16,37 @@ fn n(v: &[usize]) -> IndexBuffer {
     IndexBuffer::Native(v.to_vec())
 }
 
-fn build(e: &str, shape: &[usize], pos: Vec<Option<Vec<usize>>>, crd: Vec<Option<Vec<usize>>>, vals: usize) -> Result<DynamicStorage<f64>, StorageError> {
+fn build(
+    e: &str,
+    shape: &[usize],
+    pos: Vec<Option<Vec<usize>>>,
+    crd: Vec<Option<Vec<usize>>>,
+    vals: usize,
+) -> Result<DynamicStorage<f64>, StorageError> {
     DynamicStorage::from_raw_parts(
         &enc(e),
         shape,
         pos.into_iter().map(|p| p.map(|p| n(&p))).collect(),
-        crd.into_iter().map(|c| c.map(|c| CrdBuffer::Plain(n(&c)))).collect(),
+        crd.into_iter()
+            .map(|c| c.map(|c| CrdBuffer::Plain(n(&c))))
+            .collect(),
         (0..vals).map(|v| v as f64 + 1.0).collect(),
     )
 }
 
-fn assert_inv(r: Result<DynamicStorage<f64>, StorageError>, level: usize, invariant: &str, position: usize) {
+fn assert_inv(
+    r: Result<DynamicStorage<f64>, StorageError>,
+    level: usize,
+    invariant: &str,
+    position: usize,
+) {
     match r {
-        Err(StorageError::Invariant { level: l, invariant: i, position: p, .. }) => {
+        Err(StorageError::Invariant {
+            level: l,
+            invariant: i,
+            position: p,
+            ..
+        }) => {
             assert_eq!((l, i, p), (level, invariant, position));
         }
         other => panic!("expected invariant '{invariant}', got {other:?}"),
@@ -36,33 +56,166 @@ fn assert_inv(r: Result<DynamicStorage<f64>, StorageError>, level: usize, invari
 #[test]
 fn csr_invariants_5_1_to_5_6() {
     // 3 x 4 CSR: rows [1, 3], [], [0]
-    let ok = build(CSR, &[3, 4], vec![None, Some(vec![0, 2, 2, 3])], vec![None, Some(vec![1, 3, 0])], 3).unwrap();
+    let ok = build(
+        CSR,
+        &[3, 4],
+        vec![None, Some(vec![0, 2, 2, 3])],
+        vec![None, Some(vec![1, 3, 0])],
+        3,
+    )
+    .unwrap();
     assert_eq!(ok.get(&[0, 3]), Some(&2.0));
-    assert_inv(build(CSR, &[3, 4], vec![None, Some(vec![1, 2, 2, 3])], vec![None, Some(vec![1, 3, 0])], 3), 1, "5.1 positions start at 0", 0);
-    assert_inv(build(CSR, &[3, 4], vec![None, Some(vec![0, 2, 2, 2])], vec![None, Some(vec![1, 3, 0])], 3), 1, "5.2 last position equals the number of coordinates", 3);
-    assert_inv(build(CSR, &[3, 4], vec![None, Some(vec![0, 2, 1, 3])], vec![None, Some(vec![1, 3, 0])], 3), 1, "5.3 positions non-decreasing", 2);
     assert_inv(
-        build(CSR, &[2, 2], vec![None, Some(vec![0, 3, 3])], vec![None, Some(vec![0, 1, 1])], 3),
+        build(
+            CSR,
+            &[3, 4],
+            vec![None, Some(vec![1, 2, 2, 3])],
+            vec![None, Some(vec![1, 3, 0])],
+            3,
+        ),
+        1,
+        "5.1 positions start at 0",
+        0,
+    );
+    assert_inv(
+        build(
+            CSR,
+            &[3, 4],
+            vec![None, Some(vec![0, 2, 2, 2])],
+            vec![None, Some(vec![1, 3, 0])],
+            3,
+        ),
+        1,
+        "5.2 last position equals the number of coordinates",
+        3,
+    );
+    assert_inv(
+        build(
+            CSR,
+            &[3, 4],
+            vec![None, Some(vec![0, 2, 1, 3])],
+            vec![None, Some(vec![1, 3, 0])],
+            3,
+        ),
+        1,
+        "5.3 positions non-decreasing",
+        2,
+    );
+    assert_inv(
+        build(
+            CSR,
+            &[2, 2],
+            vec![None, Some(vec![0, 3, 3])],
+            vec![None, Some(vec![0, 1, 1])],
+            3,
+        ),
         1,
         "5.3 segment length at most the level size",
         1,
     );
-    assert_inv(build(CSR, &[3, 4], vec![None, Some(vec![0, 2, 2, 3])], vec![None, Some(vec![1, 4, 0])], 3), 1, "5.5 coordinates below the level size", 1);
-    assert_inv(build(CSR, &[3, 4], vec![None, Some(vec![0, 2, 2, 3])], vec![None, Some(vec![3, 1, 0])], 3), 1, "5.6 coordinates sorted and distinct in a segment", 1);
-    assert_inv(build(CSR, &[3, 4], vec![None, Some(vec![0, 2, 2, 3])], vec![None, Some(vec![3, 3, 0])], 3), 1, "5.6 coordinates sorted and distinct in a segment", 1);
-    assert_inv(build(CSR, &[3, 4], vec![None, Some(vec![0, 2, 3])], vec![None, Some(vec![1, 3, 0])], 3), 1, "3.8 positions length is parent size + 1", 3);
-    assert_inv(build(CSR, &[3, 4], vec![None, Some(vec![0, 2, 2, 3])], vec![None, Some(vec![1, 3, 0])], 2), 1, "one value per stored position", 2);
+    assert_inv(
+        build(
+            CSR,
+            &[3, 4],
+            vec![None, Some(vec![0, 2, 2, 3])],
+            vec![None, Some(vec![1, 4, 0])],
+            3,
+        ),
+        1,
+        "5.5 coordinates below the level size",
+        1,
+    );
+    assert_inv(
+        build(
+            CSR,
+            &[3, 4],
+            vec![None, Some(vec![0, 2, 2, 3])],
+            vec![None, Some(vec![3, 1, 0])],
+            3,
+        ),
+        1,
+        "5.6 coordinates sorted and distinct in a segment",
+        1,
+    );
+    assert_inv(
+        build(
+            CSR,
+            &[3, 4],
+            vec![None, Some(vec![0, 2, 2, 3])],
+            vec![None, Some(vec![3, 3, 0])],
+            3,
+        ),
+        1,
+        "5.6 coordinates sorted and distinct in a segment",
+        1,
+    );
+    assert_inv(
+        build(
+            CSR,
+            &[3, 4],
+            vec![None, Some(vec![0, 2, 3])],
+            vec![None, Some(vec![1, 3, 0])],
+            3,
+        ),
+        1,
+        "3.8 positions length is parent size + 1",
+        3,
+    );
+    assert_inv(
+        build(
+            CSR,
+            &[3, 4],
+            vec![None, Some(vec![0, 2, 2, 3])],
+            vec![None, Some(vec![1, 3, 0])],
+            2,
+        ),
+        1,
+        "one value per stored position",
+        2,
+    );
 }
 
 #[test]
 fn dcsc_level_0_and_raw_part_shapes() {
     let dcsc = "#sparse_tensor.encoding<{ map = (i, j) -> (j : compressed, i : compressed) }>";
-    let ok = build(dcsc, &[3, 3], vec![Some(vec![0, 2]), Some(vec![0, 1, 2])], vec![Some(vec![0, 2]), Some(vec![1, 0])], 2).unwrap();
+    let ok = build(
+        dcsc,
+        &[3, 3],
+        vec![Some(vec![0, 2]), Some(vec![0, 1, 2])],
+        vec![Some(vec![0, 2]), Some(vec![1, 0])],
+        2,
+    )
+    .unwrap();
     assert_eq!(ok.get(&[0, 2]), Some(&2.0));
-    assert_inv(build(dcsc, &[3, 3], vec![Some(vec![0, 2]), Some(vec![0, 1, 2])], vec![Some(vec![2, 0]), Some(vec![1, 0])], 2), 0, "5.6 coordinates sorted and distinct in a segment", 1);
-    let e = build(dcsc, &[3, 3], vec![None, Some(vec![0, 1, 2])], vec![Some(vec![0, 2]), Some(vec![1, 0])], 2).unwrap_err();
+    assert_inv(
+        build(
+            dcsc,
+            &[3, 3],
+            vec![Some(vec![0, 2]), Some(vec![0, 1, 2])],
+            vec![Some(vec![2, 0]), Some(vec![1, 0])],
+            2,
+        ),
+        0,
+        "5.6 coordinates sorted and distinct in a segment",
+        1,
+    );
+    let e = build(
+        dcsc,
+        &[3, 3],
+        vec![None, Some(vec![0, 1, 2])],
+        vec![Some(vec![0, 2]), Some(vec![1, 0])],
+        2,
+    )
+    .unwrap_err();
     assert!(matches!(e, StorageError::RawParts { level: 0, .. }), "{e}");
-    let e = DynamicStorage::<f64>::from_raw_parts(&enc(CSR), &[1, 1], vec![None, Some(IndexBuffer::U8(vec![0, 0]))], vec![None, Some(CrdBuffer::Plain(n(&[])))], vec![]).unwrap_err();
+    let e = DynamicStorage::<f64>::from_raw_parts(
+        &enc(CSR),
+        &[1, 1],
+        vec![None, Some(IndexBuffer::U8(vec![0, 0]))],
+        vec![None, Some(CrdBuffer::Plain(n(&[])))],
+        vec![],
+    )
+    .unwrap_err();
     assert!(matches!(e, StorageError::RawParts { level: 1, .. }), "{e}");
 }
 
@@ -71,32 +224,114 @@ fn loose_with_gaps_and_out_of_order_segments() {
     let loose = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : loose_compressed) }>";
     // row 0 at 4..6, row 1 empty, row 2 at 0..1; positions 1..4 and 6 are unused room
     let crd = vec![2, 9, 9, 9, 0, 3, 9];
-    let s = build(loose, &[3, 4], vec![None, Some(vec![4, 6, 2, 2, 0, 1])], vec![None, Some(crd.clone())], 7).unwrap();
+    let s = build(
+        loose,
+        &[3, 4],
+        vec![None, Some(vec![4, 6, 2, 2, 0, 1])],
+        vec![None, Some(crd.clone())],
+        7,
+    )
+    .unwrap();
     let got: Vec<(Vec<usize>, f64)> = s.iter().map(|(c, v)| (c, *v)).collect();
-    assert_eq!(got, vec![(vec![0, 0], 5.), (vec![0, 3], 6.), (vec![2, 2], 1.)]);
+    assert_eq!(
+        got,
+        vec![(vec![0, 0], 5.), (vec![0, 3], 6.), (vec![2, 2], 1.)]
+    );
     assert_eq!(s.get(&[0, 3]), Some(&6.0));
     assert_eq!(s.get(&[1, 0]), None);
-    assert_eq!(s.to_dense().unwrap(), vec![5., 0., 0., 6., 0., 0., 0., 0., 0., 0., 1., 0.]);
+    assert_eq!(
+        s.to_dense().unwrap(),
+        vec![5., 0., 0., 6., 0., 0., 0., 0., 0., 0., 1., 0.]
+    );
     let c = s.convert(&enc(CSR)).unwrap();
     assert_eq!(c.positions(1).unwrap().to_vec(), vec![0, 2, 2, 3]);
     // a segment past the coordinates and an inverted pair
-    assert_inv(build(loose, &[3, 4], vec![None, Some(vec![4, 8, 2, 2, 0, 1])], vec![None, Some(crd.clone())], 7), 1, "5.2 segments within the coordinates", 1);
-    assert_inv(build(loose, &[3, 4], vec![None, Some(vec![4, 6, 2, 1, 0, 1])], vec![None, Some(crd)], 7), 1, "5.3 segment lo <= hi", 2);
+    assert_inv(
+        build(
+            loose,
+            &[3, 4],
+            vec![None, Some(vec![4, 8, 2, 2, 0, 1])],
+            vec![None, Some(crd.clone())],
+            7,
+        ),
+        1,
+        "5.2 segments within the coordinates",
+        1,
+    );
+    assert_inv(
+        build(
+            loose,
+            &[3, 4],
+            vec![None, Some(vec![4, 6, 2, 1, 0, 1])],
+            vec![None, Some(crd)],
+            7,
+        ),
+        1,
+        "5.3 segment lo <= hi",
+        2,
+    );
 }
 
 #[test]
 fn nonordered_and_nonunique_raw_parts_kept_as_given() {
     let e = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed(nonordered)) }>";
-    let s = build(e, &[1, 4], vec![None, Some(vec![0, 3])], vec![None, Some(vec![3, 0, 2])], 3).unwrap();
+    let s = build(
+        e,
+        &[1, 4],
+        vec![None, Some(vec![0, 3])],
+        vec![None, Some(vec![3, 0, 2])],
+        3,
+    )
+    .unwrap();
     let cols: Vec<usize> = s.iter().map(|(c, _)| c[1]).collect();
     assert_eq!(cols, vec![3, 0, 2]);
-    assert_inv(build(e, &[1, 4], vec![None, Some(vec![0, 3])], vec![None, Some(vec![3, 0, 3])], 3), 1, "5.6 coordinates distinct in a segment", 2);
+    assert_inv(
+        build(
+            e,
+            &[1, 4],
+            vec![None, Some(vec![0, 3])],
+            vec![None, Some(vec![3, 0, 3])],
+            3,
+        ),
+        1,
+        "5.6 coordinates distinct in a segment",
+        2,
+    );
     let coo = "#sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton(nonunique)) }>";
-    let s = build(coo, &[2, 2], vec![Some(vec![0, 2]), None], vec![Some(vec![1, 1, 1, 1]), None], 2).unwrap();
+    let s = build(
+        coo,
+        &[2, 2],
+        vec![Some(vec![0, 2]), None],
+        vec![Some(vec![1, 1, 1, 1]), None],
+        2,
+    )
+    .unwrap();
     assert_eq!(s.to_dense().unwrap(), vec![0., 0., 0., 3.]);
     assert_eq!(s.to_coo().len(), 2);
-    assert_inv(build(coo, &[2, 2], vec![Some(vec![0, 2]), None], vec![Some(vec![1, 1, 0, 1]), None], 2), 0, "coordinates non-decreasing in a segment", 1);
-    assert_inv(build(coo, &[2, 2], vec![Some(vec![0, 2]), None], vec![Some(vec![1, 1, 1]), None], 2), 0, "coordinate buffer holds whole COO tuples", 3);
+    assert_inv(
+        build(
+            coo,
+            &[2, 2],
+            vec![Some(vec![0, 2]), None],
+            vec![Some(vec![1, 1, 0, 1]), None],
+            2,
+        ),
+        0,
+        "coordinates non-decreasing in a segment",
+        1,
+    );
+    assert_inv(
+        build(
+            coo,
+            &[2, 2],
+            vec![Some(vec![0, 2]), None],
+            vec![Some(vec![1, 1, 1]), None],
+            2,
+        ),
+        0,
+        "coordinate buffer holds whole COO tuples",
+        3,
+    );
 }
 
 const ENCODINGS: &[&str] = &[

@@ -14,7 +14,11 @@ use sparse::runtime::mmio::read_matrix_market;
 use sparse::runtime::DynamicStorage;
 
 #[derive(Parser)]
-#[command(name = "sparse", version, about = "Sparse tensor formats from MLIR's encoding language")]
+#[command(
+    name = "sparse",
+    version,
+    about = "Sparse tensor formats from MLIR's encoding language"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -69,8 +73,16 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check { file } => return check(&file),
-        Command::Inspect { encoding, matrix, shape } => inspect(&encoding, &matrix, shape.as_deref()),
-        Command::Spmv { encoding, matrix, x } => spmv(&encoding, &matrix, x.as_deref()),
+        Command::Inspect {
+            encoding,
+            matrix,
+            shape,
+        } => inspect(&encoding, &matrix, shape.as_deref()),
+        Command::Spmv {
+            encoding,
+            matrix,
+            x,
+        } => spmv(&encoding, &matrix, x.as_deref()),
         Command::Fmt { file, pretty } => fmt(&file, pretty),
         Command::Expand { file } => expand(&file),
     };
@@ -118,23 +130,42 @@ fn load_encoding(arg: &str) -> Result<ParsedEncoding, String> {
         Some(path) => read(path.as_ref())?,
         None => arg.to_string(),
     };
-    parse_encoding(&text).map_err(|diags| diags.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\nerror: "))
+    parse_encoding(&text).map_err(|diags| {
+        diags
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join("\nerror: ")
+    })
 }
 
-fn build(encoding: &str, matrix: &std::path::Path, shape: Option<&[usize]>) -> Result<DynamicStorage<f64>, String> {
+fn build(
+    encoding: &str,
+    matrix: &std::path::Path,
+    shape: Option<&[usize]>,
+) -> Result<DynamicStorage<f64>, String> {
     let enc = load_encoding(encoding)?;
     if enc.encoding.dim_slices.is_some() {
         return Err("the encoding has dimension slices, so it is a view of a parent tensor, not a storage: inspect the parent encoding (the same without slices)".into());
     }
-    let tensor = if matrix.extension().is_some_and(|x| x.eq_ignore_ascii_case("tns")) {
+    let tensor = if matrix
+        .extension()
+        .is_some_and(|x| x.eq_ignore_ascii_case("tns"))
+    {
         read_frostt(matrix, shape).map_err(|e| format!("{}: {e}", matrix.display()))?
     } else {
-        read_matrix_market(matrix).map_err(|e| format!("{}: {e}", matrix.display()))?.tensor
+        read_matrix_market(matrix)
+            .map_err(|e| format!("{}: {e}", matrix.display()))?
+            .tensor
     };
     DynamicStorage::from_coo(&enc.encoding, &tensor).map_err(|e| e.to_string())
 }
 
-fn inspect(encoding: &str, matrix: &std::path::Path, shape: Option<&[usize]>) -> Result<(), String> {
+fn inspect(
+    encoding: &str,
+    matrix: &std::path::Path,
+    shape: Option<&[usize]>,
+) -> Result<(), String> {
     let s = build(encoding, matrix, shape)?;
     print!("{s}");
     Ok(())
@@ -150,18 +181,28 @@ fn fmt_value(v: f64) -> String {
     }
 }
 
-fn spmv(encoding: &str, matrix: &std::path::Path, x_file: Option<&std::path::Path>) -> Result<(), String> {
+fn spmv(
+    encoding: &str,
+    matrix: &std::path::Path,
+    x_file: Option<&std::path::Path>,
+) -> Result<(), String> {
     let s = build(encoding, matrix, None)?;
     let shape = s.shape().to_vec();
     if shape.len() != 2 {
-        return Err(format!("spmv needs a matrix, the encoding has {} dimensions", shape.len()));
+        return Err(format!(
+            "spmv needs a matrix, the encoding has {} dimensions",
+            shape.len()
+        ));
     }
     let x: Vec<f64> = match x_file {
         None => (0..shape[1]).map(|j| 1.0 + (j % 7) as f64).collect(),
         Some(path) => read(path)?
             .split_ascii_whitespace()
             .enumerate()
-            .map(|(k, w)| w.parse::<f64>().map_err(|_| format!("{}: x[{k}] = '{w}' is not a number", path.display())))
+            .map(|(k, w)| {
+                w.parse::<f64>()
+                    .map_err(|_| format!("{}: x[{k}] = '{w}' is not a number", path.display()))
+            })
             .collect::<Result<_, _>>()?,
     };
     let mut y = vec![0.0; shape[0]];
@@ -177,7 +218,13 @@ fn spmv(encoding: &str, matrix: &std::path::Path, x_file: Option<&std::path::Pat
 
 fn fmt(file: &std::path::Path, pretty: bool) -> Result<(), String> {
     let text = read(file)?;
-    let parsed = parse_declaration(&text).map_err(|diags| diags.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\nerror: "))?;
+    let parsed = parse_declaration(&text).map_err(|diags| {
+        diags
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join("\nerror: ")
+    })?;
     let body = match &parsed.declared {
         Declared::Encoding(e) if pretty => e.to_pretty_string(),
         Declared::Encoding(e) => e.to_string(),
@@ -192,11 +239,19 @@ fn fmt(file: &std::path::Path, pretty: bool) -> Result<(), String> {
 
 fn expand(file: &std::path::Path) -> Result<(), String> {
     let text = read(file)?;
-    let parsed = parse_declaration(&text).map_err(|diags| diags.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\nerror: "))?;
+    let parsed = parse_declaration(&text).map_err(|diags| {
+        diags
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join("\nerror: ")
+    })?;
     let name = parsed.alias.clone().unwrap_or_else(|| "Format".into());
     let name = syn::parse_str::<syn::Ident>(&name).unwrap_or_else(|_| format_ident!("Format"));
-    let decl = Declaration::from_declared(quote::quote!(pub), name, parsed.declared).map_err(|e| e.to_string())?;
-    let code = expand_to_string(&decl, &quote::quote!(::sparse::runtime)).map_err(|e| e.to_string())?;
+    let decl = Declaration::from_declared(quote::quote!(pub), name, parsed.declared)
+        .map_err(|e| e.to_string())?;
+    let code =
+        expand_to_string(&decl, &quote::quote!(::sparse::runtime)).map_err(|e| e.to_string())?;
     print!("{code}");
     Ok(())
 }

@@ -18,16 +18,23 @@ pub fn data(name: &str) -> PathBuf {
 pub fn parse_print(text: &str) -> Vec<(String, Vec<f64>)> {
     let mut out = Vec::new();
     for line in text.lines().map(str::trim) {
-        let Some((key, rest)) = line.split_once([':', '=']) else { continue };
+        let Some((key, rest)) = line.split_once([':', '=']) else {
+            continue;
+        };
         let key = key.trim();
-        let known = ["nse", "dim", "lvl", "values"].contains(&key) || key.starts_with("pos[") || key.starts_with("crd[");
+        let known = ["nse", "dim", "lvl", "values"].contains(&key)
+            || key.starts_with("pos[")
+            || key.starts_with("crd[");
         if !known {
             continue;
         }
         let nums = rest
             .split(|c: char| c == ',' || c == '(' || c == ')' || c.is_whitespace())
             .filter(|w| !w.is_empty())
-            .map(|w| w.parse::<f64>().unwrap_or_else(|_| panic!("not a number in '{line}': {w}")))
+            .map(|w| {
+                w.parse::<f64>()
+                    .unwrap_or_else(|_| panic!("not a number in '{line}': {w}"))
+            })
             .collect();
         out.push((key.to_string(), nums));
     }
@@ -41,11 +48,18 @@ pub fn assert_print_matches(got: &str, expected: &str, case: &str) {
     let gk: Vec<&str> = g.iter().map(|(k, _)| k.as_str()).collect();
     let ek: Vec<&str> = e.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(gk, ek, "{case}: printed lines differ");
-    assert!(got.starts_with("---- Sparse Tensor ----\n"), "{case}: header");
+    assert!(
+        got.starts_with("---- Sparse Tensor ----\n"),
+        "{case}: header"
+    );
     for ((k, a), (_, b)) in g.iter().zip(&e) {
         assert_eq!(a.len(), b.len(), "{case}: {k} length");
         for (i, (x, y)) in a.iter().zip(b).enumerate() {
-            let tol = if k == "values" { 1e-12 * y.abs().max(1.0) } else { 0.0 };
+            let tol = if k == "values" {
+                1e-12 * y.abs().max(1.0)
+            } else {
+                0.0
+            };
             assert!((x - y).abs() <= tol, "{case}: {k}[{i}] = {x}, expected {y}");
         }
     }
@@ -63,7 +77,11 @@ pub fn storage_cases() -> BTreeMap<String, (String, PathBuf, String)> {
         let mtx = if case.join("matrix.mtx").exists() {
             case.join("matrix.mtx")
         } else {
-            case.join(std::fs::read_to_string(case.join("matrix.txt")).unwrap().trim())
+            case.join(
+                std::fs::read_to_string(case.join("matrix.txt"))
+                    .unwrap()
+                    .trim(),
+            )
         };
         let expected = std::fs::read_to_string(case.join("expected.txt")).unwrap();
         out.insert(name, (enc, mtx, expected));

@@ -11,7 +11,10 @@ pub struct Compressed;
 
 /// Fields of a level with positions and (if it owns them) coordinates.
 pub(super) fn pos_crd_fields(cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
-    let mut out = vec![(cx.pos_field.clone().expect("positions"), cx.pos_field_type())];
+    let mut out = vec![(
+        cx.pos_field.clone().expect("positions"),
+        cx.pos_field_type(),
+    )];
     if let Some(loc) = cx.crd.as_ref().filter(|c| c.owner) {
         out.push((loc.field.clone(), cx.crd_field_type()));
     }
@@ -23,7 +26,11 @@ pub(super) fn pos_crd_fields(cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
 /// read from the struct's `counts` and `batches`.
 pub(super) fn batch_split(cx: &LevelCtx, parent: TokenStream) -> TokenStream {
     let l = cx.l;
-    let parents = if l == 0 { quote!(1usize) } else { quote!(self.counts[#l - 1]) };
+    let parents = if l == 0 {
+        quote!(1usize)
+    } else {
+        quote!(self.counts[#l - 1])
+    };
     quote! {
         let __q: usize = #parent;
         let __nb = self.batches.max(1);
@@ -102,7 +109,16 @@ impl LevelGen for Compressed {
         self.fields(cx)
             .into_iter()
             .enumerate()
-            .map(|(i, (f, _))| (f, if i == 0 { quote!(::std::vec![<#pos_ty>::default()]) } else { cx.crd_field_init() }))
+            .map(|(i, (f, _))| {
+                (
+                    f,
+                    if i == 0 {
+                        quote!(::std::vec![<#pos_ty>::default()])
+                    } else {
+                        cx.crd_field_init()
+                    },
+                )
+            })
             .collect()
     }
     fn append_crd(&self, cx: &LevelCtx) -> TokenStream {

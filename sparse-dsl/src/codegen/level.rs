@@ -116,7 +116,11 @@ impl LevelCtx {
         let loc = self.crd.as_ref().expect("level stores coordinates");
         let f = &loc.field;
         let (stride, offset) = (loc.stride, loc.offset);
-        let idx = if stride == 1 { quote!(#p) } else { quote!(#p * #stride + #offset) };
+        let idx = if stride == 1 {
+            quote!(#p)
+        } else {
+            quote!(#p * #stride + #offset)
+        };
         if self.packed() {
             return quote!(#base.#f.get(#idx).unwrap_or(usize::MAX));
         }

@@ -5,7 +5,9 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
-use super::compressed::{batch_split, locate_in_segment, loop_over_segment, pos_crd_fields, push_and_count};
+use super::compressed::{
+    batch_split, locate_in_segment, loop_over_segment, pos_crd_fields, push_and_count,
+};
 use super::level::{LevelCtx, LevelGen};
 
 /// The loose_compressed level format.
@@ -19,7 +21,16 @@ impl LevelGen for LooseCompressed {
         self.fields(cx)
             .into_iter()
             .enumerate()
-            .map(|(i, (f, _))| (f, if i == 0 { quote!(::std::vec::Vec::new()) } else { cx.crd_field_init() }))
+            .map(|(i, (f, _))| {
+                (
+                    f,
+                    if i == 0 {
+                        quote!(::std::vec::Vec::new())
+                    } else {
+                        cx.crd_field_init()
+                    },
+                )
+            })
             .collect()
     }
     fn append_crd(&self, cx: &LevelCtx) -> TokenStream {

@@ -45,7 +45,14 @@ pub struct Declaration {
 impl Declaration {
     /// A declaration of a bare encoding (no static shape, `V = f64`).
     pub fn new(vis: TokenStream, name: Ident, encoding: Encoding) -> Self {
-        Declaration { attrs: Vec::new(), vis, name, encoding, static_shape: None, value_type: None }
+        Declaration {
+            attrs: Vec::new(),
+            vis,
+            name,
+            encoding,
+            static_shape: None,
+            value_type: None,
+        }
     }
 
     /// A declaration of what the parser read: a bare encoding, or a tensor type (which fixes the
@@ -53,16 +60,24 @@ impl Declaration {
     ///
     /// Errors: [`CodegenError`] for a tensor type without an encoding or with an element type that
     /// has no Rust value type yet (quantized, complex).
-    pub fn from_declared(vis: TokenStream, name: Ident, declared: Declared) -> Result<Self, CodegenError> {
+    pub fn from_declared(
+        vis: TokenStream,
+        name: Ident,
+        declared: Declared,
+    ) -> Result<Self, CodegenError> {
         match declared {
             Declared::Encoding(e) => Ok(Declaration::new(vis, name, e)),
             Declared::Tensor(t) => {
-                let enc = t.encoding.clone().ok_or_else(|| CodegenError("the tensor type has no #sparse_tensor.encoding".into()))?;
+                let enc = t.encoding.clone().ok_or_else(|| {
+                    CodegenError("the tensor type has no #sparse_tensor.encoding".into())
+                })?;
                 let ty = t
                     .element
                     .rust_type()
                     .and_then(|s| syn::parse_str::<syn::Type>(s).ok())
-                    .ok_or_else(|| CodegenError(format!("element type {} is not stored yet", t.element)))?;
+                    .ok_or_else(|| {
+                        CodegenError(format!("element type {} is not stored yet", t.element))
+                    })?;
                 let mut decl = Declaration::new(vis, name, enc);
                 decl.static_shape = Some(t.shape.clone());
                 decl.value_type = Some(quote!(#ty));
@@ -92,7 +107,11 @@ pub fn width_type(width: u32) -> Result<TokenStream, CodegenError> {
         64 => quote!(u64),
         // packed sub-byte coordinates (n:m levels): the nominal element type
         1 | 2 | 4 => quote!(u8),
-        w => return Err(CodegenError(format!("bit width {w} is not stored by the code generator yet"))),
+        w => {
+            return Err(CodegenError(format!(
+                "bit width {w} is not stored by the code generator yet"
+            )))
+        }
     })
 }
 
@@ -103,8 +122,18 @@ fn dim_to_lvl_expr(e: &AffineExpr, sizes: bool) -> Result<TokenStream, CodegenEr
         // the counting level: extent K; its coordinate is assigned during assembly (0 here)
         return Ok(if sizes { quote!(#k) } else { quote!(0usize) });
     }
-    let unsupported = || CodegenError("level expression is not a dimension or a floordiv/mod block split; not generated yet".to_string());
-    let block = |b: &AffineExpr| b.as_constant().and_then(|b| usize::try_from(b).ok()).filter(|&b| b > 0).ok_or_else(unsupported);
+    let unsupported = || {
+        CodegenError(
+            "level expression is not a dimension or a floordiv/mod block split; not generated yet"
+                .to_string(),
+        )
+    };
+    let block = |b: &AffineExpr| {
+        b.as_constant()
+            .and_then(|b| usize::try_from(b).ok())
+            .filter(|&b| b > 0)
+            .ok_or_else(unsupported)
+    };
     Ok(match e {
         AffineExpr::Var(d) => {
             if sizes {
@@ -149,7 +178,11 @@ fn lvl_to_dim_expr(e: &AffineExpr) -> Result<TokenStream, CodegenError> {
             let (a, b) = (lvl_to_dim_expr(a)?, lvl_to_dim_expr(b)?);
             quote!((#a * #b))
         }
-        _ => return Err(CodegenError("lvl_to_dim expression with negative or divided terms; not generated yet".into())),
+        _ => {
+            return Err(CodegenError(
+                "lvl_to_dim expression with negative or divided terms; not generated yet".into(),
+            ))
+        }
     })
 }
 
@@ -193,22 +226,39 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
     let dim_rank = e.dim_rank();
     let lvl_rank = e.lvl_rank();
     // ELL counting: one level `c * K * i` (symbol 0 counting dimension `i` into K slices).
-    let counting: Vec<(usize, (usize, usize))> =
-        e.dim_to_lvl.results.iter().enumerate().filter_map(|(l, r)| r.as_counting().map(|c| (l, c))).collect();
-    if e.dim_to_lvl.num_symbols > 1 || counting.len() > 1 || (e.dim_to_lvl.num_symbols == 1 && counting.len() != 1) {
-        return Err(CodegenError("ELL counting stores one counting symbol on one level `c * K * i`".into()));
+    let counting: Vec<(usize, (usize, usize))> = e
+        .dim_to_lvl
+        .results
+        .iter()
+        .enumerate()
+        .filter_map(|(l, r)| r.as_counting().map(|c| (l, c)))
+        .collect();
+    if e.dim_to_lvl.num_symbols > 1
+        || counting.len() > 1
+        || (e.dim_to_lvl.num_symbols == 1 && counting.len() != 1)
+    {
+        return Err(CodegenError(
+            "ELL counting stores one counting symbol on one level `c * K * i`".into(),
+        ));
     }
     let counting = counting.first().copied();
     let pos_ty = width_type(e.pos_width)?;
     let crd_ty = width_type(e.crd_width)?;
 
-    let batched = e.lvl_types.first().is_some_and(|t| t.format == LevelFormat::Batch);
+    let batched = e
+        .lvl_types
+        .first()
+        .is_some_and(|t| t.format == LevelFormat::Batch);
     // Level contexts and generators.
     let mut gens = Vec::with_capacity(lvl_rank);
     let mut ctxs = Vec::with_capacity(lvl_rank);
     for (l, lt) in e.lvl_types.iter().enumerate() {
-        let g = level_gen(lt.format)
-            .ok_or_else(|| CodegenError(format!("level {l}: level format {} is not generated yet", lt.format.mlir_name())))?;
+        let g = level_gen(lt.format).ok_or_else(|| {
+            CodegenError(format!(
+                "level {l}: level format {} is not generated yet",
+                lt.format.mlir_name()
+            ))
+        })?;
         let crd = e.crd_location(l).map(|(owner, stride, offset)| CrdLoc {
             field: format_ident!("crd_{}", owner),
             stride,
@@ -243,13 +293,27 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
         })
         .collect();
 
-    let size_exprs = e.dim_to_lvl.results.iter().map(|r| dim_to_lvl_expr(r, true)).collect::<Result<Vec<_>, _>>()?;
-    let d2l_exprs = e.dim_to_lvl.results.iter().map(|r| dim_to_lvl_expr(r, false)).collect::<Result<Vec<_>, _>>()?;
+    let size_exprs = e
+        .dim_to_lvl
+        .results
+        .iter()
+        .map(|r| dim_to_lvl_expr(r, true))
+        .collect::<Result<Vec<_>, _>>()?;
+    let d2l_exprs = e
+        .dim_to_lvl
+        .results
+        .iter()
+        .map(|r| dim_to_lvl_expr(r, false))
+        .collect::<Result<Vec<_>, _>>()?;
     let static_shape = match &decl.static_shape {
         None => None,
         Some(dims) => {
             if dims.len() != dim_rank {
-                return Err(CodegenError(format!("tensor shape has {} dimensions, the encoding has {}", dims.len(), dim_rank)));
+                return Err(CodegenError(format!(
+                    "tensor shape has {} dimensions, the encoding has {}",
+                    dims.len(),
+                    dim_rank
+                )));
             }
             Some(
                 dims.iter()
@@ -257,7 +321,9 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
                         None => Ok(quote!(::core::option::Option::None)),
                         Some(n) => usize::try_from(*n)
                             .map(|n| quote!(::core::option::Option::Some(#n)))
-                            .map_err(|_| CodegenError(format!("dimension size {n} does not fit usize"))),
+                            .map_err(|_| {
+                                CodegenError(format!("dimension size {n} does not fit usize"))
+                            }),
                     })
                     .collect::<Result<Vec<_>, _>>()?,
             )
@@ -305,7 +371,12 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             }
         })
         .collect();
-    let l2d_exprs = e.lvl_to_dim.results.iter().map(lvl_to_dim_expr).collect::<Result<Vec<_>, _>>()?;
+    let l2d_exprs = e
+        .lvl_to_dim
+        .results
+        .iter()
+        .map(lvl_to_dim_expr)
+        .collect::<Result<Vec<_>, _>>()?;
 
     // Struct fields.
     let mut field_names = Vec::new();
@@ -314,8 +385,16 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
     for (g, cx) in gens.iter().zip(&ctxs) {
         for (f, ty) in g.fields(cx) {
             let doc = if cx.pos_field.as_ref() == Some(&f) {
-                let what = if cx.lt.format == LevelFormat::LooseCompressed { "(lo, hi) position pairs" } else { "positions" };
-                format!(" The {what} of level {} ({}; batch-local below batch levels).", cx.l, width_name(e.pos_width))
+                let what = if cx.lt.format == LevelFormat::LooseCompressed {
+                    "(lo, hi) position pairs"
+                } else {
+                    "positions"
+                };
+                format!(
+                    " The {what} of level {} ({}; batch-local below batch levels).",
+                    cx.l,
+                    width_name(e.pos_width)
+                )
             } else {
                 match cx.crd.as_ref() {
                     Some(loc) if loc.stride > 1 => format!(
@@ -324,7 +403,11 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
                         cx.l + loc.stride - 1,
                         width_name(e.crd_width)
                     ),
-                    _ => format!(" The coordinates of level {} ({}).", cx.l, width_name(e.crd_width)),
+                    _ => format!(
+                        " The coordinates of level {} ({}).",
+                        cx.l,
+                        width_name(e.crd_width)
+                    ),
                 }
             };
             field_names.push(f);
@@ -332,8 +415,17 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             field_docs.push(doc);
         }
     }
-    let init: Vec<(Ident, TokenStream)> = gens.iter().zip(&bctxs).flat_map(|(g, cx)| g.init(cx)).collect();
-    let builder_field_types: Vec<TokenStream> = gens.iter().zip(&bctxs).flat_map(|(g, cx)| g.fields(cx)).map(|(_, t)| t).collect();
+    let init: Vec<(Ident, TokenStream)> = gens
+        .iter()
+        .zip(&bctxs)
+        .flat_map(|(g, cx)| g.init(cx))
+        .collect();
+    let builder_field_types: Vec<TokenStream> = gens
+        .iter()
+        .zip(&bctxs)
+        .flat_map(|(g, cx)| g.fields(cx))
+        .map(|(_, t)| t)
+        .collect();
     // The struct's fields from the finished builder `b` (batched positions rebased and narrowed).
     let field_inits: Vec<TokenStream> = gens
         .iter()
@@ -358,7 +450,12 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
         })
         .collect();
     let batch_count = {
-        let sizes: Vec<usize> = (0..e.lvl_types.iter().take_while(|t| t.format == LevelFormat::Batch).count()).collect();
+        let sizes: Vec<usize> = (0..e
+            .lvl_types
+            .iter()
+            .take_while(|t| t.format == LevelFormat::Batch)
+            .count())
+            .collect();
         quote!(1usize #( * lvl_sizes[#sizes] )*)
     };
     let (batch_fields, batch_decl, batch_init_zero) = if batched {
@@ -386,23 +483,45 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
         quote!()
     };
     let _ = &batch_fields;
-    let batch_let = if batched { quote!(let batches = #batch_count;) } else { quote!() };
+    let batch_let = if batched {
+        quote!(let batches = #batch_count;)
+    } else {
+        quote!()
+    };
     let init_names: Vec<&Ident> = init.iter().map(|(f, _)| f).collect();
     let init_exprs: Vec<&TokenStream> = init.iter().map(|(_, x)| x).collect();
 
-    let pos_levels: Vec<usize> = ctxs.iter().filter(|c| c.pos_field.is_some()).map(|c| c.l).collect();
+    let pos_levels: Vec<usize> = ctxs
+        .iter()
+        .filter(|c| c.pos_field.is_some())
+        .map(|c| c.l)
+        .collect();
     let pos_fields: Vec<&Ident> = ctxs.iter().filter_map(|c| c.pos_field.as_ref()).collect();
-    let owners: Vec<&LevelCtx> = ctxs.iter().filter(|c| c.crd.as_ref().is_some_and(|x| x.owner)).collect();
+    let owners: Vec<&LevelCtx> = ctxs
+        .iter()
+        .filter(|c| c.crd.as_ref().is_some_and(|x| x.owner))
+        .collect();
     let crd_levels: Vec<usize> = owners.iter().filter(|c| !c.packed()).map(|c| c.l).collect();
-    let crd_fields: Vec<&Ident> = owners.iter().filter(|c| !c.packed()).map(|c| &c.crd.as_ref().expect("owner").field).collect();
+    let crd_fields: Vec<&Ident> = owners
+        .iter()
+        .filter(|c| !c.packed())
+        .map(|c| &c.crd.as_ref().expect("owner").field)
+        .collect();
     let packed_levels: Vec<usize> = owners.iter().filter(|c| c.packed()).map(|c| c.l).collect();
-    let packed_fields: Vec<&Ident> = owners.iter().filter(|c| c.packed()).map(|c| &c.crd.as_ref().expect("owner").field).collect();
+    let packed_fields: Vec<&Ident> = owners
+        .iter()
+        .filter(|c| c.packed())
+        .map(|c| &c.crd.as_ref().expect("owner").field)
+        .collect();
     let flush_fns: Vec<TokenStream> = bctxs
         .iter()
         .filter(|c| matches!(c.lt.format, LevelFormat::NOutOfM { .. }))
         .map(n_out_of_m::NOutOfM::flush_method)
         .collect();
-    let push_value = if matches!(e.lvl_types.last().map(|t| t.format), Some(LevelFormat::NOutOfM { .. })) {
+    let push_value = if matches!(
+        e.lvl_types.last().map(|t| t.format),
+        Some(LevelFormat::NOutOfM { .. })
+    ) {
         quote!(self.pending.last_mut().expect("n:m appended an entry").1 = v;)
     } else {
         quote!(self.values.push(v);)
@@ -489,8 +608,16 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
     let nonordered: Vec<bool> = e.lvl_types.iter().map(|t| !t.is_ordered()).collect();
 
     // Level access (iterator support).
-    let seg_arms: Vec<TokenStream> = gens.iter().zip(&ctxs).map(|(g, cx)| g.segment(cx, quote!(parent))).collect();
-    let coord_arms: Vec<TokenStream> = gens.iter().zip(&ctxs).map(|(g, cx)| g.coord(cx, quote!(parent), quote!(p))).collect();
+    let seg_arms: Vec<TokenStream> = gens
+        .iter()
+        .zip(&ctxs)
+        .map(|(g, cx)| g.segment(cx, quote!(parent)))
+        .collect();
+    let coord_arms: Vec<TokenStream> = gens
+        .iter()
+        .zip(&ctxs)
+        .map(|(g, cx)| g.coord(cx, quote!(parent), quote!(p)))
+        .collect();
     let levels: Vec<usize> = (0..lvl_rank).collect();
 
     // Nested loops over all stored entries.
@@ -499,12 +626,22 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
     let nest = |inner: TokenStream, locate: bool| -> TokenStream {
         let mut body = inner;
         for (g, cx) in gens.iter().zip(&ctxs).rev() {
-            body = if locate { g.emit_locate(cx, body) } else { g.emit_loop(cx, body) };
+            body = if locate {
+                g.emit_locate(cx, body)
+            } else {
+                g.emit_loop(cx, body)
+            };
         }
         body
     };
-    let for_each_body = nest(quote!(f(Self::lvl_to_dim(&[#(#cs),*]), &self.values[#p_last]);), false);
-    let mut get_body = nest(quote!(return ::core::option::Option::Some(&self.values[#p_last]);), true);
+    let for_each_body = nest(
+        quote!(f(Self::lvl_to_dim(&[#(#cs),*]), &self.values[#p_last]);),
+        false,
+    );
+    let mut get_body = nest(
+        quote!(return ::core::option::Option::Some(&self.values[#p_last]);),
+        true,
+    );
     let mut counting_pass = quote!();
     let (rows_decl, rows_push) = match counting {
         Some((_, (cd, _))) => (
@@ -584,9 +721,10 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
         // i mod B : dense, j mod C : dense) -> constant-size block loops.
         let block = |r: &AffineExpr, div: bool| -> Option<(usize, usize)> {
             match (r, div) {
-                (AffineExpr::FloorDiv(a, b), true) | (AffineExpr::Mod(a, b), false) => {
-                    Some((a.as_var()?, usize::try_from(b.as_constant()?).ok().filter(|&b| b > 0)?))
-                }
+                (AffineExpr::FloorDiv(a, b), true) | (AffineExpr::Mod(a, b), false) => Some((
+                    a.as_var()?,
+                    usize::try_from(b.as_constant()?).ok().filter(|&b| b > 0)?,
+                )),
                 _ => None,
             }
         };
@@ -597,8 +735,17 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             && e.lvl_types[2].format == LevelFormat::Dense
             && e.lvl_types[3].format == LevelFormat::Dense
         {
-            match (block(&res[0], true), block(&res[1], true), block(&res[2], false), block(&res[3], false)) {
-                (Some((0, b)), Some((1, c)), Some((0, b2)), Some((1, c2))) if b == b2 && c == c2 => Some((b, c)),
+            match (
+                block(&res[0], true),
+                block(&res[1], true),
+                block(&res[2], false),
+                block(&res[3], false),
+            ) {
+                (Some((0, b)), Some((1, c)), Some((0, b2)), Some((1, c2)))
+                    if b == b2 && c == c2 =>
+                {
+                    Some((b, c))
+                }
                 _ => None,
             }
         } else {
@@ -614,8 +761,14 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             && !ctxs[0].packed()
         {
             match perm.as_deref() {
-                Some([0, 1]) => Some((true, ctxs[0].crd.as_ref().expect("coordinates").field.clone())),
-                Some([1, 0]) => Some((false, ctxs[0].crd.as_ref().expect("coordinates").field.clone())),
+                Some([0, 1]) => Some((
+                    true,
+                    ctxs[0].crd.as_ref().expect("coordinates").field.clone(),
+                )),
+                Some([1, 0]) => Some((
+                    false,
+                    ctxs[0].crd.as_ref().expect("coordinates").field.clone(),
+                )),
                 _ => None,
             }
         } else {
@@ -626,7 +779,11 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
         let mut row_kernel: Option<(usize, TokenStream, bool)> = None;
         let kernel = if let Some((bb, cc)) = bsr {
             let seg = gens[1].segment(&ctxs[1], quote!(__ib));
-            let crd_field = &ctxs[1].crd.as_ref().expect("compressed level has coordinates").field;
+            let crd_field = &ctxs[1]
+                .crd
+                .as_ref()
+                .expect("compressed level has coordinates")
+                .field;
             let bc = bb * cc;
             row_kernel = Some((
                 bb,
@@ -654,7 +811,11 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
                 }
             }
         } else if let Some((row_first, crd0)) = coo_aos {
-            let (i, j) = if row_first { (quote!(__c[0]), quote!(__c[1])) } else { (quote!(__c[1]), quote!(__c[0])) };
+            let (i, j) = if row_first {
+                (quote!(__c[0]), quote!(__c[1]))
+            } else {
+                (quote!(__c[1]), quote!(__c[0]))
+            };
             quote! {
                 for __yi in y.iter_mut() {
                     *__yi = <V as #rt::num_traits::Zero>::zero();
@@ -669,7 +830,11 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             }
         } else if csr_like {
             let seg = gens[1].segment(&ctxs[1], quote!(i));
-            let crd_field = &ctxs[1].crd.as_ref().expect("compressed level has coordinates").field;
+            let crd_field = &ctxs[1]
+                .crd
+                .as_ref()
+                .expect("compressed level has coordinates")
+                .field;
             row_kernel = Some((
                 1usize,
                 gens[1].segment(&ctxs[1], quote!(__r)),
@@ -780,7 +945,11 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
         quote!()
     };
 
-    let doc_separator = if attrs.is_empty() { quote!() } else { quote!(#[doc = ""]) };
+    let doc_separator = if attrs.is_empty() {
+        quote!()
+    } else {
+        quote!(#[doc = ""])
+    };
     let doc_encoding = format!(" Encoding: `{canonical}`.");
     let doc_fields = format!(
         " Stored arrays: {}values.",
@@ -788,11 +957,29 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             .map(|cx| {
                 let mut s = String::new();
                 if cx.pos_field.is_some() {
-                    s.push_str(&format!("`pos_{}` ({} positions), ", cx.l, width_name(e.pos_width)));
+                    s.push_str(&format!(
+                        "`pos_{}` ({} positions), ",
+                        cx.l,
+                        width_name(e.pos_width)
+                    ));
                 }
                 if let Some(loc) = cx.crd.as_ref().filter(|x| x.owner) {
-                    let what = if loc.stride > 1 { format!("interleaved {} coordinates of levels {}..={}", loc.stride, cx.l, cx.l + loc.stride - 1) } else { "coordinates".into() };
-                    s.push_str(&format!("`crd_{}` ({}, {}), ", cx.l, what, width_name(e.crd_width)));
+                    let what = if loc.stride > 1 {
+                        format!(
+                            "interleaved {} coordinates of levels {}..={}",
+                            loc.stride,
+                            cx.l,
+                            cx.l + loc.stride - 1
+                        )
+                    } else {
+                        "coordinates".into()
+                    };
+                    s.push_str(&format!(
+                        "`crd_{}` ({}, {}), ",
+                        cx.l,
+                        what,
+                        width_name(e.crd_width)
+                    ));
                 }
                 s
             })
@@ -1305,6 +1492,7 @@ fn width_name(w: u32) -> String {
 /// The generated code for `decl`, formatted with `prettyplease` (what `sparse expand` prints).
 pub fn expand_to_string(decl: &Declaration, rt: &TokenStream) -> Result<String, CodegenError> {
     let tokens = generate(decl, rt)?;
-    let file: syn::File = syn::parse2(tokens).map_err(|e| CodegenError(format!("generated code does not parse: {e}")))?;
+    let file: syn::File = syn::parse2(tokens)
+        .map_err(|e| CodegenError(format!("generated code does not parse: {e}")))?;
     Ok(prettyplease::unparse(&file))
 }

@@ -32,8 +32,16 @@ impl NOutOfM {
         let (n, m) = n_m(cx);
         let f = format_ident!("flush_{}", l);
         let push = cx.push_crd();
-        let row = if l >= 2 { quote!(self.cursor[#l - 2]) } else { quote!(0usize) };
-        let block = if l >= 1 { quote!(self.cursor[#l - 1]) } else { quote!(0usize) };
+        let row = if l >= 2 {
+            quote!(self.cursor[#l - 2])
+        } else {
+            quote!(0usize)
+        };
+        let block = if l >= 1 {
+            quote!(self.cursor[#l - 1])
+        } else {
+            quote!(0usize)
+        };
         quote! {
             fn #f(&mut self) -> ::core::result::Result<(), #rt::StorageError> {
                 let pending = ::core::mem::take(&mut self.pending);
@@ -74,7 +82,10 @@ impl LevelGen for NOutOfM {
         owned_crd_fields(cx)
     }
     fn init(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
-        self.fields(cx).into_iter().map(|(f, _)| (f, cx.crd_field_init())).collect()
+        self.fields(cx)
+            .into_iter()
+            .map(|(f, _)| (f, cx.crd_field_init()))
+            .collect()
     }
     fn append_crd(&self, cx: &LevelCtx) -> TokenStream {
         let rt = &cx.rt;

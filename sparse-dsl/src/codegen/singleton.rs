@@ -15,7 +15,10 @@ impl LevelGen for Singleton {
         owned_crd_fields(cx)
     }
     fn init(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
-        self.fields(cx).into_iter().map(|(f, _)| (f, cx.crd_field_init())).collect()
+        self.fields(cx)
+            .into_iter()
+            .map(|(f, _)| (f, cx.crd_field_init()))
+            .collect()
     }
     fn append_crd(&self, cx: &LevelCtx) -> TokenStream {
         push_and_count(cx)

@@ -12,16 +12,30 @@ use crate::value::Value;
 pub(crate) struct Batch;
 
 impl LevelKind for Batch {
-    fn append_crd<V: Value>(b: &mut Builder<'_, V>, l: usize, full: usize, crd: usize) -> Result<(), StorageError> {
+    fn append_crd<V: Value>(
+        b: &mut Builder<'_, V>,
+        l: usize,
+        full: usize,
+        crd: usize,
+    ) -> Result<(), StorageError> {
         Dense::append_crd(b, l, full, crd)
     }
-    fn finalize_segment<V: Value>(b: &mut Builder<'_, V>, l: usize, full: usize, count: usize) -> Result<(), StorageError> {
+    fn finalize_segment<V: Value>(
+        b: &mut Builder<'_, V>,
+        l: usize,
+        full: usize,
+        count: usize,
+    ) -> Result<(), StorageError> {
         Dense::finalize_segment(b, l, full, count)
     }
     fn segment(a: &Arrays<'_>, l: usize, parent: usize) -> (usize, usize) {
         Dense::segment(a, l, parent)
     }
-    fn check<S: SparseStorage + ?Sized>(cx: &Check<'_, S>, l: usize, parent: usize) -> Result<usize, StorageError> {
+    fn check<S: SparseStorage + ?Sized>(
+        cx: &Check<'_, S>,
+        l: usize,
+        parent: usize,
+    ) -> Result<usize, StorageError> {
         Dense::check(cx, l, parent)
     }
 }

@@ -12,7 +12,11 @@ use crate::value::Value;
 pub(crate) struct Dense;
 
 /// Adds `n` empty children below level `l` (explicit zeros when `l` is the last level).
-pub(crate) fn fill<V: Value>(b: &mut Builder<'_, V>, l: usize, n: usize) -> Result<(), StorageError> {
+pub(crate) fn fill<V: Value>(
+    b: &mut Builder<'_, V>,
+    l: usize,
+    n: usize,
+) -> Result<(), StorageError> {
     if l + 1 == b.lvl_rank() {
         b.push_zeros(n)
     } else {
@@ -21,7 +25,12 @@ pub(crate) fn fill<V: Value>(b: &mut Builder<'_, V>, l: usize, n: usize) -> Resu
 }
 
 impl LevelKind for Dense {
-    fn append_crd<V: Value>(b: &mut Builder<'_, V>, l: usize, full: usize, crd: usize) -> Result<(), StorageError> {
+    fn append_crd<V: Value>(
+        b: &mut Builder<'_, V>,
+        l: usize,
+        full: usize,
+        crd: usize,
+    ) -> Result<(), StorageError> {
         if crd > full {
             fill(b, l, crd - full)?;
         }
@@ -29,11 +38,18 @@ impl LevelKind for Dense {
         Ok(())
     }
 
-    fn finalize_segment<V: Value>(b: &mut Builder<'_, V>, l: usize, full: usize, count: usize) -> Result<(), StorageError> {
+    fn finalize_segment<V: Value>(
+        b: &mut Builder<'_, V>,
+        l: usize,
+        full: usize,
+        count: usize,
+    ) -> Result<(), StorageError> {
         let size = b.lvl_sizes[l];
         let n = count
             .checked_mul(size.saturating_sub(full))
-            .ok_or_else(|| StorageError::ShapeOverflow { shape: b.lvl_sizes.to_vec() })?;
+            .ok_or_else(|| StorageError::ShapeOverflow {
+                shape: b.lvl_sizes.to_vec(),
+            })?;
         fill(b, l, n)
     }
 
@@ -42,8 +58,16 @@ impl LevelKind for Dense {
         (parent * s, parent * s + s)
     }
 
-    fn check<S: SparseStorage + ?Sized>(cx: &Check<'_, S>, l: usize, parent: usize) -> Result<usize, StorageError> {
+    fn check<S: SparseStorage + ?Sized>(
+        cx: &Check<'_, S>,
+        l: usize,
+        parent: usize,
+    ) -> Result<usize, StorageError> {
         let sizes = cx.s.lvl_sizes();
-        parent.checked_mul(sizes[l]).ok_or_else(|| StorageError::ShapeOverflow { shape: sizes.to_vec() })
+        parent
+            .checked_mul(sizes[l])
+            .ok_or_else(|| StorageError::ShapeOverflow {
+                shape: sizes.to_vec(),
+            })
     }
 }

@@ -11,16 +11,28 @@ use crate::value::Value;
 pub(crate) struct LooseCompressed;
 
 impl LevelKind for LooseCompressed {
-    fn append_crd<V: Value>(b: &mut Builder<'_, V>, l: usize, _full: usize, crd: usize) -> Result<(), StorageError> {
+    fn append_crd<V: Value>(
+        b: &mut Builder<'_, V>,
+        l: usize,
+        _full: usize,
+        crd: usize,
+    ) -> Result<(), StorageError> {
         b.push_crd(l, crd)?;
         b.count[l] += 1;
         Ok(())
     }
 
-    fn finalize_segment<V: Value>(b: &mut Builder<'_, V>, l: usize, _full: usize, count: usize) -> Result<(), StorageError> {
+    fn finalize_segment<V: Value>(
+        b: &mut Builder<'_, V>,
+        l: usize,
+        _full: usize,
+        count: usize,
+    ) -> Result<(), StorageError> {
         for _ in 0..count {
             let (lo, hi) = (b.loose_start[l], b.count[l]);
-            let pos = b.positions[l].as_mut().expect("loose_compressed has positions");
+            let pos = b.positions[l]
+                .as_mut()
+                .expect("loose_compressed has positions");
             pos.push(lo);
             pos.push(hi);
             b.loose_start[l] = hi;
@@ -29,25 +41,59 @@ impl LevelKind for LooseCompressed {
     }
 
     fn segment(a: &Arrays<'_>, l: usize, parent: usize) -> (usize, usize) {
-        let Some(pos) = a.positions[l].as_ref() else { return (0, 0) };
+        let Some(pos) = a.positions[l].as_ref() else {
+            return (0, 0);
+        };
         let (b, _, _, per_count) = a.batch_split(l, parent);
         let base = b * per_count;
-        (base + pos.get(2 * parent).unwrap_or(0), base + pos.get(2 * parent + 1).unwrap_or(0))
+        (
+            base + pos.get(2 * parent).unwrap_or(0),
+            base + pos.get(2 * parent + 1).unwrap_or(0),
+        )
     }
 
-    fn check<S: SparseStorage + ?Sized>(cx: &Check<'_, S>, l: usize, parent: usize) -> Result<usize, StorageError> {
-        let pos = cx.s.position_buffer(l).ok_or_else(|| inv(l, "positions present", 0, "no positions array".into()))?;
+    fn check<S: SparseStorage + ?Sized>(
+        cx: &Check<'_, S>,
+        l: usize,
+        parent: usize,
+    ) -> Result<usize, StorageError> {
+        let pos =
+            cx.s.position_buffer(l)
+                .ok_or_else(|| inv(l, "positions present", 0, "no positions array".into()))?;
         let (_, ncrd) = cx.own_coords(l)?;
-        let want = parent.checked_mul(2).ok_or_else(|| StorageError::ShapeOverflow { shape: cx.s.lvl_sizes().to_vec() })?;
+        let want = parent
+            .checked_mul(2)
+            .ok_or_else(|| StorageError::ShapeOverflow {
+                shape: cx.s.lvl_sizes().to_vec(),
+            })?;
         if pos.len() != want {
-            return Err(inv(l, "positions length is 2 x parent size", pos.len(), format!("{} positions for {parent} parents", pos.len())));
+            return Err(inv(
+                l,
+                "positions length is 2 x parent size",
+                pos.len(),
+                format!("{} positions for {parent} parents", pos.len()),
+            ));
         }
         let nb = cx.batches;
         if nb == 0 {
-            return if ncrd == 0 { Ok(0) } else { Err(inv(l, "no arrays for zero batches", 0, format!("{ncrd} coordinates"))) };
+            return if ncrd == 0 {
+                Ok(0)
+            } else {
+                Err(inv(
+                    l,
+                    "no arrays for zero batches",
+                    0,
+                    format!("{ncrd} coordinates"),
+                ))
+            };
         }
         if ncrd % nb != 0 {
-            return Err(inv(l, "batches hold equal numbers of coordinates", ncrd, format!("{ncrd} coordinates in {nb} batches")));
+            return Err(inv(
+                l,
+                "batches hold equal numbers of coordinates",
+                ncrd,
+                format!("{ncrd} coordinates in {nb} batches"),
+            ));
         }
         let per_count = ncrd / nb;
         let per_parent = parent / nb;
@@ -56,13 +102,28 @@ impl LevelKind for LooseCompressed {
         for q in 0..parent {
             let (lo, hi) = (pos.get(2 * q).unwrap_or(0), pos.get(2 * q + 1).unwrap_or(0));
             if lo > hi {
-                return Err(inv(l, "5.3 segment lo <= hi", 2 * q, format!("lo = {lo} > hi = {hi}")));
+                return Err(inv(
+                    l,
+                    "5.3 segment lo <= hi",
+                    2 * q,
+                    format!("lo = {lo} > hi = {hi}"),
+                ));
             }
             if hi > per_count {
-                return Err(inv(l, "5.2 segments within the coordinates", 2 * q + 1, format!("hi = {hi} > {per_count} coordinates")));
+                return Err(inv(
+                    l,
+                    "5.2 segments within the coordinates",
+                    2 * q + 1,
+                    format!("hi = {hi} > {per_count} coordinates"),
+                ));
             }
             if lt.is_unique() && hi - lo > size {
-                return Err(inv(l, "5.3 segment length at most the level size", 2 * q + 1, format!("segment of {} coordinates, level size {size}", hi - lo)));
+                return Err(inv(
+                    l,
+                    "5.3 segment length at most the level size",
+                    2 * q + 1,
+                    format!("segment of {} coordinates, level size {size}", hi - lo),
+                ));
             }
             let base = (q / per_parent.max(1)) * per_count;
             cx.check_segment(l, base + lo, base + hi)?;

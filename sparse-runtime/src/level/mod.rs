@@ -31,15 +31,29 @@ use crate::value::Value;
 pub(crate) trait LevelKind {
     /// MLIR `appendCrd`: appends coordinate `crd` at level `l`, whose open segment already holds
     /// coordinates `0..full` (dense levels only use `full`).
-    fn append_crd<V: Value>(b: &mut Builder<'_, V>, l: usize, full: usize, crd: usize) -> Result<(), StorageError>;
+    fn append_crd<V: Value>(
+        b: &mut Builder<'_, V>,
+        l: usize,
+        full: usize,
+        crd: usize,
+    ) -> Result<(), StorageError>;
     /// MLIR `finalizeSegment`: closes `count` segments of level `l`, the first of which already
     /// holds coordinates `0..full`.
-    fn finalize_segment<V: Value>(b: &mut Builder<'_, V>, l: usize, full: usize, count: usize) -> Result<(), StorageError>;
+    fn finalize_segment<V: Value>(
+        b: &mut Builder<'_, V>,
+        l: usize,
+        full: usize,
+        count: usize,
+    ) -> Result<(), StorageError>;
     /// `(lo, hi)`: the global positions of level `l` under global parent position `parent`.
     fn segment(a: &Arrays<'_>, l: usize, parent: usize) -> (usize, usize);
     /// Checks the arrays of level `l`, whose parent level has `parent` global positions, and
     /// returns the number of global positions of level `l`.
-    fn check<S: SparseStorage + ?Sized>(cx: &Check<'_, S>, l: usize, parent: usize) -> Result<usize, StorageError>;
+    fn check<S: SparseStorage + ?Sized>(
+        cx: &Check<'_, S>,
+        l: usize,
+        parent: usize,
+    ) -> Result<usize, StorageError>;
 }
 
 /// Runs `$e` with `$K` bound to the [`LevelKind`] implementation of format `$f`.
@@ -107,7 +121,11 @@ impl<'e, V: Value> Builder<'e, V> {
                 LevelFormat::LooseCompressed => Some(Vec::new()),
                 _ => None,
             });
-            coordinates.push(if enc.owns_crd_buffer(l) { Some(crd_buffer_for(enc, l)?) } else { None });
+            coordinates.push(if enc.owns_crd_buffer(l) {
+                Some(crd_buffer_for(enc, l)?)
+            } else {
+                None
+            });
         }
         Ok(Builder {
             enc,
@@ -132,8 +150,15 @@ impl<'e, V: Value> Builder<'e, V> {
     pub fn push_crd(&mut self, l: usize, crd: usize) -> Result<(), StorageError> {
         let (owner, _, _) = self.enc.crd_location(l).expect("level stores coordinates");
         let width = self.enc.crd_width;
-        let buf = self.coordinates[owner].as_mut().expect("owner has a buffer");
-        buf.push(crd).map_err(|value| StorageError::WidthOverflow { level: l, kind: BufferKind::Coordinate, value, width })
+        let buf = self.coordinates[owner]
+            .as_mut()
+            .expect("owner has a buffer");
+        buf.push(crd).map_err(|value| StorageError::WidthOverflow {
+            level: l,
+            kind: BufferKind::Coordinate,
+            value,
+            width,
+        })
     }
 
     /// Appends `times` explicit zeros to the values.
@@ -145,7 +170,12 @@ impl<'e, V: Value> Builder<'e, V> {
     }
 
     /// Format-dispatched `finalizeSegment`.
-    pub fn finalize_segment(&mut self, l: usize, full: usize, count: usize) -> Result<(), StorageError> {
+    pub fn finalize_segment(
+        &mut self,
+        l: usize,
+        full: usize,
+        count: usize,
+    ) -> Result<(), StorageError> {
         if count == 0 {
             return Ok(());
         }
@@ -160,7 +190,8 @@ impl<'e, V: Value> Builder<'e, V> {
     /// First level where `lc` differs from the previous insertion (MLIR `lexDiff`); a
     /// non-unique level with an equal coordinate counts as different (a new node per entry).
     fn lex_diff(&self, lc: &[usize]) -> Option<usize> {
-        (0..self.lvl_rank()).find(|&l| lc[l] != self.cursor[l] || !self.enc.lvl_types[l].is_unique())
+        (0..self.lvl_rank())
+            .find(|&l| lc[l] != self.cursor[l] || !self.enc.lvl_types[l].is_unique())
     }
 
     /// MLIR `endPath`: closes the open segments of levels `diff..`.
@@ -176,7 +207,9 @@ impl<'e, V: Value> Builder<'e, V> {
         let (diff, mut full) = if first {
             (0, 0)
         } else {
-            let d = self.lex_diff(lc).expect("duplicates are merged before insertion");
+            let d = self
+                .lex_diff(lc)
+                .expect("duplicates are merged before insertion");
             self.end_path(d + 1)?;
             (d, self.cursor[d] + 1)
         };
@@ -214,15 +247,28 @@ pub(crate) fn crd_buffer_for(enc: &Encoding, l: usize) -> Result<CrdBuffer, Stor
             reason: format!("level {l}: crdWidth = {w} packs coordinates below a byte, which only n:m levels allow"),
         });
     }
-    CrdBuffer::new(w).ok_or_else(|| StorageError::Unsupported { reason: format!("crdWidth = {w}") })
+    CrdBuffer::new(w).ok_or_else(|| StorageError::Unsupported {
+        reason: format!("crdWidth = {w}"),
+    })
 }
 
 /// Converts native positions to a `width`-bit buffer; [`StorageError::WidthOverflow`] names the
 /// level and the first value that does not fit.
-pub(crate) fn to_index_buffer(l: usize, width: u32, v: &[usize]) -> Result<IndexBuffer, StorageError> {
-    let mut b = IndexBuffer::new(width).ok_or_else(|| StorageError::Unsupported { reason: format!("posWidth = {width}") })?;
+pub(crate) fn to_index_buffer(
+    l: usize,
+    width: u32,
+    v: &[usize],
+) -> Result<IndexBuffer, StorageError> {
+    let mut b = IndexBuffer::new(width).ok_or_else(|| StorageError::Unsupported {
+        reason: format!("posWidth = {width}"),
+    })?;
     for &x in v {
-        b.push(x).map_err(|value| StorageError::WidthOverflow { level: l, kind: BufferKind::Position, value, width })?;
+        b.push(x).map_err(|value| StorageError::WidthOverflow {
+            level: l,
+            kind: BufferKind::Position,
+            value,
+            width,
+        })?;
     }
     Ok(b)
 }
@@ -273,7 +319,10 @@ impl<S: SparseStorage + ?Sized> Check<'_, S> {
     pub fn aos_stride(&self, l: usize) -> usize {
         let types = self.s.lvl_types();
         let mut k = l + 1;
-        while k < types.len() && types[k].format == LevelFormat::Singleton && self.s.coordinate_view(k).is_none() {
+        while k < types.len()
+            && types[k].format == LevelFormat::Singleton
+            && self.s.coordinate_view(k).is_none()
+        {
             k += 1;
         }
         k - l
@@ -298,7 +347,10 @@ impl<S: SparseStorage + ?Sized> Check<'_, S> {
     /// The coordinate buffer a level with its own `pos` owns, and the number of coordinates it
     /// holds for the level (buffer length / AoS stride).
     pub fn own_coords(&self, l: usize) -> Result<(IndexView<'_>, usize), StorageError> {
-        let buf = self.s.coordinate_view(l).ok_or_else(|| inv(l, "coordinates present", 0, "no coordinate buffer".into()))?;
+        let buf = self
+            .s
+            .coordinate_view(l)
+            .ok_or_else(|| inv(l, "coordinates present", 0, "no coordinate buffer".into()))?;
         let stride = self.aos_stride(l);
         if buf.len() % stride != 0 {
             return Err(inv(
@@ -321,16 +373,38 @@ impl<S: SparseStorage + ?Sized> Check<'_, S> {
         let check_distinct = lt.is_unique() && !lt.is_ordered();
         let mut seen = Vec::new();
         for p in lo..hi {
-            let c = self.crd_at(l, p).ok_or_else(|| inv(l, "coordinates cover positions", p, format!("no coordinate at position {p}")))?;
+            let c = self.crd_at(l, p).ok_or_else(|| {
+                inv(
+                    l,
+                    "coordinates cover positions",
+                    p,
+                    format!("no coordinate at position {p}"),
+                )
+            })?;
             if c >= size {
-                return Err(inv(l, "5.5 coordinates below the level size", p, format!("coordinate {c} >= level size {size}")));
+                return Err(inv(
+                    l,
+                    "5.5 coordinates below the level size",
+                    p,
+                    format!("coordinate {c} >= level size {size}"),
+                ));
             }
             if let Some(q) = prev {
                 if lt.is_ordered() && lt.is_unique() && c <= q {
-                    return Err(inv(l, "5.6 coordinates sorted and distinct in a segment", p, format!("{c} after {q}")));
+                    return Err(inv(
+                        l,
+                        "5.6 coordinates sorted and distinct in a segment",
+                        p,
+                        format!("{c} after {q}"),
+                    ));
                 }
                 if lt.is_ordered() && !lt.is_unique() && c < q {
-                    return Err(inv(l, "coordinates non-decreasing in a segment", p, format!("{c} after {q}")));
+                    return Err(inv(
+                        l,
+                        "coordinates non-decreasing in a segment",
+                        p,
+                        format!("{c} after {q}"),
+                    ));
                 }
             }
             if check_distinct {
@@ -342,7 +416,12 @@ impl<S: SparseStorage + ?Sized> Check<'_, S> {
             seen.sort_unstable();
             if let Some(w) = seen.windows(2).find(|w| w[0].0 == w[1].0) {
                 let p = w[0].1.max(w[1].1);
-                return Err(inv(l, "5.6 coordinates distinct in a segment", p, format!("coordinate {} repeated", w[0].0)));
+                return Err(inv(
+                    l,
+                    "5.6 coordinates distinct in a segment",
+                    p,
+                    format!("coordinate {} repeated", w[0].0),
+                ));
             }
         }
         Ok(())
@@ -350,14 +429,32 @@ impl<S: SparseStorage + ?Sized> Check<'_, S> {
 }
 
 /// A [`StorageError::Invariant`].
-pub(crate) fn inv(level: usize, invariant: &'static str, position: usize, detail: String) -> StorageError {
-    StorageError::Invariant { level, invariant, position, detail }
+pub(crate) fn inv(
+    level: usize,
+    invariant: &'static str,
+    position: usize,
+    detail: String,
+) -> StorageError {
+    StorageError::Invariant {
+        level,
+        invariant,
+        position,
+        detail,
+    }
 }
 
 /// Appends `times` copies of `v` to `buf`, reserving first: an allocation that cannot be had is
 /// [`StorageError::ShapeOverflow`] (naming the level sizes) rather than a panic or an abort.
-pub(crate) fn grow<T: Clone>(buf: &mut Vec<T>, times: usize, v: T, lvl_sizes: &[usize]) -> Result<(), StorageError> {
-    buf.try_reserve(times).map_err(|_| StorageError::ShapeOverflow { shape: lvl_sizes.to_vec() })?;
+pub(crate) fn grow<T: Clone>(
+    buf: &mut Vec<T>,
+    times: usize,
+    v: T,
+    lvl_sizes: &[usize],
+) -> Result<(), StorageError> {
+    buf.try_reserve(times)
+        .map_err(|_| StorageError::ShapeOverflow {
+            shape: lvl_sizes.to_vec(),
+        })?;
     buf.resize(buf.len() + times, v);
     Ok(())
 }

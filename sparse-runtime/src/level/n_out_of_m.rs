@@ -32,7 +32,14 @@ fn flush<V: Value>(b: &mut Builder<'_, V>, l: usize) -> Result<(), StorageError>
     if pending.len() > n {
         let row = if l >= 2 { b.cursor[l - 2] } else { 0 };
         let block = if l >= 1 { b.cursor[l - 1] } else { 0 };
-        return Err(StorageError::NOutOfMOverflow { level: l, row, block, count: pending.len(), n, m });
+        return Err(StorageError::NOutOfMOverflow {
+            level: l,
+            row,
+            block,
+            count: pending.len(),
+            n,
+            m,
+        });
     }
     let mut pads = n - pending.len();
     let mut it = pending.into_iter().peekable();
@@ -58,12 +65,22 @@ fn flush<V: Value>(b: &mut Builder<'_, V>, l: usize) -> Result<(), StorageError>
 }
 
 impl LevelKind for NOutOfM {
-    fn append_crd<V: Value>(b: &mut Builder<'_, V>, _l: usize, _full: usize, crd: usize) -> Result<(), StorageError> {
+    fn append_crd<V: Value>(
+        b: &mut Builder<'_, V>,
+        _l: usize,
+        _full: usize,
+        crd: usize,
+    ) -> Result<(), StorageError> {
         b.pending.push((crd, V::zero()));
         Ok(())
     }
 
-    fn finalize_segment<V: Value>(b: &mut Builder<'_, V>, l: usize, _full: usize, count: usize) -> Result<(), StorageError> {
+    fn finalize_segment<V: Value>(
+        b: &mut Builder<'_, V>,
+        l: usize,
+        _full: usize,
+        count: usize,
+    ) -> Result<(), StorageError> {
         let mut blocks = count;
         if !b.pending.is_empty() {
             flush(b, l)?;
@@ -80,12 +97,25 @@ impl LevelKind for NOutOfM {
         (parent * n, parent * n + n)
     }
 
-    fn check<S: SparseStorage + ?Sized>(cx: &Check<'_, S>, l: usize, parent: usize) -> Result<usize, StorageError> {
+    fn check<S: SparseStorage + ?Sized>(
+        cx: &Check<'_, S>,
+        l: usize,
+        parent: usize,
+    ) -> Result<usize, StorageError> {
         let (n, _) = n_m(cx.s.lvl_types()[l].format);
         let (_, ncrd) = cx.own_coords(l)?;
-        let want = parent.checked_mul(n).ok_or_else(|| StorageError::ShapeOverflow { shape: cx.s.lvl_sizes().to_vec() })?;
+        let want = parent
+            .checked_mul(n)
+            .ok_or_else(|| StorageError::ShapeOverflow {
+                shape: cx.s.lvl_sizes().to_vec(),
+            })?;
         if ncrd != want {
-            return Err(inv(l, "n:m: n coordinates per block", ncrd.min(want), format!("{ncrd} coordinates for {parent} blocks of {n}")));
+            return Err(inv(
+                l,
+                "n:m: n coordinates per block",
+                ncrd.min(want),
+                format!("{ncrd} coordinates for {parent} blocks of {n}"),
+            ));
         }
         for q in 0..parent {
             cx.check_segment(l, q * n, q * n + n)?;

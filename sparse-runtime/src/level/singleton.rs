@@ -11,13 +11,23 @@ use crate::value::Value;
 pub(crate) struct Singleton;
 
 impl LevelKind for Singleton {
-    fn append_crd<V: Value>(b: &mut Builder<'_, V>, l: usize, _full: usize, crd: usize) -> Result<(), StorageError> {
+    fn append_crd<V: Value>(
+        b: &mut Builder<'_, V>,
+        l: usize,
+        _full: usize,
+        crd: usize,
+    ) -> Result<(), StorageError> {
         b.push_crd(l, crd)?;
         b.count[l] += 1;
         Ok(())
     }
 
-    fn finalize_segment<V: Value>(_b: &mut Builder<'_, V>, _l: usize, _full: usize, _count: usize) -> Result<(), StorageError> {
+    fn finalize_segment<V: Value>(
+        _b: &mut Builder<'_, V>,
+        _l: usize,
+        _full: usize,
+        _count: usize,
+    ) -> Result<(), StorageError> {
         Ok(())
     }
 
@@ -25,11 +35,20 @@ impl LevelKind for Singleton {
         (parent, parent + 1)
     }
 
-    fn check<S: SparseStorage + ?Sized>(cx: &Check<'_, S>, l: usize, parent: usize) -> Result<usize, StorageError> {
+    fn check<S: SparseStorage + ?Sized>(
+        cx: &Check<'_, S>,
+        l: usize,
+        parent: usize,
+    ) -> Result<usize, StorageError> {
         if cx.s.coordinate_view(l).is_some() {
             let (_, n) = cx.own_coords(l)?;
             if n != parent {
-                return Err(super::inv(l, "one singleton coordinate per parent position", n, format!("{n} coordinates for {parent} parents")));
+                return Err(super::inv(
+                    l,
+                    "one singleton coordinate per parent position",
+                    n,
+                    format!("{n} coordinates for {parent} parents"),
+                ));
             }
         }
         for q in 0..parent {
