@@ -26,3 +26,8 @@ extern crate self as sparse;
 pub use sparse_dsl as dsl;
 pub use sparse_macros::sparse_format;
 pub use sparse_runtime as runtime;
+
+/// The README's code blocks, compiled and run as doc-tests so they cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
