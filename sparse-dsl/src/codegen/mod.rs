@@ -11,6 +11,7 @@
 
 pub mod compressed;
 pub mod dense;
+mod encoding_data;
 pub mod level;
 pub mod loose_compressed;
 pub mod n_out_of_m;
@@ -529,6 +530,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
 
     let lvl_types = level_type_tokens(e, rt);
     let canonical = decl.encoding.to_string();
+    let encoding_data = encoding_data::encoding_expr(&decl.encoding, &quote!(#rt::sparse_dsl));
     let opt = |v: Option<u64>| match v {
         Some(v) => quote!(::core::option::Option::Some(#v)),
         None => quote!(::core::option::Option::None),
@@ -1065,11 +1067,10 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             /// The level types, outermost first.
             pub const LVL_TYPES: [#rt::sparse_dsl::ir::LevelType; #lvl_rank] = [#(#lvl_types),*];
 
-            /// The encoding as the semantic IR (parsed from [`Self::ENCODING`]).
+            /// The encoding as the semantic IR (the verified value, built as data: nothing is
+            /// parsed at run time; [`Self::ENCODING`] is its canonical text).
             pub fn encoding() -> #rt::sparse_dsl::ir::Encoding {
-                #rt::sparse_dsl::parse::parse_encoding(Self::ENCODING)
-                    .expect("the canonical form of a verified encoding parses")
-                    .encoding
+                #encoding_data
             }
 
             /// Level sizes (elements) for a dimension shape.

@@ -1,0 +1,213 @@
+//! The encoding as data: the Rust expression that rebuilds a verified [`Encoding`] value in the
+//! generated code, so `Name::encoding()` costs no parsing at run time and a user's binary links
+//! no parser.
+//!
+//! Emits a function body that imports the IR types from the path `ir` (the IR crate as the generated code
+//! names it) and spells the value out as struct and enum literals, field for field, as the
+//! verifier produced it.
+
+use proc_macro2::{Literal, TokenStream};
+use quote::quote;
+
+use crate::ir::{
+    AffineExpr, AffineMap, DimSlice, Encoding, LevelFormat, LevelProperties, LevelType,
+};
+use crate::types::{ElementType, FloatKind, QuantizedType, ScalarValue, Signedness, TypedValue};
+
+/// The statements `use ir::ir::*; Encoding { .. }` (a function body) whose value equals `enc`.
+pub(crate) fn encoding_expr(enc: &Encoding, ir: &TokenStream) -> TokenStream {
+    let lvl_types = enc.lvl_types.iter().map(|t| level_type(t));
+    let dim_to_lvl = affine_map(&enc.dim_to_lvl);
+    let lvl_to_dim = affine_map(&enc.lvl_to_dim);
+    let pos_width = Literal::u32_unsuffixed(enc.pos_width);
+    let crd_width = Literal::u32_unsuffixed(enc.crd_width);
+    let dim_slices = option(enc.dim_slices.as_ref(), |s| {
+        let s = s.iter().map(|d| dim_slice(d));
+        quote!(::std::vec![#(#s),*])
+    });
+    let explicit_val = option(enc.explicit_val.as_ref(), |v| typed_value(v));
+    let implicit_val = option(enc.implicit_val.as_ref(), |v| typed_value(v));
+    let types_import = (enc.explicit_val.is_some() || enc.implicit_val.is_some())
+        .then(|| quote!(use #ir::types::*;));
+    quote! {
+        use #ir::ir::*;
+        #types_import
+        Encoding {
+            lvl_types: ::std::vec![#(#lvl_types),*],
+            dim_to_lvl: #dim_to_lvl,
+            lvl_to_dim: #lvl_to_dim,
+            pos_width: #pos_width,
+            crd_width: #crd_width,
+            dim_slices: #dim_slices,
+            explicit_val: #explicit_val,
+            implicit_val: #implicit_val,
+        }
+    }
+}
+
+fn option<T>(v: Option<&T>, f: impl FnOnce(&T) -> TokenStream) -> TokenStream {
+    match v {
+        Some(v) => {
+            let v = f(v);
+            quote!(::core::option::Option::Some(#v))
+        }
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+fn level_type(t: &LevelType) -> TokenStream {
+    let format = match t.format {
+        LevelFormat::Dense => quote!(Dense),
+        LevelFormat::Batch => quote!(Batch),
+        LevelFormat::Compressed => quote!(Compressed),
+        LevelFormat::LooseCompressed => quote!(LooseCompressed),
+        LevelFormat::Singleton => quote!(Singleton),
+        LevelFormat::NOutOfM { n, m } => {
+            let (n, m) = (Literal::u32_unsuffixed(n), Literal::u32_unsuffixed(m));
+            quote!(NOutOfM { n: #n, m: #m })
+        }
+    };
+    let p = t.properties;
+    if p == LevelProperties::default() {
+        return quote!(LevelType::new(LevelFormat::#format));
+    }
+    let (nonunique, nonordered, soa) = (p.nonunique, p.nonordered, p.soa);
+    quote! {
+        LevelType {
+            format: LevelFormat::#format,
+            properties: LevelProperties {
+                nonunique: #nonunique,
+                nonordered: #nonordered,
+                soa: #soa,
+            },
+        }
+    }
+}
+
+fn affine_map(m: &AffineMap) -> TokenStream {
+    let num_vars = Literal::usize_unsuffixed(m.num_vars);
+    let num_symbols = Literal::usize_unsuffixed(m.num_symbols);
+    let results = m.results.iter().map(|e| affine_expr(e));
+    quote! {
+        AffineMap {
+            num_vars: #num_vars,
+            num_symbols: #num_symbols,
+            results: ::std::vec![#(#results),*],
+        }
+    }
+}
+
+fn affine_expr(e: &AffineExpr) -> TokenStream {
+    let binary = |name: TokenStream, a: &AffineExpr, b: &AffineExpr| {
+        let (a, b) = (affine_expr(a), affine_expr(b));
+        quote! {
+            AffineExpr::#name(::std::boxed::Box::new(#a), ::std::boxed::Box::new(#b))
+        }
+    };
+    match e {
+        AffineExpr::Var(v) => {
+            let v = Literal::usize_unsuffixed(*v);
+            quote!(AffineExpr::Var(#v))
+        }
+        AffineExpr::Symbol(s) => {
+            let s = Literal::usize_unsuffixed(*s);
+            quote!(AffineExpr::Symbol(#s))
+        }
+        AffineExpr::Constant(c) => {
+            let c = Literal::i64_unsuffixed(*c);
+            quote!(AffineExpr::Constant(#c))
+        }
+        AffineExpr::Add(a, b) => binary(quote!(Add), a, b),
+        AffineExpr::Mul(a, b) => binary(quote!(Mul), a, b),
+        AffineExpr::FloorDiv(a, b) => binary(quote!(FloorDiv), a, b),
+        AffineExpr::CeilDiv(a, b) => binary(quote!(CeilDiv), a, b),
+        AffineExpr::Mod(a, b) => binary(quote!(Mod), a, b),
+    }
+}
+
+fn dim_slice(d: &DimSlice) -> TokenStream {
+    let opt = |v: Option<u64>| option(v.as_ref(), |v| quote!(#v));
+    let (offset, size, stride) = (opt(d.offset), opt(d.size), opt(d.stride));
+    quote! {
+        DimSlice { offset: #offset, size: #size, stride: #stride }
+    }
+}
+
+fn typed_value(v: &TypedValue) -> TokenStream {
+    let value = match v.value {
+        ScalarValue::Int(i) => {
+            let i = Literal::i128_unsuffixed(i);
+            quote!(Int(#i))
+        }
+        ScalarValue::Float(bits) => quote!(Float(#bits)),
+        ScalarValue::Complex(re, im) => quote!(Complex(#re, #im)),
+    };
+    let ty = element_type(&v.ty);
+    quote! {
+        TypedValue { value: ScalarValue::#value, ty: #ty }
+    }
+}
+
+fn float_kind(k: FloatKind) -> TokenStream {
+    let k = match k {
+        FloatKind::F16 => quote!(F16),
+        FloatKind::BF16 => quote!(BF16),
+        FloatKind::F32 => quote!(F32),
+        FloatKind::F64 => quote!(F64),
+    };
+    quote!(FloatKind::#k)
+}
+
+fn element_type(t: &ElementType) -> TokenStream {
+    match t {
+        ElementType::Int { width, signedness } => {
+            let s = match signedness {
+                Signedness::Signless => quote!(Signless),
+                Signedness::Signed => quote!(Signed),
+                Signedness::Unsigned => quote!(Unsigned),
+            };
+            quote! {
+                ElementType::Int { width: #width, signedness: Signedness::#s }
+            }
+        }
+        ElementType::Index => quote!(ElementType::Index),
+        ElementType::Float(k) => {
+            let k = float_kind(*k);
+            quote!(ElementType::Float(#k))
+        }
+        ElementType::Complex(e) => {
+            let e = element_type(e);
+            quote!(ElementType::Complex(::std::boxed::Box::new(#e)))
+        }
+        ElementType::Quant(q) => {
+            let q = quantized_type(q);
+            quote!(ElementType::Quant(::std::boxed::Box::new(#q)))
+        }
+    }
+}
+
+fn quantized_type(q: &QuantizedType) -> TokenStream {
+    let QuantizedType {
+        storage_signed,
+        storage_width,
+        storage_min,
+        storage_max,
+        expressed,
+        axis,
+        params,
+    } = q;
+    let expressed = float_kind(*expressed);
+    let axis = option(axis.as_ref(), |a| quote!(#a));
+    let params = params.iter().map(|(scale, zero)| quote!((#scale, #zero)));
+    quote! {
+        QuantizedType {
+            storage_signed: #storage_signed,
+            storage_width: #storage_width,
+            storage_min: #storage_min,
+            storage_max: #storage_max,
+            expressed: #expressed,
+            axis: #axis,
+            params: ::std::vec![#(#params),*],
+        }
+    }
+}
