@@ -16,17 +16,17 @@ use crate::types::{ElementType, FloatKind, QuantizedType, ScalarValue, Signednes
 
 /// The statements `use ir::ir::*; Encoding { .. }` (a function body) whose value equals `enc`.
 pub(crate) fn encoding_expr(enc: &Encoding, ir: &TokenStream) -> TokenStream {
-    let lvl_types = enc.lvl_types.iter().map(|t| level_type(t));
+    let lvl_types = enc.lvl_types.iter().map(level_type);
     let dim_to_lvl = affine_map(&enc.dim_to_lvl);
     let lvl_to_dim = affine_map(&enc.lvl_to_dim);
     let pos_width = Literal::u32_unsuffixed(enc.pos_width);
     let crd_width = Literal::u32_unsuffixed(enc.crd_width);
     let dim_slices = option(enc.dim_slices.as_ref(), |s| {
-        let s = s.iter().map(|d| dim_slice(d));
+        let s = s.iter().map(dim_slice);
         quote!(::std::vec![#(#s),*])
     });
-    let explicit_val = option(enc.explicit_val.as_ref(), |v| typed_value(v));
-    let implicit_val = option(enc.implicit_val.as_ref(), |v| typed_value(v));
+    let explicit_val = option(enc.explicit_val.as_ref(), typed_value);
+    let implicit_val = option(enc.implicit_val.as_ref(), typed_value);
     let types_import = (enc.explicit_val.is_some() || enc.implicit_val.is_some())
         .then(|| quote!(use #ir::types::*;));
     quote! {
@@ -87,7 +87,7 @@ fn level_type(t: &LevelType) -> TokenStream {
 fn affine_map(m: &AffineMap) -> TokenStream {
     let num_vars = Literal::usize_unsuffixed(m.num_vars);
     let num_symbols = Literal::usize_unsuffixed(m.num_symbols);
-    let results = m.results.iter().map(|e| affine_expr(e));
+    let results = m.results.iter().map(affine_expr);
     quote! {
         AffineMap {
             num_vars: #num_vars,
