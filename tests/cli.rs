@@ -19,6 +19,14 @@ fn sparse(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// A fresh empty directory for one test.
+fn temp_dir(test: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("sparse-cli-{test}-{}", std::process::id()));
+    std::fs::remove_dir_all(&dir).ok();
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 const CSR: &str = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>";
 
 /// y = A x for bcsstk16 (symmetric, lower triangle stored), computed straight from the file's
@@ -99,7 +107,14 @@ fn spmv_with_x_file_and_errors() {
         x.to_str().unwrap(),
     ]);
     assert_eq!(rc, 1);
-    assert_eq!(err.trim(), "error: x: expected 3 elements, got 2");
+    assert_eq!(
+        err,
+        format!(
+            "error: --x {} holds 2 numbers, but {} is 2 x 3: x needs 3, one per column\n",
+            x.display(),
+            m.display()
+        )
+    );
     std::fs::write(
         &m,
         "%%MatrixMarket matrix coordinate real general\n2 3 1\n1 4 2.5\n",
@@ -193,5 +208,47 @@ fn inspect_reads_frostt_tensors() {
     let (rc, _, err) = sparse(&["inspect", "--encoding", csf, t.to_str().unwrap()]);
     assert_eq!(rc, 1);
     assert!(err.contains("line 2"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn spmv_huge_declared_shape_is_an_error_not_an_abort() {
+    let dir = temp_dir("huge");
+    // 2^62 columns: x would need 2^65 bytes, more than any address space, so the allocation fails
+    // on every machine (the issue's 2 x 4000000000 fails the same way where 32 GB are not free).
+    let m = dir.join("wide.mtx");
+    let header = "%%MatrixMarket matrix coordinate real general";
+    std::fs::write(&m, format!("{header}\n2 4611686018427387904 1\n1 1 2.5\n")).unwrap();
+    let m = m.to_str().unwrap();
+    let (rc, out, err) = sparse(&["spmv", "--encoding", CSR, m]);
+    assert_eq!(rc, 1, "{err}");
+    assert_eq!(out, "");
+    assert_eq!(
+        err,
+        format!(
+            "error: cannot allocate x: 4611686018427387904 values of f64 \
+             (36893488147419103232 bytes), one per column of {m} (2 x 4611686018427387904)\n"
+        )
+    );
+    // y: one value per row (a COO encoding, so the storage itself is small).
+    let coo =
+        "#sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton) }>";
+    let t = dir.join("tall.mtx");
+    std::fs::write(&t, format!("{header}\n4611686018427387904 2 1\n1 1 2.5\n")).unwrap();
+    let t = t.to_str().unwrap();
+    let (rc, out, err) = sparse(&["spmv", "--encoding", coo, t]);
+    assert_eq!(rc, 1, "{err}");
+    assert_eq!(out, "");
+    assert_eq!(
+        err,
+        format!(
+            "error: cannot allocate y: 4611686018427387904 values of f64 \
+             (36893488147419103232 bytes), one per row of {t} (4611686018427387904 x 2)\n"
+        )
+    );
+    // inspect handles both files.
+    let (rc, out, err) = sparse(&["inspect", "--encoding", CSR, m]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("dim = ( 2, 4611686018427387904 )"), "{out}");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -194,26 +194,70 @@ fn spmv(
             shape.len()
         ));
     }
+    let (rows, cols) = (shape[0], shape[1]);
+    let name = matrix.display();
     let x: Vec<f64> = match x_file {
-        None => (0..shape[1]).map(|j| 1.0 + (j % 7) as f64).collect(),
-        Some(path) => read(path)?
-            .split_ascii_whitespace()
-            .enumerate()
-            .map(|(k, w)| {
-                w.parse::<f64>()
-                    .map_err(|_| format!("{}: x[{k}] = '{w}' is not a number", path.display()))
-            })
-            .collect::<Result<_, _>>()?,
+        None => {
+            let mut x = alloc("x", cols, || {
+                format!("one per column of {name} ({rows} x {cols})")
+            })?;
+            x.extend((0..cols).map(|j| 1.0 + (j % 7) as f64));
+            x
+        }
+        Some(path) => {
+            let x = read(path)?
+                .split_ascii_whitespace()
+                .enumerate()
+                .map(|(k, w)| {
+                    w.parse::<f64>()
+                        .map_err(|_| format!("{}: x[{k}] = '{w}' is not a number", path.display()))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            if x.len() != cols {
+                return Err(format!(
+                    "--x {} holds {}, but {name} is {rows} x {cols}: x needs {cols}, one per column",
+                    path.display(),
+                    count(x.len(), "number")
+                ));
+            }
+            x
+        }
     };
-    let mut y = vec![0.0; shape[0]];
+    let mut y = alloc("y", rows, || {
+        format!("one per row of {name} ({rows} x {cols})")
+    })?;
+    y.resize(rows, 0.0);
     s.spmv(&x, &mut y).map_err(|e| e.to_string())?;
-    let mut out = String::with_capacity(y.len() * 20);
+    let mut out = String::new();
     for v in y {
         out.push_str(&fmt_value(v));
         out.push('\n');
     }
     print!("{out}");
     Ok(())
+}
+
+/// An empty vector with room for `n` values, or an error naming `what` and the size: a small file
+/// may declare a huge shape, and the allocation must fail as an error, not abort the process.
+fn alloc(what: &str, n: usize, why: impl FnOnce() -> String) -> Result<Vec<f64>, String> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        let bytes = n as u128 * std::mem::size_of::<f64>() as u128;
+        format!(
+            "cannot allocate {what}: {n} values of f64 ({bytes} bytes), {}",
+            why()
+        )
+    })?;
+    Ok(v)
+}
+
+/// `1 number`, `2 numbers`.
+fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("{n} {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 fn fmt(file: &std::path::Path, pretty: bool) -> Result<(), String> {
