@@ -252,3 +252,44 @@ fn spmv_huge_declared_shape_is_an_error_not_an_abort() {
     assert!(out.contains("dim = ( 2, 4611686018427387904 )"), "{out}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn missing_files_are_named_once() {
+    let dir = temp_dir("missing");
+    let enoent = "No such file or directory (os error 2)";
+    for name in ["none.mtx", "none.tns"] {
+        let m = dir.join(name);
+        let m = m.to_str().unwrap();
+        for cmd in ["inspect", "spmv"] {
+            let (rc, out, err) = sparse(&[cmd, "--encoding", CSR, m]);
+            assert_eq!((rc, out.as_str()), (1, ""), "{err}");
+            assert_eq!(err, format!("error: cannot open {m}: {enoent}\n"));
+        }
+    }
+    let f = dir.join("none.mlir");
+    let f = f.to_str().unwrap();
+    let (rc, out, err) = sparse(&["check", f]);
+    assert_eq!(
+        (rc, out, err),
+        (1, format!("error: cannot read {f}: {enoent}\n"), "".into())
+    );
+    for cmd in ["fmt", "expand"] {
+        let (rc, out, err) = sparse(&[cmd, f]);
+        assert_eq!(
+            (rc, out, err),
+            (1, "".into(), format!("error: cannot read {f}: {enoent}\n"))
+        );
+    }
+    let m = shared().join("conformance/storage/bsr_2x2_seed/matrix.mtx");
+    let (rc, _, err) = sparse(&[
+        "inspect",
+        "--encoding",
+        &format!("@{f}"),
+        m.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        (rc, err),
+        (1, format!("error: cannot read {f}: {enoent}\n"))
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -9,8 +9,8 @@ use clap::{Parser, Subcommand};
 use quote::format_ident;
 use sparse::dsl::codegen::{expand_to_string, Declaration};
 use sparse::dsl::parse::{parse_declaration, parse_encoding, Declared, ParsedEncoding};
-use sparse::runtime::frostt::read_frostt;
-use sparse::runtime::mmio::read_matrix_market;
+use sparse::runtime::frostt::{read_frostt, TnsError};
+use sparse::runtime::mmio::{read_matrix_market, MmError};
 use sparse::runtime::DynamicStorage;
 
 #[derive(Parser)]
@@ -96,7 +96,7 @@ fn main() -> ExitCode {
 }
 
 fn read(path: &std::path::Path) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+    std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
 fn check(file: &std::path::Path) -> ExitCode {
@@ -152,10 +152,17 @@ fn build(
         .extension()
         .is_some_and(|x| x.eq_ignore_ascii_case("tns"))
     {
-        read_frostt(matrix, shape).map_err(|e| format!("{}: {e}", matrix.display()))?
+        read_frostt(matrix, shape).map_err(|e| match e {
+            // Its message names the path already.
+            TnsError::Open { .. } => e.to_string(),
+            _ => format!("{}: {e}", matrix.display()),
+        })?
     } else {
         read_matrix_market(matrix)
-            .map_err(|e| format!("{}: {e}", matrix.display()))?
+            .map_err(|e| match e {
+                MmError::Open { .. } => e.to_string(),
+                _ => format!("{}: {e}", matrix.display()),
+            })?
             .tensor
     };
     DynamicStorage::from_coo(&enc.encoding, &tensor).map_err(|e| e.to_string())
