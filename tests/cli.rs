@@ -293,3 +293,89 @@ fn missing_files_are_named_once() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn encoding_errors_name_the_file_and_show_a_caret() {
+    let dir = temp_dir("caret");
+    let f = dir.join("typo.mlir");
+    std::fs::write(
+        &f,
+        "// CSR, misspelled\n\
+         #CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compresed) }>\n",
+    )
+    .unwrap();
+    let f = f.to_str().unwrap();
+    let rendered = format!(
+        "error: {f}:2:66: unknown level format: compresed\n  \
+           |\n\
+         2 | #CSR = #sparse_tensor.encoding<{{ map = (i, j) -> (i : dense, j : compresed) }}>\n  \
+           | {}^^^^^^^^^\n",
+        " ".repeat(65)
+    );
+    // check: the contract's line on stdout, the rendering on stderr.
+    let (rc, out, err) = sparse(&["check", f]);
+    assert_eq!(rc, 1);
+    assert_eq!(out, "error: 2:66: unknown level format: compresed\n");
+    assert_eq!(err, rendered);
+    for cmd in ["fmt", "expand"] {
+        let (rc, out, err) = sparse(&[cmd, f]);
+        assert_eq!((rc, out.as_str()), (1, ""));
+        assert_eq!(err, rendered, "{cmd}");
+    }
+    let m = shared().join("conformance/storage/bsr_2x2_seed/matrix.mtx");
+    let m = m.to_str().unwrap();
+    for cmd in ["inspect", "spmv"] {
+        let (rc, out, err) = sparse(&[cmd, "--encoding", &format!("@{f}"), m]);
+        assert_eq!((rc, out.as_str()), (1, ""));
+        assert_eq!(err, rendered, "{cmd}");
+    }
+    // The encoding text itself.
+    let enc = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compresed) }>";
+    let (rc, _, err) = sparse(&["inspect", "--encoding", enc, m]);
+    assert_eq!(rc, 1);
+    assert_eq!(
+        err,
+        "error: <--encoding>:1:59: unknown level format: compresed\n  \
+           |\n\
+         1 | #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compresed) }>\n  \
+           |                                                           ^^^^^^^^^\n"
+    );
+    // An error at the end of the input points past the last line; a tab stays a tab.
+    let f = dir.join("cut.mlir");
+    std::fs::write(
+        &f,
+        "#X = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense\n",
+    )
+    .unwrap();
+    let f = f.to_str().unwrap();
+    let (rc, out, err) = sparse(&["check", f]);
+    assert_eq!(
+        (rc, out.as_str()),
+        (1, "error: 2:1: expected ')' in level-specifier list\n")
+    );
+    assert_eq!(
+        err,
+        format!("error: {f}:2:1: expected ')' in level-specifier list\n  |\n2 |\n  | ^\n")
+    );
+    let f = dir.join("tab.mlir");
+    std::fs::write(
+        &f,
+        "#X = #sparse_tensor.encoding<{\r\n\tmap = (i, j) -> (i : dense, j : bogus)\r\n}>\r\n",
+    )
+    .unwrap();
+    let f = f.to_str().unwrap();
+    let (rc, out, err) = sparse(&["check", f]);
+    assert_eq!(
+        (rc, out.as_str()),
+        (1, "error: 2:34: unknown level format: bogus\n")
+    );
+    assert_eq!(
+        err,
+        format!(
+            "error: {f}:2:34: unknown level format: bogus\n  |\n\
+             2 | \tmap = (i, j) -> (i : dense, j : bogus)\n  \
+               | \t                                ^^^^^\n"
+        )
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

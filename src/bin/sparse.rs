@@ -2,6 +2,9 @@
 //!
 //! Contract: `../shared/conformance/README.md`.
 
+#[path = "sparse/render.rs"]
+mod render;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -116,9 +119,13 @@ fn check(file: &std::path::Path) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(diags) => {
-            for d in diags {
+            // The contract's lines on stdout; the same problems with the file name, the source
+            // line and a caret on stderr.
+            for d in &diags {
                 println!("error: {d}");
             }
+            let name = file.display().to_string();
+            eprintln!("error: {}", render::render_all(&name, &text, &diags));
             ExitCode::FAILURE
         }
     }
@@ -126,17 +133,11 @@ fn check(file: &std::path::Path) -> ExitCode {
 
 /// Parses `--encoding`: `@FILE` or the text itself.
 fn load_encoding(arg: &str) -> Result<ParsedEncoding, String> {
-    let text = match arg.strip_prefix('@') {
-        Some(path) => read(path.as_ref())?,
-        None => arg.to_string(),
+    let (name, text) = match arg.strip_prefix('@') {
+        Some(path) => (path.to_string(), read(path.as_ref())?),
+        None => ("<--encoding>".to_string(), arg.to_string()),
     };
-    parse_encoding(&text).map_err(|diags| {
-        diags
-            .iter()
-            .map(|d| d.to_string())
-            .collect::<Vec<_>>()
-            .join("\nerror: ")
-    })
+    parse_encoding(&text).map_err(|diags| render::render_all(&name, &text, &diags))
 }
 
 fn build(
@@ -269,13 +270,9 @@ fn count(n: usize, noun: &str) -> String {
 
 fn fmt(file: &std::path::Path, pretty: bool) -> Result<(), String> {
     let text = read(file)?;
-    let parsed = parse_declaration(&text).map_err(|diags| {
-        diags
-            .iter()
-            .map(|d| d.to_string())
-            .collect::<Vec<_>>()
-            .join("\nerror: ")
-    })?;
+    let name = file.display().to_string();
+    let parsed =
+        parse_declaration(&text).map_err(|diags| render::render_all(&name, &text, &diags))?;
     let body = match &parsed.declared {
         Declared::Encoding(e) if pretty => e.to_pretty_string(),
         Declared::Encoding(e) => e.to_string(),
@@ -290,13 +287,9 @@ fn fmt(file: &std::path::Path, pretty: bool) -> Result<(), String> {
 
 fn expand(file: &std::path::Path) -> Result<(), String> {
     let text = read(file)?;
-    let parsed = parse_declaration(&text).map_err(|diags| {
-        diags
-            .iter()
-            .map(|d| d.to_string())
-            .collect::<Vec<_>>()
-            .join("\nerror: ")
-    })?;
+    let name = file.display().to_string();
+    let parsed =
+        parse_declaration(&text).map_err(|diags| render::render_all(&name, &text, &diags))?;
     let name = parsed.alias.clone().unwrap_or_else(|| "Format".into());
     let name = syn::parse_str::<syn::Ident>(&name).unwrap_or_else(|_| format_ident!("Format"));
     let decl = Declaration::from_declared(quote::quote!(pub), name, parsed.declared)
