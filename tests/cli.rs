@@ -379,3 +379,31 @@ fn encoding_errors_name_the_file_and_show_a_caret() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn encoding_naming_a_file_without_at_hints_at_it() {
+    let dir = temp_dir("hint");
+    let f = dir.join("csr.mlir");
+    std::fs::write(&f, format!("#CSR = {CSR}\n")).unwrap();
+    let f = f.to_str().unwrap();
+    let m = shared().join("conformance/storage/bsr_2x2_seed/matrix.mtx");
+    let (rc, out, err) = sparse(&["inspect", "--encoding", f, m.to_str().unwrap()]);
+    assert_eq!((rc, out.as_str()), (1, ""));
+    assert_eq!(
+        err,
+        format!(
+            "error: <--encoding>:1:1: expected '#sparse_tensor.encoding'\n  |\n1 | {f}\n  | ^\n\
+             help: did you mean @{f}? (--encoding takes @FILE or the encoding text; \
+             the file {f} exists)\n"
+        )
+    );
+    // No hint when there is no such file.
+    let (rc, _, err) = sparse(&["spmv", "--encoding", "nofile.mlir", m.to_str().unwrap()]);
+    assert_eq!(rc, 1);
+    assert_eq!(
+        err,
+        "error: <--encoding>:1:1: expected '#sparse_tensor.encoding'\n  |\n\
+         1 | nofile.mlir\n  | ^^^^^^^^^^^\n"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

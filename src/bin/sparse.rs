@@ -137,7 +137,16 @@ fn load_encoding(arg: &str) -> Result<ParsedEncoding, String> {
         Some(path) => (path.to_string(), read(path.as_ref())?),
         None => ("<--encoding>".to_string(), arg.to_string()),
     };
-    parse_encoding(&text).map_err(|diags| render::render_all(&name, &text, &diags))
+    parse_encoding(&text).map_err(|diags| {
+        let mut msg = render::render_all(&name, &text, &diags);
+        if !arg.starts_with('@') && std::path::Path::new(arg).is_file() {
+            msg.push_str(&format!(
+                "\nhelp: did you mean @{arg}? (--encoding takes @FILE or the encoding text; \
+                 the file {arg} exists)"
+            ));
+        }
+        msg
+    })
 }
 
 fn build(
