@@ -19,6 +19,29 @@ fn sparse(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// Runs `sparse` with `input` on its standard input; returns (exit code, stdout, stderr). The exit
+/// code is -1 when the process was killed by a signal (an abort).
+fn sparse_stdin(args: &[&str], input: &str) -> (i32, String, String) {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sparse"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run sparse");
+    let mut stdin = child.stdin.take().expect("stdin");
+    // The command may exit before reading everything (an error): ignore a broken pipe.
+    let _ = stdin.write_all(input.as_bytes());
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait for sparse");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
 /// A fresh empty directory for one test.
 fn temp_dir(test: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("sparse-cli-{test}-{}", std::process::id()));
@@ -406,4 +429,74 @@ fn encoding_naming_a_file_without_at_hints_at_it() {
          1 | nofile.mlir\n  | ^^^^^^^^^^^\n"
     );
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn dash_reads_standard_input() {
+    let bsr = shared().join("conformance/storage/bsr_2x2_seed");
+    let enc = std::fs::read_to_string(bsr.join("encoding.mlir")).unwrap();
+    let mtx = std::fs::read_to_string(bsr.join("matrix.mtx")).unwrap();
+    let bsr_mtx = bsr.join("matrix.mtx");
+    let bsr_mtx = bsr_mtx.to_str().unwrap();
+    let printed = "---- Sparse Tensor ----\nnse = 12\ndim = ( 4, 6 )\nlvl = ( 2, 3, 2, 2 )\n\
+                   pos[1] : ( 0, 2, 3 )\ncrd[1] : ( 0, 2, 1 )\n\
+                   values : ( 1, 2, 0, 3, 4, 0, 0, 5, 6, 7, 8, 0 )\n----\n";
+    let canonical = "#sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed) }>";
+    // check -, fmt -, expand -
+    let (rc, out, err) = sparse_stdin(&["check", "-"], &format!("#CSR = {CSR}\n"));
+    assert_eq!((rc, out, err), (0, format!("ok: {canonical}\n"), "".into()));
+    let bad = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compresed) }>";
+    let (rc, out, err) = sparse_stdin(&["check", "-"], bad);
+    assert_eq!(
+        (rc, out.as_str()),
+        (1, "error: 1:59: unknown level format: compresed\n")
+    );
+    assert!(
+        err.starts_with("error: <stdin>:1:59: unknown level format: compresed\n"),
+        "{err}"
+    );
+    let (rc, out, err) = sparse_stdin(&["fmt", "-"], &format!("#CSR = {CSR}\n"));
+    assert_eq!(
+        (rc, out, err),
+        (0, format!("#CSR = {canonical}\n"), "".into())
+    );
+    let (rc, out, err) = sparse_stdin(&["expand", "-"], &format!("#CSR = {CSR}\n"));
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("pub struct CSR<V = f64> {"), "{out}");
+    // --encoding @-
+    let (rc, out, err) = sparse_stdin(&["inspect", "--encoding", "@-", bsr_mtx], &enc);
+    assert_eq!((rc, out.as_str(), err.as_str()), (0, printed, ""));
+    let (rc, _, err) = sparse_stdin(&["inspect", "--encoding", "@-", bsr_mtx], bad);
+    assert_eq!(rc, 1);
+    assert!(
+        err.starts_with("error: <stdin>:1:59: unknown level format: compresed\n"),
+        "{err}"
+    );
+    // The matrix: Matrix Market from standard input.
+    let (rc, out, err) = sparse_stdin(&["inspect", "--encoding", &enc, "-"], &mtx);
+    assert_eq!((rc, out.as_str(), err.as_str()), (0, printed, ""));
+    let small = "%%MatrixMarket matrix coordinate real general\n2 3 3\n1 1 2.5\n1 3 1\n2 2 -1\n";
+    let (rc, out, err) = sparse_stdin(&["spmv", "--encoding", CSR, "-"], small);
+    assert_eq!((rc, out.as_str(), err.as_str()), (0, "5.5\n-2\n", ""));
+    let broken = "%%MatrixMarket matrix coordinate real general\n2 3 1\n1 4 2.5\n";
+    let (rc, out, err) = sparse_stdin(&["inspect", "--encoding", CSR, "-"], broken);
+    assert_eq!(
+        (rc, out.as_str(), err.as_str()),
+        (
+            1,
+            "",
+            "error: <stdin>: line 3: column index 4 out of range 1..=3\n"
+        )
+    );
+    // Standard input is read once.
+    let (rc, out, err) = sparse_stdin(&["spmv", "--encoding", "@-", "-"], small);
+    assert_eq!(
+        (rc, out.as_str(), err.as_str()),
+        (
+            1,
+            "",
+            "error: standard input can be read only once, but --encoding @- and the matrix - \
+             both name it\n"
+        )
+    );
 }

@@ -2,6 +2,8 @@
 //!
 //! Contract: `../shared/conformance/README.md`.
 
+#[path = "sparse/input.rs"]
+mod input;
 #[path = "sparse/render.rs"]
 mod render;
 
@@ -13,7 +15,7 @@ use quote::format_ident;
 use sparse::dsl::codegen::{expand_to_string, Declaration};
 use sparse::dsl::parse::{parse_declaration, parse_encoding, Declared, ParsedEncoding};
 use sparse::runtime::frostt::{read_frostt, TnsError};
-use sparse::runtime::mmio::{read_matrix_market, MmError};
+use sparse::runtime::mmio::{parse_matrix_market, read_matrix_market, MmError};
 use sparse::runtime::DynamicStorage;
 
 #[derive(Parser)]
@@ -31,16 +33,18 @@ struct Cli {
 enum Command {
     /// Verify the encoding in FILE; print `ok: <canonical form>` or one `error: LINE:COL: MESSAGE` per problem.
     Check {
-        /// A file holding one encoding (`#Name = ` prefix and `//` comments allowed).
+        /// A file holding one encoding (`#Name = ` prefix and `//` comments allowed); `-` reads
+        /// standard input.
         file: PathBuf,
     },
     /// Build the storage of a tensor in an encoding and print it as `sparse_tensor.print` does.
     Inspect {
-        /// The encoding: `@FILE` or the encoding text itself.
+        /// The encoding: `@FILE` (`@-`: standard input) or the encoding text itself.
         #[arg(long)]
         encoding: String,
         /// The tensor: a Matrix Market matrix (`.mtx`, coordinate format) or a FROSTT tensor
-        /// (`.tns`, any order; its shape is the largest coordinate per mode unless `--shape`).
+        /// (`.tns`, any order; its shape is the largest coordinate per mode unless `--shape`);
+        /// `-` reads a Matrix Market matrix from standard input.
         matrix: PathBuf,
         /// Dimension sizes for a `.tns` tensor, comma-separated (e.g. `10,10,10`).
         #[arg(long, value_delimiter = ',')]
@@ -48,10 +52,10 @@ enum Command {
     },
     /// Compute y = A·x for a Matrix Market matrix stored in an encoding; print y, one value per line.
     Spmv {
-        /// The encoding: `@FILE` or the encoding text itself.
+        /// The encoding: `@FILE` (`@-`: standard input) or the encoding text itself.
         #[arg(long)]
         encoding: String,
-        /// The matrix (`.mtx`, coordinate format).
+        /// The matrix (`.mtx`, coordinate format); `-` reads it from standard input.
         matrix: PathBuf,
         /// x as whitespace-separated numbers (default: x[j] = 1 + (j % 7)).
         #[arg(long)]
@@ -59,7 +63,7 @@ enum Command {
     },
     /// Print the encoding (or tensor type) in FILE in MLIR's canonical form.
     Fmt {
-        /// A file holding one encoding or tensor type.
+        /// A file holding one encoding or tensor type; `-` reads standard input.
         file: PathBuf,
         /// Multi-line form.
         #[arg(long)]
@@ -67,13 +71,18 @@ enum Command {
     },
     /// Print the Rust code `sparse_format!` generates for the encoding in FILE.
     Expand {
-        /// A file holding one encoding (the alias, if any, names the struct).
+        /// A file holding one encoding (the alias, if any, names the struct); `-` reads standard
+        /// input.
         file: PathBuf,
     },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(msg) = stdin_once(&cli.command) {
+        eprintln!("error: {msg}");
+        return ExitCode::FAILURE;
+    }
     let result = match cli.command {
         Command::Check { file } => return check(&file),
         Command::Inspect {
@@ -98,12 +107,29 @@ fn main() -> ExitCode {
     }
 }
 
-fn read(path: &std::path::Path) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+/// At most one input of `command` may read standard input.
+fn stdin_once(command: &Command) -> Result<(), String> {
+    let (encoding, matrix) = match command {
+        Command::Inspect {
+            encoding, matrix, ..
+        }
+        | Command::Spmv {
+            encoding, matrix, ..
+        } => (encoding, matrix),
+        _ => return Ok(()),
+    };
+    let mut uses = Vec::new();
+    if encoding == "@-" {
+        uses.push("--encoding @-");
+    }
+    if input::is_stdin(matrix) {
+        uses.push("the matrix -");
+    }
+    input::stdin_once(&uses)
 }
 
 fn check(file: &std::path::Path) -> ExitCode {
-    let text = match read(file) {
+    let text = match input::read_text(file) {
         Ok(t) => t,
         Err(e) => {
             println!("error: {e}");
@@ -124,7 +150,7 @@ fn check(file: &std::path::Path) -> ExitCode {
             for d in &diags {
                 println!("error: {d}");
             }
-            let name = file.display().to_string();
+            let name = input::name(file);
             eprintln!("error: {}", render::render_all(&name, &text, &diags));
             ExitCode::FAILURE
         }
@@ -134,7 +160,7 @@ fn check(file: &std::path::Path) -> ExitCode {
 /// Parses `--encoding`: `@FILE` or the text itself.
 fn load_encoding(arg: &str) -> Result<ParsedEncoding, String> {
     let (name, text) = match arg.strip_prefix('@') {
-        Some(path) => (path.to_string(), read(path.as_ref())?),
+        Some(path) => (input::name(path.as_ref()), input::read_text(path.as_ref())?),
         None => ("<--encoding>".to_string(), arg.to_string()),
     };
     parse_encoding(&text).map_err(|diags| {
@@ -158,7 +184,11 @@ fn build(
     if enc.encoding.dim_slices.is_some() {
         return Err("the encoding has dimension slices, so it is a view of a parent tensor, not a storage: inspect the parent encoding (the same without slices)".into());
     }
-    let tensor = if matrix
+    let tensor = if input::is_stdin(matrix) {
+        parse_matrix_market(std::io::stdin().lock())
+            .map_err(|e| format!("{}: {e}", input::STDIN))?
+            .tensor
+    } else if matrix
         .extension()
         .is_some_and(|x| x.eq_ignore_ascii_case("tns"))
     {
@@ -212,7 +242,7 @@ fn spmv(
         ));
     }
     let (rows, cols) = (shape[0], shape[1]);
-    let name = matrix.display();
+    let name = input::name(matrix);
     let x: Vec<f64> = match x_file {
         None => {
             let mut x = alloc("x", cols, || {
@@ -222,7 +252,7 @@ fn spmv(
             x
         }
         Some(path) => {
-            let x = read(path)?
+            let x = input::read_text(path)?
                 .split_ascii_whitespace()
                 .enumerate()
                 .map(|(k, w)| {
@@ -278,8 +308,8 @@ fn count(n: usize, noun: &str) -> String {
 }
 
 fn fmt(file: &std::path::Path, pretty: bool) -> Result<(), String> {
-    let text = read(file)?;
-    let name = file.display().to_string();
+    let text = input::read_text(file)?;
+    let name = input::name(file);
     let parsed =
         parse_declaration(&text).map_err(|diags| render::render_all(&name, &text, &diags))?;
     let body = match &parsed.declared {
@@ -295,8 +325,8 @@ fn fmt(file: &std::path::Path, pretty: bool) -> Result<(), String> {
 }
 
 fn expand(file: &std::path::Path) -> Result<(), String> {
-    let text = read(file)?;
-    let name = file.display().to_string();
+    let text = input::read_text(file)?;
+    let name = input::name(file);
     let parsed =
         parse_declaration(&text).map_err(|diags| render::render_all(&name, &text, &diags))?;
     let name = parsed.alias.clone().unwrap_or_else(|| "Format".into());
