@@ -500,3 +500,55 @@ fn dash_reads_standard_input() {
         )
     );
 }
+
+#[test]
+fn spmv_x_is_a_file_numbers_or_standard_input() {
+    let dir = temp_dir("x");
+    let m = dir.join("m.mtx");
+    let small = "%%MatrixMarket matrix coordinate real general\n2 3 3\n1 1 2.5\n1 3 1\n2 2 -1\n";
+    std::fs::write(&m, small).unwrap();
+    let m = m.to_str().unwrap();
+    let spmv = |x: &str| sparse(&["spmv", "--encoding", CSR, m, "--x", x]);
+    let ok = |out: &str| (0, out.to_string(), String::new());
+    // The numbers themselves: commas and/or whitespace, a leading minus sign.
+    assert_eq!(spmv("1,2,0.1"), ok("2.6\n-2\n"));
+    assert_eq!(spmv("1 2\t0.1"), ok("2.6\n-2\n"));
+    assert_eq!(spmv("1, 2, 0.1"), ok("2.6\n-2\n"));
+    assert_eq!(spmv("-1,2,3"), ok("0.5\n-2\n"));
+    // A file, with either separator.
+    let x = dir.join("x.txt");
+    std::fs::write(&x, "1,2\n0.1\n").unwrap();
+    let x = x.to_str().unwrap();
+    assert_eq!(spmv(x), ok("2.6\n-2\n"));
+    // Standard input.
+    assert_eq!(
+        sparse_stdin(&["spmv", "--encoding", CSR, m, "--x", "-"], "1\n2\n0.1\n"),
+        ok("2.6\n-2\n")
+    );
+    // Errors name where x came from.
+    let err = |msg: &str| (1, String::new(), format!("error: {msg}\n"));
+    assert_eq!(spmv("1,x,3"), err("--x: x[1] = 'x' is not a number"));
+    assert_eq!(
+        spmv("nofile.txt"),
+        err("--x nofile.txt: no such file, and not a list of numbers")
+    );
+    assert_eq!(
+        spmv("1,2"),
+        err(&format!(
+            "--x holds 2 numbers, but {m} is 2 x 3: x needs 3, one per column"
+        ))
+    );
+    std::fs::write(x, "1 x 3\n").unwrap();
+    assert_eq!(spmv(x), err(&format!("{x}: x[1] = 'x' is not a number")));
+    assert_eq!(
+        sparse_stdin(&["spmv", "--encoding", CSR, m, "--x", "-"], "7\n"),
+        err(&format!(
+            "--x - holds 1 number, but {m} is 2 x 3: x needs 3, one per column"
+        ))
+    );
+    assert_eq!(
+        sparse_stdin(&["spmv", "--encoding", CSR, "-", "--x", "-"], small),
+        err("standard input can be read only once, but the matrix - and --x - both name it")
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

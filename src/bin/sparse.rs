@@ -57,9 +57,11 @@ enum Command {
         encoding: String,
         /// The matrix (`.mtx`, coordinate format); `-` reads it from standard input.
         matrix: PathBuf,
-        /// x as whitespace-separated numbers (default: x[j] = 1 + (j % 7)).
-        #[arg(long)]
-        x: Option<PathBuf>,
+        /// x, one number per column: a file holding the numbers, `-` (standard input), or the
+        /// numbers themselves; separated by whitespace and/or commas (e.g. `--x 1,2,0.5`).
+        /// Default: x[j] = 1 + (j % 7).
+        #[arg(long, allow_hyphen_values = true, value_name = "FILE|-|NUMBERS")]
+        x: Option<String>,
     },
     /// Print the encoding (or tensor type) in FILE in MLIR's canonical form.
     Fmt {
@@ -109,13 +111,15 @@ fn main() -> ExitCode {
 
 /// At most one input of `command` may read standard input.
 fn stdin_once(command: &Command) -> Result<(), String> {
-    let (encoding, matrix) = match command {
+    let (encoding, matrix, x) = match command {
         Command::Inspect {
             encoding, matrix, ..
-        }
-        | Command::Spmv {
-            encoding, matrix, ..
-        } => (encoding, matrix),
+        } => (encoding, matrix, None),
+        Command::Spmv {
+            encoding,
+            matrix,
+            x,
+        } => (encoding, matrix, x.as_deref()),
         _ => return Ok(()),
     };
     let mut uses = Vec::new();
@@ -124,6 +128,9 @@ fn stdin_once(command: &Command) -> Result<(), String> {
     }
     if input::is_stdin(matrix) {
         uses.push("the matrix -");
+    }
+    if x == Some("-") {
+        uses.push("--x -");
     }
     input::stdin_once(&uses)
 }
@@ -228,11 +235,7 @@ fn fmt_value(v: f64) -> String {
     }
 }
 
-fn spmv(
-    encoding: &str,
-    matrix: &std::path::Path,
-    x_file: Option<&std::path::Path>,
-) -> Result<(), String> {
+fn spmv(encoding: &str, matrix: &std::path::Path, x_arg: Option<&str>) -> Result<(), String> {
     let s = build(encoding, matrix, None)?;
     let shape = s.shape().to_vec();
     if shape.len() != 2 {
@@ -243,7 +246,7 @@ fn spmv(
     }
     let (rows, cols) = (shape[0], shape[1]);
     let name = input::name(matrix);
-    let x: Vec<f64> = match x_file {
+    let x: Vec<f64> = match x_arg {
         None => {
             let mut x = alloc("x", cols, || {
                 format!("one per column of {name} ({rows} x {cols})")
@@ -251,19 +254,11 @@ fn spmv(
             x.extend((0..cols).map(|j| 1.0 + (j % 7) as f64));
             x
         }
-        Some(path) => {
-            let x = input::read_text(path)?
-                .split_ascii_whitespace()
-                .enumerate()
-                .map(|(k, w)| {
-                    w.parse::<f64>()
-                        .map_err(|_| format!("{}: x[{k}] = '{w}' is not a number", path.display()))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
+        Some(arg) => {
+            let (x, from) = read_x(arg)?;
             if x.len() != cols {
                 return Err(format!(
-                    "--x {} holds {}, but {name} is {rows} x {cols}: x needs {cols}, one per column",
-                    path.display(),
+                    "{from} holds {}, but {name} is {rows} x {cols}: x needs {cols}, one per column",
                     count(x.len(), "number")
                 ));
             }
@@ -282,6 +277,41 @@ fn spmv(
     }
     print!("{out}");
     Ok(())
+}
+
+/// The numbers of `--x`: the file it names if it exists, standard input for `-`, else the
+/// value itself; numbers separated by whitespace and/or commas. Also returns how messages name
+/// them: `--x FILE`, `--x -` or `--x`.
+fn read_x(arg: &str) -> Result<(Vec<f64>, String), String> {
+    let path = std::path::Path::new(arg);
+    let inline = arg != "-" && !path.exists();
+    let (text, from) = if inline {
+        (arg.to_string(), "--x".to_string())
+    } else {
+        (input::read_text(path)?, format!("--x {arg}"))
+    };
+    let words: Vec<&str> = text
+        .split(|c: char| c == ',' || c.is_ascii_whitespace())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut x = Vec::new();
+    for (k, w) in words.iter().enumerate() {
+        match w.parse::<f64>() {
+            Ok(v) => x.push(v),
+            // A single word that is not a number was most likely meant as a file.
+            Err(_) if inline && words.len() == 1 => {
+                return Err(format!(
+                    "--x {arg}: no such file, and not a list of numbers"
+                ))
+            }
+            Err(_) if inline => return Err(format!("--x: x[{k}] = '{w}' is not a number")),
+            Err(_) => {
+                let name = input::name(path);
+                return Err(format!("{name}: x[{k}] = '{w}' is not a number"));
+            }
+        }
+    }
+    Ok((x, from))
 }
 
 /// An empty vector with room for `n` values, or an error naming `what` and the size: a small file
