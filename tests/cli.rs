@@ -552,3 +552,67 @@ fn spmv_x_is_a_file_numbers_or_standard_input() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn inspect_summary_prints_sizes_not_values() {
+    let storage = shared().join("conformance/storage");
+    let seed = storage.join("bsr_2x2_seed/matrix.mtx");
+    let seed = seed.to_str().unwrap();
+    let summary = |enc: &str, m: &str| {
+        let (rc, out, err) = sparse(&["inspect", "--summary", "--encoding", enc, m]);
+        assert_eq!((rc, err.as_str()), (0, ""), "{enc}");
+        out
+    };
+    let at = |p: std::path::PathBuf| format!("@{}", p.display());
+    assert_eq!(
+        summary(&at(storage.join("bsr_2x2_seed/encoding.mlir")), seed),
+        "nse = 12\n\
+         dim = ( 4, 6 )\n\
+         lvl = ( 2, 3, 2, 2 )\n\
+         pos[1] : 3 x usize = 24 bytes\n\
+         crd[1] : 3 x usize = 24 bytes\n\
+         values : 12 x f64 = 96 bytes\n\
+         total = 144 bytes\n"
+    );
+    // Narrow widths.
+    let dcsc = shared().join("conformance/encodings/valid/dcsc_widths.mlir");
+    assert_eq!(
+        summary(&at(dcsc), seed),
+        "nse = 8\n\
+         dim = ( 4, 6 )\n\
+         lvl = ( 6, 4 )\n\
+         pos[0] : 2 x u32 = 8 bytes\n\
+         crd[0] : 6 x u8 = 6 bytes\n\
+         pos[1] : 7 x u32 = 28 bytes\n\
+         crd[1] : 8 x u8 = 8 bytes\n\
+         values : 8 x f64 = 64 bytes\n\
+         total = 114 bytes\n"
+    );
+    // Packed 2-bit coordinates (2:4 structured).
+    let nv = storage.join("nv_24_seed");
+    assert_eq!(
+        summary(
+            &at(nv.join("encoding.mlir")),
+            nv.join("matrix.mtx").to_str().unwrap()
+        ),
+        "nse = 128\n\
+         dim = ( 16, 16 )\n\
+         lvl = ( 16, 4, 4 )\n\
+         crd[2] : 128 x u2 = 32 bytes\n\
+         values : 128 x f64 = 1024 bytes\n\
+         total = 1056 bytes\n"
+    );
+    // bcsstk16: seven short lines instead of megabytes of values.
+    let csr32 = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), \
+                 posWidth = 32, crdWidth = 32 }>";
+    assert_eq!(
+        summary(csr32, data("bcsstk16.mtx").to_str().unwrap()),
+        "nse = 290378\n\
+         dim = ( 4884, 4884 )\n\
+         lvl = ( 4884, 4884 )\n\
+         pos[1] : 4885 x u32 = 19540 bytes\n\
+         crd[1] : 290378 x u32 = 1161512 bytes\n\
+         values : 290378 x f64 = 2323024 bytes\n\
+         total = 3504076 bytes\n"
+    );
+}

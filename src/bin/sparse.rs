@@ -6,6 +6,8 @@
 mod input;
 #[path = "sparse/render.rs"]
 mod render;
+#[path = "sparse/summary.rs"]
+mod summary;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -49,6 +51,10 @@ enum Command {
         /// Dimension sizes for a `.tns` tensor, comma-separated (e.g. `10,10,10`).
         #[arg(long, value_delimiter = ',')]
         shape: Option<Vec<usize>>,
+        /// Print nse, the shapes and each array's length, element type and bytes (one line
+        /// each, e.g. `crd[1] : 290378 x u32 = 1161512 bytes`) instead of every element.
+        #[arg(long)]
+        summary: bool,
     },
     /// Compute y = A·x for a Matrix Market matrix stored in an encoding; print y, one value per line.
     Spmv {
@@ -91,7 +97,8 @@ fn main() -> ExitCode {
             encoding,
             matrix,
             shape,
-        } => inspect(&encoding, &matrix, shape.as_deref()),
+            summary,
+        } => inspect(&encoding, &matrix, shape.as_deref(), summary),
         Command::Spmv {
             encoding,
             matrix,
@@ -219,9 +226,14 @@ fn inspect(
     encoding: &str,
     matrix: &std::path::Path,
     shape: Option<&[usize]>,
+    summary: bool,
 ) -> Result<(), String> {
     let s = build(encoding, matrix, shape)?;
-    print!("{s}");
+    if summary {
+        print!("{}", summary::summary(&s));
+    } else {
+        print!("{s}");
+    }
     Ok(())
 }
 
