@@ -616,3 +616,43 @@ fn inspect_summary_prints_sizes_not_values() {
          total = 3504076 bytes\n"
     );
 }
+
+#[test]
+fn closed_or_full_standard_output_is_not_a_panic() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let m = data("bcsstk16.mtx");
+    let args = ["inspect", "--encoding", CSR, m.to_str().unwrap()];
+    // A reader that stops early (`| head -c 100`): megabytes of output, far more than a pipe
+    // holds, so the writer meets the closed pipe. The output simply ends.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sparse"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run sparse");
+    let mut stdout = child.stdout.take().unwrap();
+    let mut head = [0u8; 100];
+    stdout.read_exact(&mut head).unwrap();
+    assert!(head.starts_with(b"---- Sparse Tensor ----\n"));
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!((out.status.code(), err.as_ref()), (Some(0), ""));
+    // A full device is an error, named.
+    if let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") {
+        let out = Command::new(env!("CARGO_BIN_EXE_sparse"))
+            .args(args)
+            .stdout(full)
+            .output()
+            .expect("run sparse");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            (out.status.code(), err.as_ref()),
+            (
+                Some(1),
+                "error: cannot write to standard output: No space left on device (os error 28)\n"
+            )
+        );
+    }
+}

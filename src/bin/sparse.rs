@@ -9,6 +9,7 @@ mod render;
 #[path = "sparse/summary.rs"]
 mod summary;
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -88,7 +89,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Err(msg) = stdin_once(&cli.command) {
-        eprintln!("error: {msg}");
+        report(&msg);
         return ExitCode::FAILURE;
     }
     let result = match cli.command {
@@ -110,9 +111,26 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {
-            eprintln!("error: {msg}");
+            report(&msg);
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Prints `error: MSG` on standard error (a failure to write it is ignored: there is nowhere
+/// left to report it).
+fn report(msg: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "error: {msg}");
+}
+
+/// Runs `f` on standard output, buffered. A reader that stops early (`sparse ... | head`) ends
+/// the output quietly, as a success; any other write error is an error naming standard output.
+fn write_stdout(f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), String> {
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    match f(&mut out).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(format!("cannot write to standard output: {e}")),
     }
 }
 
@@ -145,27 +163,34 @@ fn stdin_once(command: &Command) -> Result<(), String> {
 fn check(file: &std::path::Path) -> ExitCode {
     let text = match input::read_text(file) {
         Ok(t) => t,
-        Err(e) => {
-            println!("error: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return check_verdict(&format!("error: {e}\n"), ExitCode::FAILURE),
     };
     match parse_declaration(&text) {
         Ok(p) => {
-            match p.declared {
-                Declared::Encoding(e) => println!("ok: {e}"),
-                Declared::Tensor(t) => println!("ok: {t}"),
-            }
-            ExitCode::SUCCESS
+            let out = match p.declared {
+                Declared::Encoding(e) => format!("ok: {e}\n"),
+                Declared::Tensor(t) => format!("ok: {t}\n"),
+            };
+            check_verdict(&out, ExitCode::SUCCESS)
         }
         Err(diags) => {
             // The contract's lines on stdout; the same problems with the file name, the source
             // line and a caret on stderr.
-            for d in &diags {
-                println!("error: {d}");
-            }
-            let name = input::name(file);
-            eprintln!("error: {}", render::render_all(&name, &text, &diags));
+            let out: String = diags.iter().map(|d| format!("error: {d}\n")).collect();
+            let code = check_verdict(&out, ExitCode::FAILURE);
+            report(&render::render_all(&input::name(file), &text, &diags));
+            code
+        }
+    }
+}
+
+/// Prints `out` (the lines of `check`) and returns `verdict`, or failure if they could not be
+/// written.
+fn check_verdict(out: &str, verdict: ExitCode) -> ExitCode {
+    match write_stdout(|w| w.write_all(out.as_bytes())) {
+        Ok(()) => verdict,
+        Err(e) => {
+            report(&e);
             ExitCode::FAILURE
         }
     }
@@ -229,12 +254,13 @@ fn inspect(
     summary: bool,
 ) -> Result<(), String> {
     let s = build(encoding, matrix, shape)?;
-    if summary {
-        print!("{}", summary::summary(&s));
-    } else {
-        print!("{s}");
-    }
-    Ok(())
+    write_stdout(|w| {
+        if summary {
+            w.write_all(summary::summary(&s).as_bytes())
+        } else {
+            write!(w, "{s}")
+        }
+    })
 }
 
 /// Shortest round-trip text of `v`, in scientific form when the plain form would be long.
@@ -282,13 +308,12 @@ fn spmv(encoding: &str, matrix: &std::path::Path, x_arg: Option<&str>) -> Result
     })?;
     y.resize(rows, 0.0);
     s.spmv(&x, &mut y).map_err(|e| e.to_string())?;
-    let mut out = String::new();
-    for v in y {
-        out.push_str(&fmt_value(v));
-        out.push('\n');
-    }
-    print!("{out}");
-    Ok(())
+    write_stdout(|w| {
+        for v in y {
+            writeln!(w, "{}", fmt_value(v))?;
+        }
+        Ok(())
+    })
 }
 
 /// The numbers of `--x`: the file it names if it exists, standard input for `-`, else the
@@ -359,11 +384,10 @@ fn fmt(file: &std::path::Path, pretty: bool) -> Result<(), String> {
         Declared::Encoding(e) => e.to_string(),
         Declared::Tensor(t) => t.to_string(),
     };
-    match parsed.alias {
-        Some(a) => println!("#{a} = {body}"),
-        None => println!("{body}"),
-    }
-    Ok(())
+    write_stdout(|w| match parsed.alias {
+        Some(a) => writeln!(w, "#{a} = {body}"),
+        None => writeln!(w, "{body}"),
+    })
 }
 
 fn expand(file: &std::path::Path) -> Result<(), String> {
@@ -377,6 +401,5 @@ fn expand(file: &std::path::Path) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let code =
         expand_to_string(&decl, &quote::quote!(::sparse::runtime)).map_err(|e| e.to_string())?;
-    print!("{code}");
-    Ok(())
+    write_stdout(|w| w.write_all(code.as_bytes()))
 }
