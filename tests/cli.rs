@@ -656,3 +656,43 @@ fn closed_or_full_standard_output_is_not_a_panic() {
         );
     }
 }
+
+#[test]
+fn storage_errors_name_the_tensor_and_the_encoding() {
+    let dir = temp_dir("store");
+    let m = dir.join("m.mtx");
+    std::fs::write(
+        &m,
+        "%%MatrixMarket matrix coordinate real general\n2 3 1\n1 3 2.5\n",
+    )
+    .unwrap();
+    let m = m.to_str().unwrap();
+    let vector = "#sparse_tensor.encoding<{ map = (i) -> (i : compressed) }>";
+    let (rc, out, err) = sparse(&["inspect", "--encoding", vector, m]);
+    assert_eq!((rc, out.as_str()), (1, ""));
+    assert_eq!(
+        err,
+        format!(
+            "error: cannot store {m} (2 x 3) in the encoding: \
+             rank mismatch: expected 1 dimensions, got 2\n"
+        )
+    );
+    let f = dir.join("bsr.mlir");
+    std::fs::write(
+        &f,
+        "#sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : \
+         compressed, i mod 2 : dense, j mod 2 : dense) }>",
+    )
+    .unwrap();
+    let f = f.to_str().unwrap();
+    let (rc, out, err) = sparse(&["spmv", "--encoding", &format!("@{f}"), m]);
+    assert_eq!((rc, out.as_str()), (1, ""));
+    assert_eq!(
+        err,
+        format!(
+            "error: cannot store {m} (2 x 3) in the encoding of {f}: \
+             dimension 1 of size 3 is not a multiple of the block size 2\n"
+        )
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -244,7 +244,18 @@ fn build(
             })?
             .tensor
     };
-    DynamicStorage::from_coo(&enc.encoding, &tensor).map_err(|e| e.to_string())
+    DynamicStorage::from_coo(&enc.encoding, &tensor).map_err(|e| {
+        let shape: Vec<String> = tensor.shape.iter().map(|n| n.to_string()).collect();
+        let of = match encoding.strip_prefix('@') {
+            Some(path) => format!(" of {}", input::name(path.as_ref())),
+            None => String::new(),
+        };
+        format!(
+            "cannot store {} ({}) in the encoding{of}: {e}",
+            input::name(matrix),
+            shape.join(" x ")
+        )
+    })
 }
 
 fn inspect(
