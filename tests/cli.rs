@@ -696,3 +696,17 @@ fn storage_errors_name_the_tensor_and_the_encoding() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn encoding_at_without_a_file_name() {
+    let m = shared().join("conformance/storage/bsr_2x2_seed/matrix.mtx");
+    let (rc, out, err) = sparse(&["inspect", "--encoding", "@", m.to_str().unwrap()]);
+    assert_eq!(
+        (rc, out.as_str(), err.as_str()),
+        (
+            1,
+            "",
+            "error: --encoding @ names no file (write @FILE, or @- for standard input)\n"
+        )
+    );
+}

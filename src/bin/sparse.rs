@@ -198,6 +198,9 @@ fn check_verdict(out: &str, verdict: ExitCode) -> ExitCode {
 
 /// Parses `--encoding`: `@FILE` or the text itself.
 fn load_encoding(arg: &str) -> Result<ParsedEncoding, String> {
+    if arg == "@" {
+        return Err("--encoding @ names no file (write @FILE, or @- for standard input)".into());
+    }
     let (name, text) = match arg.strip_prefix('@') {
         Some(path) => (input::name(path.as_ref()), input::read_text(path.as_ref())?),
         None => ("<--encoding>".to_string(), arg.to_string()),
