@@ -1,6 +1,12 @@
 //! The `sparse` command line: check encodings, inspect storage, run SpMV, expand generated code.
 //!
 //! Contract: `../shared/conformance/README.md`.
+//!
+//! Conventions: a file argument `-` (and `--encoding @-`) reads standard input, at most once per
+//! command; errors go to stderr as `error: ...` naming the file (encoding errors as
+//! `FILE:LINE:COL: MESSAGE` with the source line and a caret, see `sparse/render.rs`), except
+//! `check`, whose contract lines go to stdout; nothing aborts or panics, whatever the input (a
+//! huge declared shape is an allocation error, a closed stdout ends the output).
 
 #[path = "sparse/input.rs"]
 mod input;
