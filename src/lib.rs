@@ -17,12 +17,14 @@
 //! - [`sparse_format!`]: the macro (crate `sparse-macros`);
 //! - [`runtime`]: buffers, storage view, COO operand, Matrix Market reader, dynamic storage
 //!   (crate `sparse-runtime`);
-//! - [`dsl`]: the language: parser, verifier, IR, printer, code generator (crate `sparse-dsl`).
+//! - `dsl` (feature `dsl`, off by default): the language: parser, verifier, IR, printer, code
+//!   generator (crate `sparse-dsl`); the `sparse` CLI is the package `sparse-cli`.
 
 #![warn(missing_docs)]
 
 extern crate self as sparse;
 
+#[cfg(feature = "dsl")]
 pub use sparse_dsl as dsl;
 pub use sparse_macros::sparse_format;
 pub use sparse_runtime as runtime;

@@ -4,9 +4,9 @@
 mod common;
 
 use common::{assert_print_matches, shared, storage_cases};
-use sparse::dsl::parse::parse_encoding;
 use sparse::runtime::mmio::read_matrix_market;
 use sparse::runtime::DynamicStorage;
+use sparse_dsl::parse::parse_encoding;
 
 sparse::sparse_format! {
     /// csr_west0067

@@ -2,7 +2,7 @@
 //! what the parser makes of the canonical text, for every part of the IR (level properties, n:m,
 //! symbols, block maps and their inverses, slices with `?`, widths, explicit and implicit values).
 
-use sparse::dsl::parse::parse_encoding;
+use sparse_dsl::parse::parse_encoding;
 
 sparse::sparse_format! {
     Csr = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 16 }>;

@@ -3,8 +3,8 @@
 //! Checked against the dynamic storage's views and a dense computation.
 
 use proptest::prelude::*;
-use sparse::dsl::ir::DimSlice;
 use sparse::runtime::{CooTensor, DynamicStorage, StorageError};
+use sparse_dsl::ir::DimSlice;
 
 sparse::sparse_format! {
     /// The conformance vector `csr_slice`: rows 0..4, 8 columns with a dynamic stride.

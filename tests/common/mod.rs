@@ -4,9 +4,15 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// `../shared` beside the repository.
+/// `../shared` beside the repository (the workspace root: the first folder up from the test's
+/// package that holds `Cargo.lock`).
 pub fn shared() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared")
+    let package = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let root = package
+        .ancestors()
+        .find(|d| d.join("Cargo.lock").exists())
+        .unwrap_or(&package);
+    root.join("../shared")
 }
 
 /// A real matrix from `../shared/data`.

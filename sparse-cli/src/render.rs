@@ -8,7 +8,7 @@
 //!   |                                                                ^^^^^^^^^
 //! ```
 
-use sparse::dsl::diag::Diagnostic;
+use sparse_dsl::diag::Diagnostic;
 
 /// `d`, found in `text` read from `name`, as `NAME:LINE:COL: MESSAGE` followed by the source line
 /// and a caret line (no trailing newline). The carets cover the diagnostic's span on its first

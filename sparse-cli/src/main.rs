@@ -4,15 +4,12 @@
 //!
 //! Conventions: a file argument `-` (and `--encoding @-`) reads standard input, at most once per
 //! command; errors go to stderr as `error: ...` naming the file (encoding errors as
-//! `FILE:LINE:COL: MESSAGE` with the source line and a caret, see `sparse/render.rs`), except
+//! `FILE:LINE:COL: MESSAGE` with the source line and a caret, see `render.rs`), except
 //! `check`, whose contract lines go to stdout; nothing aborts or panics, whatever the input (a
 //! huge declared shape is an allocation error, a closed stdout ends the output).
 
-#[path = "sparse/input.rs"]
 mod input;
-#[path = "sparse/render.rs"]
 mod render;
-#[path = "sparse/summary.rs"]
 mod summary;
 
 use std::io::Write;
@@ -21,11 +18,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use quote::format_ident;
-use sparse::dsl::codegen::{expand_to_string, Declaration};
-use sparse::dsl::parse::{parse_declaration, parse_encoding, Declared, ParsedEncoding};
-use sparse::runtime::frostt::{read_frostt, TnsError};
-use sparse::runtime::mmio::{parse_matrix_market, read_matrix_market, MmError};
-use sparse::runtime::DynamicStorage;
+use sparse_dsl::codegen::{expand_to_string, Declaration};
+use sparse_dsl::parse::{parse_declaration, parse_encoding, Declared, ParsedEncoding};
+use sparse_runtime::frostt::{read_frostt, TnsError};
+use sparse_runtime::mmio::{parse_matrix_market, read_matrix_market, MmError};
+use sparse_runtime::DynamicStorage;
 
 #[derive(Parser)]
 #[command(

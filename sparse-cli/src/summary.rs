@@ -3,9 +3,9 @@
 
 use std::fmt::Write;
 
-use sparse::dsl::ir::LevelFormat;
-use sparse::runtime::storage::SparseStorage;
-use sparse::runtime::IndexView;
+use sparse_dsl::ir::LevelFormat;
+use sparse_runtime::storage::SparseStorage;
+use sparse_runtime::IndexView;
 
 /// One line per fact, in the order of `sparse_tensor.print` (`nse`, `dim`, `lvl`, then `pos[l]`
 /// before `crd[l]` in level order, values last), each array as `LENGTH x TYPE = BYTES bytes`:
