@@ -1796,13 +1796,19 @@ impl<'t> Cx<'t> {
         // order), else an explicit inverse that checks out by evaluation; with symbols MLIR
         // accepts a map it cannot invert (the inverse is then left empty).
         let inferred = infer_lvl_to_dim(&dim_to_lvl);
+        let explicit: Vec<(usize, &AffineExpr)> = dim_exprs
+            .iter()
+            .enumerate()
+            .filter_map(|(d, e)| e.as_ref().map(|(x, _)| (d, x)))
+            .collect();
+        let mut explicit_checks = explicit_inverses_ok(&dim_to_lvl, &explicit).into_iter();
         let mut inv = Vec::with_capacity(num_dims);
         let mut explicit_ok = true;
         let mut all_explicit = true;
         for (d, (id, _, _)) in dims.iter().enumerate() {
             match dim_exprs[d].take() {
                 Some((x, span)) => {
-                    if !is_inverse_for_dim(&dim_to_lvl, &x, d) {
+                    if explicit_checks.next() == Some(false) {
                         self.verify_error(
                             span,
                             rank::INVERSE,
@@ -2108,10 +2114,13 @@ impl<'t> Cx<'t> {
                 }
             }
         }
+        // a batch level after any other level (found once: linear in the number of levels)
+        let first_non_batch = lts
+            .iter()
+            .position(|t| t.format != LevelFormat::Batch)
+            .unwrap_or(lts.len());
         for (l, lt) in lts.iter().enumerate() {
-            if lt.format == LevelFormat::Batch
-                && lts[..l].iter().any(|t| t.format != LevelFormat::Batch)
-            {
+            if lt.format == LevelFormat::Batch && l > first_non_batch {
                 self.verify_error(
                     span(l),
                     rank::BATCH,
@@ -2539,46 +2548,69 @@ pub(crate) fn is_block_sparsity(dim_to_lvl: &AffineMap) -> bool {
     })
 }
 
-/// Infers the expression of dimension `d` over level variables, if possible (see module docs):
-/// the level that is exactly `d`, or `l1 * b + l2` for `l1 = d floordiv b`, `l2 = d mod b`.
-pub(crate) fn infer_dim(dim_to_lvl: &AffineMap, d: usize) -> Option<AffineExpr> {
-    let rs = &dim_to_lvl.results;
-    if let Some(l) = rs.iter().position(|r| r.as_var() == Some(d)) {
-        return Some(AffineExpr::Var(l));
+/// Infers the expression of every dimension over level variables, where possible (see module
+/// docs): the first level that is exactly `d`, else `l1 * b + l2` for the first level
+/// `l1 = d floordiv b` (`b > 0`) that has a matching `l2 = d mod b` (the first such level).
+///
+/// One pass over the levels and one over the `floordiv` levels: linear in the size of the map.
+pub(crate) fn infer_dims(dim_to_lvl: &AffineMap) -> Vec<Option<AffineExpr>> {
+    let n = dim_to_lvl.num_vars;
+    // first plain level of each dimension
+    let mut plain: Vec<Option<usize>> = vec![None; n];
+    // `(d, level, b)` of every `d floordiv b` (b > 0), in level order
+    let mut divs: Vec<(usize, usize, i64)> = Vec::new();
+    // first level of each `d mod b`
+    let mut mods: HashMap<(usize, i64), usize> = HashMap::new();
+    for (l, r) in dim_to_lvl.results.iter().enumerate() {
+        match r {
+            AffineExpr::Var(d) if *d < n => {
+                plain[*d].get_or_insert(l);
+            }
+            AffineExpr::FloorDiv(a, b) | AffineExpr::Mod(a, b) => {
+                let (Some(d), Some(c)) = (a.as_var(), b.as_constant()) else {
+                    continue;
+                };
+                if d >= n {
+                    continue;
+                }
+                if matches!(r, AffineExpr::Mod(..)) {
+                    mods.entry((d, c)).or_insert(l);
+                } else if c > 0 {
+                    divs.push((d, l, c));
+                }
+            }
+            _ => {}
+        }
     }
-    for (l1, r1) in rs.iter().enumerate() {
-        let AffineExpr::FloorDiv(a, b) = r1 else {
-            continue;
-        };
-        let Some(bv) = b.as_constant() else { continue };
-        if a.as_var() != Some(d) || bv <= 0 {
+    let mut out: Vec<Option<AffineExpr>> =
+        plain.into_iter().map(|l| l.map(AffineExpr::Var)).collect();
+    for (d, l1, b) in divs {
+        if out[d].is_some() {
             continue;
         }
-        let l2 = rs.iter().position(|r2| {
-            matches!(r2, AffineExpr::Mod(x, y) if x.as_var() == Some(d) && y.as_constant() == Some(bv))
-        });
-        if let Some(l2) = l2 {
-            return Some(AffineExpr::Add(
+        if let Some(&l2) = mods.get(&(d, b)) {
+            out[d] = Some(AffineExpr::Add(
                 Box::new(AffineExpr::Mul(
                     Box::new(AffineExpr::Var(l1)),
-                    Box::new(AffineExpr::Constant(bv)),
+                    Box::new(AffineExpr::Constant(b)),
                 )),
                 Box::new(AffineExpr::Var(l2)),
             ));
         }
     }
-    None
+    out
 }
 
 /// Infers the whole inverse map. Without symbols this is MLIR's rule (a permutation or a block
 /// map, see [`is_block_sparsity`]); with symbols (ELL's counting symbol) every dimension that is
-/// exactly one level or a block pair is recovered, and `None` if one is not.
+/// exactly one level or a block pair is recovered, and `None` if one is not. Linear in the size
+/// of the map.
 pub(crate) fn infer_lvl_to_dim(dim_to_lvl: &AffineMap) -> Option<AffineMap> {
     if dim_to_lvl.num_symbols == 0 && !is_block_sparsity(dim_to_lvl) {
         return None;
     }
-    let results = (0..dim_to_lvl.num_vars)
-        .map(|d| infer_dim(dim_to_lvl, d))
+    let results = infer_dims(dim_to_lvl)
+        .into_iter()
         .collect::<Option<Vec<_>>>()?;
     Some(AffineMap {
         num_vars: dim_to_lvl.results.len(),
@@ -2596,10 +2628,16 @@ fn nth(n: usize) -> String {
     }
 }
 
-/// Checks on sample coordinates that `x` (over level variables) recovers dimension `d` from the
-/// levels `dim_to_lvl` computes. Symbols are given the value 1.
-fn is_inverse_for_dim(dim_to_lvl: &AffineMap, x: &AffineExpr, d: usize) -> bool {
+/// Checks on sample coordinates that each explicit dimension expression `(d, x)` (over level
+/// variables) recovers dimension `d` from the levels `dim_to_lvl` computes; one flag per
+/// expression. Symbols are given the value 1. The samples are evaluated once for all
+/// expressions: linear in the size of the map (times the fixed number of samples).
+fn explicit_inverses_ok(dim_to_lvl: &AffineMap, xs: &[(usize, &AffineExpr)]) -> Vec<bool> {
     let n = dim_to_lvl.num_vars;
+    let mut ok = vec![true; xs.len()];
+    if xs.is_empty() {
+        return ok;
+    }
     let symbols = vec![1i64; dim_to_lvl.num_symbols];
     let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut next = || {
@@ -2621,9 +2659,14 @@ fn is_inverse_for_dim(dim_to_lvl: &AffineMap, x: &AffineExpr, d: usize) -> bool 
             continue;
         };
         checked += 1;
-        if x.eval(&lvls, &symbols) != Some(dims[d]) {
-            return false;
+        for (flag, (d, x)) in ok.iter_mut().zip(xs) {
+            if *flag && x.eval(&lvls, &symbols) != dims.get(*d).copied() {
+                *flag = false;
+            }
         }
     }
-    checked > 0 || n == 0
+    if checked == 0 && n != 0 {
+        ok.iter_mut().for_each(|f| *f = false);
+    }
+    ok
 }
