@@ -228,6 +228,7 @@ fn run<'t, T>(
         aliases: HashMap::new(),
         lvl_spans: Vec::new(),
         width_spans: [None, None],
+        implicit_span: None,
         type_alias_span: None,
     };
     let result = f(&mut cx, file);
@@ -711,6 +712,8 @@ struct Cx<'t> {
     lvl_spans: Vec<(usize, usize)>,
     /// Byte spans of the last `posWidth` / `crdWidth` entries.
     width_spans: [Option<(usize, usize)>; 2],
+    /// Byte span of the last `implicitVal` value.
+    implicit_span: Option<(usize, usize)>,
     /// Span of a `!Alias` name bound to the declaration being parsed.
     type_alias_span: Option<Span<'t>>,
 }
@@ -754,8 +757,24 @@ impl<'t> Cx<'t> {
     }
 
     fn error_at(&mut self, start: usize, end: usize, rank: u32, message: impl Into<String>) {
+        self.push_diag(start, end, rank, message.into(), None);
+    }
+
+    fn push_diag(
+        &mut self,
+        start: usize,
+        end: usize,
+        rank: u32,
+        message: String,
+        help: Option<String>,
+    ) {
         if self.diags.len() < MAX_DIAGS {
-            let d = Diagnostic::new(self.text, start, end, message);
+            let mut d = Diagnostic::new(self.text, start, end, message);
+            // a rule's span may end with the whitespace after it (`i + j ` before `:`)
+            if let Some(spanned) = self.text.get(d.start..d.end) {
+                d.end = d.start + spanned.trim_end().len();
+            }
+            d.help = help;
             self.diags.push((self.decl_index, rank, d));
         }
     }
@@ -813,6 +832,7 @@ impl<'t> Cx<'t> {
     fn encoding(&mut self, enc: Pair<'t, Rule>) -> Option<Encoding> {
         self.lvl_spans.clear();
         self.width_spans = [None, None];
+        self.implicit_span = None;
         let enc_span = enc.as_span();
         let mut seen: HashMap<&'t str, ()> = HashMap::new();
         let mut map: Option<Option<MapOut>> = None;
@@ -878,6 +898,9 @@ impl<'t> Cx<'t> {
                         );
                         failed = true;
                         continue;
+                    }
+                    if k == 1 {
+                        self.implicit_span = Some((value.as_span().start(), value.as_span().end()));
                     }
                     match self.typed_value(value) {
                         Some(v) => vals[k] = Some(v),
@@ -1352,6 +1375,7 @@ impl<'t> Cx<'t> {
                     Some(enc) => {
                         self.lvl_spans.clear();
                         self.width_spans = [None, None];
+                        self.implicit_span = None;
                         (Some(Some(enc.clone())), Some(e.as_span()))
                     }
                     None => {
@@ -1431,7 +1455,11 @@ impl<'t> Cx<'t> {
         }
         if let Some(v) = &e.implicit_val {
             if !v.is_zero() {
-                self.verify_error(enc_span, rank::TENSOR + 4, "implicit value must be zero");
+                // at the value when written here, else at the encoding (an alias)
+                let (s, en) = self
+                    .implicit_span
+                    .unwrap_or((enc_span.start(), enc_span.end()));
+                self.error_at(s, en, rank::TENSOR + 4, "implicit value must be zero");
             }
         }
         if self.diags.len() != before {
