@@ -38,8 +38,10 @@
 //! As MLIR: the map must be a permutation or a block map, each dimension appearing either once
 //! as itself or once as `d floordiv b` and once as `d mod b` (same `b > 0`); unlike upstream the
 //! pair may come in any order. A dimension used twice, or a `floordiv` without its `mod`, is
-//! `failed to infer lvlToDim from dimToLvl`. The inverse is `l` for a plain level and
-//! `l1 * b + l2` for a pair. Dimension expressions written explicitly
+//! `failed to infer lvlToDim from dimToLvl`, reported once: at the first level expression that
+//! breaks the rule (or at a dimension no level stores), with a help line saying why. Inference
+//! is one pass over the levels (linear in the size of the map). The inverse is `l` for a plain
+//! level and `l1 * b + l2` for a pair. Dimension expressions written explicitly
 //! (`{l0, l1} (i = l0 * 2 + l1) -> (l0 = ..., l1 = ...)`, every level then needs its `lvar =`)
 //! must be an inverse of the level expressions (checked by evaluation on sample coordinates,
 //! else `expected lvlToDim to be an inverse of dimToLvl`); the inferred (canonical) form is stored.
@@ -758,6 +760,11 @@ impl<'t> Cx<'t> {
 
     fn error_at(&mut self, start: usize, end: usize, rank: u32, message: impl Into<String>) {
         self.push_diag(start, end, rank, message.into(), None);
+    }
+
+    /// [`Cx::error_at`] with a help line (how to fix it).
+    fn error_help(&mut self, (start, end): (usize, usize), rank: u32, message: &str, help: String) {
+        self.push_diag(start, end, rank, message.to_string(), Some(help));
     }
 
     fn push_diag(
@@ -1833,8 +1840,8 @@ impl<'t> Cx<'t> {
         let mut inv = Vec::with_capacity(num_dims);
         let mut explicit_ok = true;
         let mut all_explicit = true;
-        for (d, (id, _, _)) in dims.iter().enumerate() {
-            match dim_exprs[d].take() {
+        for slot in &mut dim_exprs {
+            match slot.take() {
                 Some((x, span)) => {
                     if explicit_checks.next() == Some(false) {
                         self.verify_error(
@@ -1846,18 +1853,23 @@ impl<'t> Cx<'t> {
                     }
                     inv.push(x);
                 }
-                None => {
-                    all_explicit = false;
-                    if inferred.is_none() && num_symbols == 0 {
-                        self.verify_error(
-                            id.as_span(),
-                            rank::INFER,
-                            "failed to infer lvlToDim from dimToLvl",
-                        );
-                        ok = false;
-                    }
-                }
+                None => all_explicit = false,
             }
+        }
+        if inferred.is_none() && num_symbols == 0 && !all_explicit {
+            // MLIR's one message, once: at the level expression that breaks the inversion (or
+            // the dimension no level stores), with how to fix it
+            let dim_names: Vec<&str> = dims.iter().map(|(id, _, _)| id.as_str()).collect();
+            let (culprit, help) = why_not_invertible(&dim_to_lvl, &dim_names);
+            let at = match culprit {
+                Some(Culprit::Level(l)) => lvls.get(l).map(|info| info.expr_span),
+                Some(Culprit::Dim(d)) => dims.get(d).map(|(id, _, _)| id.as_span()),
+                None => None,
+            }
+            .unwrap_or(lvl_list_span);
+            let message = "failed to infer lvlToDim from dimToLvl";
+            self.error_help((at.start(), at.end()), rank::INFER, message, help);
+            ok = false;
         }
         // MLIR stops at its first failed rule; a map with more dimensions than levels also breaks
         // the next one, reported too (after the first, as `unexpected dimToLvl mapping`)
@@ -2645,6 +2657,157 @@ pub(crate) fn infer_lvl_to_dim(dim_to_lvl: &AffineMap) -> Option<AffineMap> {
         num_symbols: dim_to_lvl.num_symbols,
         results,
     })
+}
+
+/// Help for a level expression MLIR cannot invert (`i + j`, `i * 2`, a constant).
+const NOT_A_BLOCK_LEVEL: &str = "each level must be a dimension (`i`) or half of a block pair \
+    (`i floordiv 2` and `i mod 2`); for any other map, give every dimension its inverse \
+    explicitly (`{l0, l1} (d0 = ..., d1 = ...) -> (l0 = ..., l1 = ...)`)";
+
+/// What [`why_not_invertible`] blames: a level (its expression) or a dimension (its variable).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Culprit {
+    Level(usize),
+    Dim(usize),
+}
+
+/// Why MLIR cannot invert `dim_to_lvl` (a map without symbols that is not a permutation or a
+/// block map, see [`is_block_sparsity`]): the first level, in level order, whose expression
+/// breaks the rule, else the first dimension no level stores, with a help text naming the
+/// dimensions as written (`names`). One pass over the levels and one over the dimensions.
+fn why_not_invertible(dim_to_lvl: &AffineMap, names: &[&str]) -> (Option<Culprit>, String) {
+    let n = dim_to_lvl.num_vars;
+    let name = |d: usize| names.get(d).copied().unwrap_or("d");
+    let pair = |d: usize, b: i64| {
+        format!(
+            "a block map needs both `{0} floordiv {b}` and `{0} mod {b}`",
+            name(d)
+        )
+    };
+    // per dimension: the first level storing it whole, and its first floordiv / mod `(level, b)`
+    let mut plain: Vec<Option<usize>> = vec![None; n];
+    let mut div: Vec<Option<(usize, i64)>> = vec![None; n];
+    let mut modulo: Vec<Option<(usize, i64)>> = vec![None; n];
+    let mut found: Option<(usize, String)> = None;
+    for (l, r) in dim_to_lvl.results.iter().enumerate() {
+        let (d, kind, b) = match r {
+            AffineExpr::Var(d) if *d < n => (*d, 0, 0),
+            AffineExpr::FloorDiv(a, c) | AffineExpr::Mod(a, c) => {
+                let kind = if matches!(r, AffineExpr::FloorDiv(..)) {
+                    1
+                } else {
+                    2
+                };
+                match (a.as_var().filter(|d| *d < n), c.as_constant()) {
+                    (Some(d), Some(b)) if b > 0 => (d, kind, b),
+                    (Some(d), Some(b)) => {
+                        let b = b.unsigned_abs().max(2);
+                        let help = format!(
+                            "a block size must be a positive constant: `{0} floordiv {b}` and \
+                             `{0} mod {b}`",
+                            name(d)
+                        );
+                        found.get_or_insert((l, help));
+                        continue;
+                    }
+                    _ => {
+                        found.get_or_insert((l, NOT_A_BLOCK_LEVEL.to_string()));
+                        continue;
+                    }
+                }
+            }
+            _ => {
+                found.get_or_insert((l, NOT_A_BLOCK_LEVEL.to_string()));
+                continue;
+            }
+        };
+        let earlier_block = div[d].or(modulo[d]);
+        let problem = match kind {
+            0 => match (plain[d], earlier_block) {
+                (Some(l0), _) => Some(format!(
+                    "dimension `{}` is already level {l0}: each dimension must be exactly one \
+                     level, or split into `floordiv` and `mod` levels",
+                    name(d)
+                )),
+                (None, Some((l0, b0))) => Some(format!(
+                    "dimension `{0}` is already split into blocks at level {l0}: use either `{0}` \
+                     or the pair `{0} floordiv {b0}` and `{0} mod {b0}`",
+                    name(d)
+                )),
+                (None, None) => {
+                    plain[d] = Some(l);
+                    None
+                }
+            },
+            _ => {
+                let (this, other) = if kind == 1 {
+                    ("floordiv", "mod")
+                } else {
+                    ("mod", "floordiv")
+                };
+                let seen = if kind == 1 {
+                    &mut div[d]
+                } else {
+                    &mut modulo[d]
+                };
+                match (plain[d], *seen) {
+                    (Some(l0), _) => Some(format!(
+                        "dimension `{0}` is already level {l0}: use either `{0}` or the pair \
+                         `{0} floordiv {b}` and `{0} mod {b}`",
+                        name(d)
+                    )),
+                    (None, Some((l0, _))) => Some(format!(
+                        "`{0}` already has a `{this}` at level {l0}: a block map needs exactly one \
+                         `{0} floordiv b` and one `{0} mod b` (`{other}` is missing or repeated)",
+                        name(d)
+                    )),
+                    (None, None) => {
+                        *seen = Some((l, b));
+                        None
+                    }
+                }
+            }
+        };
+        if let Some(help) = problem {
+            found.get_or_insert((l, help));
+        }
+    }
+    // pairs: a floordiv without its mod (or the reverse), or with a different block size; blamed
+    // at the lone level, or at the later one of a mismatched pair
+    for d in 0..n {
+        let candidate = match (div[d], modulo[d]) {
+            (Some((l, b)), None) | (None, Some((l, b))) => Some((l, pair(d, b))),
+            (Some((l1, b1)), Some((l2, b2))) if b1 != b2 => {
+                let b = if l1 < l2 { b1 } else { b2 };
+                Some((l1.max(l2), format!("{} (the same block size)", pair(d, b))))
+            }
+            _ => None,
+        };
+        if let Some((l, help)) = candidate {
+            if found.as_ref().is_none_or(|(l0, _)| l < *l0) {
+                found = Some((l, help));
+            }
+        }
+    }
+    if let Some((l, help)) = found {
+        return (Some(Culprit::Level(l)), help);
+    }
+    // a dimension no level stores
+    for d in 0..n {
+        if plain[d].is_none() && div[d].is_none() && modulo[d].is_none() {
+            let help = format!(
+                "dimension `{0}` is not stored in any level: every dimension must be a level \
+                 (e.g. `{0} : compressed`) or split into `{0} floordiv b` and `{0} mod b`",
+                name(d)
+            );
+            return (Some(Culprit::Dim(d)), help);
+        }
+    }
+    (
+        None,
+        "each dimension must be exactly one level, or split into `floordiv` and `mod` levels"
+            .into(),
+    )
 }
 
 /// MLIR's ordinal: `0th`, `1st`, `2nd`, then `3th`, `4th`, ... (sic).

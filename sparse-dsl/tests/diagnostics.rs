@@ -15,6 +15,25 @@ fn diags(text: &str) -> Vec<(&str, usize, String, Option<String>)> {
     }
 }
 
+fn enc(map_and_rest: &str) -> String {
+    format!("#sparse_tensor.encoding<{{ map = {map_and_rest} }}>")
+}
+
+/// `(text, start, message, help)` with owned strings, for comparisons.
+fn one(
+    spanned: &'static str,
+    start: usize,
+    message: &str,
+    help: &str,
+) -> (&'static str, usize, String, Option<String>) {
+    (spanned, start, message.to_string(), Some(help.to_string()))
+}
+
+const INFER: &str = "failed to infer lvlToDim from dimToLvl";
+const NOT_A_BLOCK_LEVEL: &str = "each level must be a dimension (`i`) or half of a block pair \
+    (`i floordiv 2` and `i mod 2`); for any other map, give every dimension its inverse explicitly \
+    (`{l0, l1} (d0 = ..., d1 = ...) -> (l0 = ..., l1 = ...)`)";
+
 #[test]
 fn help_is_printed_only_in_the_alternate_form() {
     let d = Diagnostic::new("ab\ncd", 4, 5, "bad").with_help("use c");
@@ -39,5 +58,114 @@ fn spans_end_at_the_last_token_not_the_whitespace_after_it() {
             "implicit value must be zero".to_string(),
             None
         )]
+    );
+}
+
+#[test]
+fn a_map_that_cannot_be_inverted_is_reported_once_at_the_level_expression() {
+    // (map, spanned text, start, help): one diagnostic, MLIR's message, at the level expression
+    // (the map starts at byte 32)
+    let cases = [
+        (
+            "(i, j) -> (i + j : dense, j : compressed)",
+            "i + j",
+            43,
+            NOT_A_BLOCK_LEVEL.to_string(),
+        ),
+        (
+            "(i, j) -> (i floordiv 2 : dense, j : compressed)",
+            "i floordiv 2",
+            43,
+            "a block map needs both `i floordiv 2` and `i mod 2`".to_string(),
+        ),
+        (
+            "(i, j) -> (i mod 2 : dense, j : compressed)",
+            "i mod 2",
+            43,
+            "a block map needs both `i floordiv 2` and `i mod 2`".to_string(),
+        ),
+        (
+            "(i, j) -> (i floordiv 2 : dense, j : dense, i mod 3 : dense)",
+            "i mod 3",
+            76,
+            "a block map needs both `i floordiv 2` and `i mod 2` (the same block size)".to_string(),
+        ),
+        (
+            "(i, j) -> (i : dense, i : compressed)",
+            "i",
+            54,
+            "dimension `i` is already level 0: each dimension must be exactly one level, or split \
+             into `floordiv` and `mod` levels"
+                .to_string(),
+        ),
+        (
+            "(i, j) -> (i : dense, j floordiv 3 : compressed, i floordiv 3 : dense, j mod 3 : dense)",
+            "i floordiv 3",
+            81,
+            "dimension `i` is already level 0: use either `i` or the pair `i floordiv 3` and \
+             `i mod 3`"
+                .to_string(),
+        ),
+        (
+            "(i, j) -> (i mod 2 : dense, i : dense, i floordiv 2 : dense, j : dense)",
+            "i",
+            60,
+            "dimension `i` is already split into blocks at level 0: use either `i` or the pair \
+             `i floordiv 2` and `i mod 2`"
+                .to_string(),
+        ),
+        (
+            "(i) -> (i floordiv 2 : dense, i floordiv 2 : dense, i mod 2 : dense)",
+            "i floordiv 2",
+            62,
+            "`i` already has a `floordiv` at level 0: a block map needs exactly one \
+             `i floordiv b` and one `i mod b` (`mod` is missing or repeated)"
+                .to_string(),
+        ),
+        (
+            "(i, j) -> (i floordiv -3 : dense, j floordiv -3 : compressed, i mod 3 : dense, j mod 3 : dense)",
+            "i floordiv -3",
+            43,
+            "a block size must be a positive constant: `i floordiv 3` and `i mod 3`".to_string(),
+        ),
+        // only the dimensions without an explicit inverse need inference
+        (
+            "{a, b} (i = a, j) -> (a = i : dense, b = i + j : dense)",
+            "i + j",
+            73,
+            NOT_A_BLOCK_LEVEL.to_string(),
+        ),
+    ];
+    for (map, spanned, start, help) in cases {
+        let text = enc(map);
+        assert_eq!(
+            diags(&text),
+            vec![(spanned, start, INFER.to_string(), Some(help))],
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn a_dimension_in_no_level_is_reported_at_its_variable() {
+    // then MLIR's next rule (more dimensions than levels), as before
+    let text = enc("(i, j) -> (i : dense)");
+    assert_eq!(
+        diags(&text),
+        vec![
+            one(
+                "j",
+                36,
+                INFER,
+                "dimension `j` is not stored in any level: every dimension must be a level (e.g. \
+                 `j : compressed`) or split into `j floordiv b` and `j mod b`"
+            ),
+            (
+                "(i : dense)",
+                42,
+                "unexpected dimToLvl mapping from 2 to 1".to_string(),
+                None
+            ),
+        ]
     );
 }
