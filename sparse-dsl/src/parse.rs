@@ -1349,7 +1349,10 @@ impl<'t> Cx<'t> {
         let mut shape = Vec::new();
         let mut ok = true;
         let mut off = shape_span.start();
+        // byte span of each dimension's size (`20` in `20x30x`)
+        let mut dim_spans = Vec::new();
         for part in shape_pair.as_str().split_terminator('x') {
+            dim_spans.push((off, off + part.len()));
             if part == "?" {
                 shape.push(None);
             } else {
@@ -1406,7 +1409,7 @@ impl<'t> Cx<'t> {
             encoding,
         };
         if let (Some(e), Some(es)) = (&t.encoding, enc_span) {
-            if !self.check_tensor(&t, e, shape_span, elem_span, es) {
+            if !self.check_tensor(&t, e, (shape_span, &dim_spans), elem_span, es) {
                 return None;
             }
         }
@@ -1418,7 +1421,7 @@ impl<'t> Cx<'t> {
         &mut self,
         t: &TensorType,
         e: &Encoding,
-        shape_span: Span<'t>,
+        (shape_span, dim_spans): (Span<'t>, &[(usize, usize)]),
         elem_span: Span<'t>,
         enc_span: Span<'t>,
     ) -> bool {
@@ -1472,12 +1475,19 @@ impl<'t> Cx<'t> {
         if self.diags.len() != before {
             return false;
         }
-        self.check_static_shape(&t.shape, e, enc_span);
+        self.check_static_shape(&t.shape, dim_spans, e, enc_span);
         self.diags.len() == before
     }
 
-    /// Beyond MLIR: block sizes dividing their dimension, widths holding the static level sizes.
-    fn check_static_shape(&mut self, shape: &[Option<u64>], e: &Encoding, enc_span: Span<'t>) {
+    /// Beyond MLIR: block sizes dividing their dimension (reported once per dimension and block
+    /// size, at the dimension's size in the shape), widths holding the static level sizes.
+    fn check_static_shape(
+        &mut self,
+        shape: &[Option<u64>],
+        dim_spans: &[(usize, usize)],
+        e: &Encoding,
+        enc_span: Span<'t>,
+    ) {
         let r = rank::TENSOR + 5;
         let lvl_span = |cx: &Self, l: usize| {
             cx.lvl_spans
@@ -1486,7 +1496,8 @@ impl<'t> Cx<'t> {
                 .unwrap_or((enc_span.start(), enc_span.end()))
         };
         let mut sizes: Vec<Option<u128>> = Vec::with_capacity(e.lvl_rank());
-        for (l, res) in e.dim_to_lvl.results.iter().enumerate() {
+        let mut not_dividing: std::collections::HashSet<(usize, u64)> = Default::default();
+        for res in &e.dim_to_lvl.results {
             let size = match res {
                 AffineExpr::Var(d) => shape.get(*d).copied().flatten().map(u128::from),
                 AffineExpr::FloorDiv(a, b) | AffineExpr::Mod(a, b) => {
@@ -1498,14 +1509,17 @@ impl<'t> Cx<'t> {
                     ) {
                         (Some(d), Some(b)) => {
                             if let Some(Some(n)) = shape.get(d) {
-                                if n % b != 0 {
-                                    let (s, en) = lvl_span(self, l);
-                                    self.error_at(
-                                        s,
-                                        en,
-                                        r,
-                                        format!("level {l}: block size {b} does not divide dimension {d} of size {n}"),
+                                // once per dimension and block size (not at the floordiv and
+                                // again at the mod)
+                                if n % b != 0 && not_dividing.insert((d, b)) {
+                                    let at = dim_spans
+                                        .get(d)
+                                        .copied()
+                                        .unwrap_or((enc_span.start(), enc_span.end()));
+                                    let message = format!(
+                                        "block size {b} does not divide dimension {d} of size {n}"
                                     );
+                                    self.error_help(at, r, &message, block_size_help(d, *n, b));
                                 }
                             }
                             if matches!(res, AffineExpr::Mod(..)) {
@@ -2807,6 +2821,22 @@ fn why_not_invertible(dim_to_lvl: &AffineMap, names: &[&str]) -> (Option<Culprit
         None,
         "each dimension must be exactly one level, or split into `floordiv` and `mod` levels"
             .into(),
+    )
+}
+
+/// Help for a static size `n` of dimension `d` that block size `b` does not divide: the nearest
+/// multiples of `b` (not 0), or a dynamic size.
+fn block_size_help(d: usize, n: u64, b: u64) -> String {
+    let below = n - n % b;
+    let above = below.checked_add(b);
+    let multiples = match (below, above) {
+        (0, Some(a)) => format!("e.g. {a}"),
+        (lo, Some(a)) => format!("e.g. {lo} or {a}"),
+        (lo, None) => format!("e.g. {lo}"),
+    };
+    format!(
+        "dimension {d} is split into blocks of {b} (`floordiv {b}` and `mod {b}`): make its size \
+         a multiple of {b} ({multiples}) or dynamic (`?`)"
     )
 }
 

@@ -169,3 +169,39 @@ fn a_dimension_in_no_level_is_reported_at_its_variable() {
         ]
     );
 }
+
+#[test]
+fn a_block_size_that_does_not_divide_a_static_size_is_reported_once_at_the_size() {
+    let text = "tensor<5x6xf64, #sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : dense, i mod 2 : dense, j mod 2 : dense) }>>";
+    assert_eq!(
+        diags(text),
+        vec![one(
+            "5",
+            7,
+            "block size 2 does not divide dimension 0 of size 5",
+            "dimension 0 is split into blocks of 2 (`floordiv 2` and `mod 2`): make its size a \
+             multiple of 2 (e.g. 4 or 6) or dynamic (`?`)"
+        )]
+    );
+    // one per dimension; below the block size, the only multiple suggested is the block size
+    let text = "tensor<1x7xf32, #sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 3 : dense, j floordiv 3 : compressed, i mod 3 : dense, j mod 3 : dense) }>>";
+    assert_eq!(
+        diags(text),
+        vec![
+            one(
+                "1",
+                7,
+                "block size 3 does not divide dimension 0 of size 1",
+                "dimension 0 is split into blocks of 3 (`floordiv 3` and `mod 3`): make its size \
+                 a multiple of 3 (e.g. 3) or dynamic (`?`)"
+            ),
+            one(
+                "7",
+                9,
+                "block size 3 does not divide dimension 1 of size 7",
+                "dimension 1 is split into blocks of 3 (`floordiv 3` and `mod 3`): make its size \
+                 a multiple of 3 (e.g. 6 or 9) or dynamic (`?`)"
+            ),
+        ]
+    );
+}
