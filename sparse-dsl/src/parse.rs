@@ -12,6 +12,8 @@
 //! is MLIR's: parser-level errors in source order, then the verifier's rules in the order
 //! `SparseTensorEncodingAttr::verify` checks them (widths, singleton, SoA layout, batch, SoA,
 //! n:m, empty levels, lvlToDim inference, inverse, rank, slices), then the tensor checks.
+//! The message keeps MLIR's wording; where the parser knows how to fix the problem it adds a
+//! [`Diagnostic::help`] (the nearest level format, the allowed widths, what a block map needs).
 //!
 //! # Level formats and properties
 //! Formats: `dense`, `batch`, `compressed`, `loose_compressed`, `singleton`, `structured[n, m]`
@@ -884,7 +886,9 @@ impl<'t> Cx<'t> {
                             "an integral position bitwidth",
                             "an integral index bitwidth",
                         ][k];
-                        self.error(value.as_span(), format!("expected {what}"));
+                        let at = (value.as_span().start(), value.as_span().end());
+                        let help = width_help(k, false);
+                        self.error_help(at, self.rank, &format!("expected {what}"), help);
                         failed = true;
                         continue;
                     }
@@ -947,7 +951,9 @@ impl<'t> Cx<'t> {
                         ("position", rank::POS_WIDTH),
                         ("coordinate", rank::CRD_WIDTH),
                     ][k];
-                    cx.verify_error(span, r, format!("unexpected {what} bitwidth: {txt}"));
+                    let message = format!("unexpected {what} bitwidth: {txt}");
+                    let help = width_help(k, allow2);
+                    cx.error_help((span.start(), span.end()), r, &message, help);
                     None
                 }
             }
@@ -2098,16 +2104,19 @@ impl<'t> Cx<'t> {
                 "soa" => properties.soa = true,
                 "high" => high = true,
                 other => {
-                    self.error(pr.as_span(), format!("unknown level property: {other}"));
+                    let at = (pr.as_span().start(), pr.as_span().end());
+                    let message = format!("unknown level property: {other}");
+                    let help = choices_help(other, LEVEL_PROPERTIES, "valid level properties");
+                    self.error_help(at, self.rank, &message, help);
                     return None;
                 }
             }
         }
         let Some(mut format) = format else {
-            self.error(
-                name.as_span(),
-                format!("unknown level format: {}", name.as_str()),
-            );
+            let at = (name.as_span().start(), name.as_span().end());
+            let message = format!("unknown level format: {}", name.as_str());
+            let help = choices_help(name.as_str(), LEVEL_FORMATS, "valid level formats");
+            self.error_help(at, self.rank, &message, help);
             return None;
         };
         let supports = match format {
@@ -2838,6 +2847,83 @@ fn block_size_help(d: usize, n: u64, b: u64) -> String {
         "dimension {d} is split into blocks of {b} (`floordiv {b}` and `mod {b}`): make its size \
          a multiple of {b} ({multiples}) or dynamic (`?`)"
     )
+}
+
+/// Level format names as written (`name`, spelling in help).
+const LEVEL_FORMATS: &[(&str, &str)] = &[
+    ("dense", "dense"),
+    ("batch", "batch"),
+    ("compressed", "compressed"),
+    ("loose_compressed", "loose_compressed"),
+    ("singleton", "singleton"),
+    ("structured", "structured[n, m]"),
+];
+
+/// Level property names (`name`, spelling in help).
+const LEVEL_PROPERTIES: &[(&str, &str)] = &[
+    ("nonunique", "nonunique"),
+    ("nonordered", "nonordered"),
+    ("soa", "soa"),
+    ("high", "high"),
+];
+
+/// Help for an unknown name: the nearest valid one by edit distance, if close enough, and the
+/// list of valid ones: "did you mean `compressed`? valid level formats: `dense`, ...".
+fn choices_help(name: &str, choices: &[(&str, &str)], what: &str) -> String {
+    let list = choices
+        .iter()
+        .map(|(_, shown)| format!("`{shown}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let lower = name.to_ascii_lowercase();
+    let nearest = choices
+        .iter()
+        .filter_map(|(c, shown)| {
+            let limit = (c.len() / 3).max(1);
+            edit_distance(&lower, c, limit).map(|d| (d, *shown))
+        })
+        .min_by_key(|(d, _)| *d);
+    match nearest {
+        Some((_, shown)) => format!("did you mean `{shown}`? {what}: {list}"),
+        None => format!("{what}: {list}"),
+    }
+}
+
+/// Levenshtein distance between `a` and `b` (in characters) if it is at most `limit`, else
+/// `None`. Linear in `a` for a short `b` (and immediate for lengths that differ by more than
+/// `limit`), so an enormous name costs nothing.
+fn edit_distance(a: &str, b: &str, limit: usize) -> Option<usize> {
+    let b: Vec<char> = b.chars().collect();
+    if a.len() > 4 * (b.len() + limit) {
+        return None;
+    }
+    let a: Vec<char> = a.chars().collect();
+    if a.len().abs_diff(b.len()) > limit {
+        return None;
+    }
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.iter().enumerate() {
+        cur[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let subst = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = subst.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    Some(prev[b.len()]).filter(|d| *d <= limit)
+}
+
+/// Help for a bad `posWidth` (`k == 0`) or `crdWidth` (`k == 1`): the allowed widths (`2` is a
+/// coordinate width only with an n:m level, `nm`).
+fn width_help(k: usize, nm: bool) -> String {
+    match (k, nm) {
+        (0, _) => "allowed posWidth values: 0 (native `usize`), 8, 16, 32 and 64".into(),
+        (_, true) => "allowed crdWidth values: 0 (native `usize`), 2, 8, 16, 32 and 64".into(),
+        _ => "allowed crdWidth values: 0 (native `usize`), 8, 16, 32 and 64 (and 2 with a \
+              `structured[n, m]` level)"
+            .into(),
+    }
 }
 
 /// MLIR's ordinal: `0th`, `1st`, `2nd`, then `3th`, `4th`, ... (sic).

@@ -205,3 +205,94 @@ fn a_block_size_that_does_not_divide_a_static_size_is_reported_once_at_the_size(
         ]
     );
 }
+
+const FORMATS: &str = "valid level formats: `dense`, `batch`, `compressed`, `loose_compressed`, \
+                       `singleton`, `structured[n, m]`";
+
+#[test]
+fn an_unknown_level_format_suggests_the_nearest_and_lists_the_valid_ones() {
+    let cases = [
+        ("compresed", Some("compressed")),
+        ("Dense", Some("dense")),
+        ("singelton", Some("singleton")),
+        ("loose_compresed", Some("loose_compressed")),
+        ("structred", Some("structured[n, m]")),
+        ("strange", None),
+        ("d", None),
+    ];
+    for (name, nearest) in cases {
+        let text = enc(&format!("(i, j) -> (i : dense, j : {name})"));
+        let help = match nearest {
+            Some(n) => format!("did you mean `{n}`? {FORMATS}"),
+            None => FORMATS.to_string(),
+        };
+        assert_eq!(
+            diags(&text),
+            vec![(
+                name,
+                58,
+                format!("unknown level format: {name}"),
+                Some(help)
+            )],
+        );
+    }
+    // an enormous name: no suggestion, nothing quadratic
+    let name = "compressed".repeat(20_000);
+    let text = enc(&format!("(i) -> (i : {name})"));
+    let d = parse_declaration(&text).unwrap_err();
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].help.as_deref(), Some(FORMATS));
+}
+
+#[test]
+fn an_unknown_level_property_suggests_the_nearest() {
+    let text = enc("(i, j) -> (i : dense, j : compressed(nonuniqe))");
+    assert_eq!(
+        diags(&text),
+        vec![one(
+            "nonuniqe",
+            69,
+            "unknown level property: nonuniqe",
+            "did you mean `nonunique`? valid level properties: `nonunique`, `nonordered`, `soa`, \
+             `high`"
+        )]
+    );
+}
+
+#[test]
+fn a_bad_width_lists_the_allowed_widths() {
+    let pos = "allowed posWidth values: 0 (native `usize`), 8, 16, 32 and 64";
+    let crd = "allowed crdWidth values: 0 (native `usize`), 8, 16, 32 and 64 (and 2 with a \
+               `structured[n, m]` level)";
+    let csr = "(i, j) -> (i : dense, j : compressed)";
+    assert_eq!(
+        diags(&enc(&format!("{csr}, posWidth = 7"))),
+        vec![one("7", 82, "unexpected position bitwidth: 7", pos)]
+    );
+    assert_eq!(
+        diags(&enc(&format!("{csr}, crdWidth = 7"))),
+        vec![one("7", 82, "unexpected coordinate bitwidth: 7", crd)]
+    );
+    assert_eq!(
+        diags(&enc(&format!("{csr}, posWidth = \"x\""))),
+        vec![one(
+            "\"x\"",
+            82,
+            "expected an integral position bitwidth",
+            pos
+        )]
+    );
+    // with an n:m level, 2 is a coordinate width too
+    let text = enc(
+        "(i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4]), crdWidth = 7",
+    );
+    assert_eq!(
+        diags(&text),
+        vec![one(
+            "7",
+            116,
+            "unexpected coordinate bitwidth: 7",
+            "allowed crdWidth values: 0 (native `usize`), 2, 8, 16, 32 and 64"
+        )]
+    );
+}
