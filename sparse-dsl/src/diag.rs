@@ -1,4 +1,5 @@
-//! Diagnostics: a message with a byte span into the parsed text and its 1-based line:column.
+//! Diagnostics: a message with a byte span into the parsed text, its 1-based line:column, and
+//! an optional help line (rendered like rustc's `= help: ...`).
 
 use std::fmt;
 
@@ -19,6 +20,9 @@ pub struct Diagnostic {
     pub line: usize,
     /// 1-based column (in characters) of `start`.
     pub column: usize,
+    /// How to fix it (e.g. "did you mean `compressed`?"), when the parser knows; never part of the
+    /// message, so MLIR's wording of the message is unchanged.
+    pub help: Option<String>,
 }
 
 impl Diagnostic {
@@ -39,7 +43,14 @@ impl Diagnostic {
             end,
             line,
             column,
+            help: None,
         }
+    }
+
+    /// The same diagnostic with a help line.
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
     }
 }
 
@@ -52,9 +63,14 @@ fn floor_char_boundary(text: &str, pos: usize) -> usize {
 }
 
 impl fmt::Display for Diagnostic {
-    /// `LINE:COL: MESSAGE`
+    /// `LINE:COL: MESSAGE`; the alternate form (`{:#}`) adds the help, if any, on a second line
+    /// as rustc writes it: `LINE:COL: MESSAGE\n  = help: HELP`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: {}", self.line, self.column, self.message)
+        write!(f, "{}:{}: {}", self.line, self.column, self.message)?;
+        if let (true, Some(help)) = (f.alternate(), &self.help) {
+            write!(f, "\n  = help: {help}")?;
+        }
+        Ok(())
     }
 }
 

@@ -12,6 +12,8 @@
 //! is MLIR's: parser-level errors in source order, then the verifier's rules in the order
 //! `SparseTensorEncodingAttr::verify` checks them (widths, singleton, SoA layout, batch, SoA,
 //! n:m, empty levels, lvlToDim inference, inverse, rank, slices), then the tensor checks.
+//! The message keeps MLIR's wording; where the parser knows how to fix the problem it adds a
+//! [`Diagnostic::help`] (the nearest level format, the allowed widths, what a block map needs).
 //!
 //! # Level formats and properties
 //! Formats: `dense`, `batch`, `compressed`, `loose_compressed`, `singleton`, `structured[n, m]`
@@ -38,8 +40,10 @@
 //! As MLIR: the map must be a permutation or a block map, each dimension appearing either once
 //! as itself or once as `d floordiv b` and once as `d mod b` (same `b > 0`); unlike upstream the
 //! pair may come in any order. A dimension used twice, or a `floordiv` without its `mod`, is
-//! `failed to infer lvlToDim from dimToLvl`. The inverse is `l` for a plain level and
-//! `l1 * b + l2` for a pair. Dimension expressions written explicitly
+//! `failed to infer lvlToDim from dimToLvl`, reported once: at the first level expression that
+//! breaks the rule (or at a dimension no level stores), with a help line saying why. Inference
+//! is one pass over the levels (linear in the size of the map). The inverse is `l` for a plain
+//! level and `l1 * b + l2` for a pair. Dimension expressions written explicitly
 //! (`{l0, l1} (i = l0 * 2 + l1) -> (l0 = ..., l1 = ...)`, every level then needs its `lvar =`)
 //! must be an inverse of the level expressions (checked by evaluation on sample coordinates,
 //! else `expected lvlToDim to be an inverse of dimToLvl`); the inferred (canonical) form is stored.
@@ -228,6 +232,7 @@ fn run<'t, T>(
         aliases: HashMap::new(),
         lvl_spans: Vec::new(),
         width_spans: [None, None],
+        implicit_span: None,
         type_alias_span: None,
     };
     let result = f(&mut cx, file);
@@ -711,6 +716,8 @@ struct Cx<'t> {
     lvl_spans: Vec<(usize, usize)>,
     /// Byte spans of the last `posWidth` / `crdWidth` entries.
     width_spans: [Option<(usize, usize)>; 2],
+    /// Byte span of the last `implicitVal` value.
+    implicit_span: Option<(usize, usize)>,
     /// Span of a `!Alias` name bound to the declaration being parsed.
     type_alias_span: Option<Span<'t>>,
 }
@@ -754,8 +761,29 @@ impl<'t> Cx<'t> {
     }
 
     fn error_at(&mut self, start: usize, end: usize, rank: u32, message: impl Into<String>) {
+        self.push_diag(start, end, rank, message.into(), None);
+    }
+
+    /// [`Cx::error_at`] with a help line (how to fix it).
+    fn error_help(&mut self, (start, end): (usize, usize), rank: u32, message: &str, help: String) {
+        self.push_diag(start, end, rank, message.to_string(), Some(help));
+    }
+
+    fn push_diag(
+        &mut self,
+        start: usize,
+        end: usize,
+        rank: u32,
+        message: String,
+        help: Option<String>,
+    ) {
         if self.diags.len() < MAX_DIAGS {
-            let d = Diagnostic::new(self.text, start, end, message);
+            let mut d = Diagnostic::new(self.text, start, end, message);
+            // a rule's span may end with the whitespace after it (`i + j ` before `:`)
+            if let Some(spanned) = self.text.get(d.start..d.end) {
+                d.end = d.start + spanned.trim_end().len();
+            }
+            d.help = help;
             self.diags.push((self.decl_index, rank, d));
         }
     }
@@ -813,6 +841,7 @@ impl<'t> Cx<'t> {
     fn encoding(&mut self, enc: Pair<'t, Rule>) -> Option<Encoding> {
         self.lvl_spans.clear();
         self.width_spans = [None, None];
+        self.implicit_span = None;
         let enc_span = enc.as_span();
         let mut seen: HashMap<&'t str, ()> = HashMap::new();
         let mut map: Option<Option<MapOut>> = None;
@@ -857,7 +886,9 @@ impl<'t> Cx<'t> {
                             "an integral position bitwidth",
                             "an integral index bitwidth",
                         ][k];
-                        self.error(value.as_span(), format!("expected {what}"));
+                        let at = (value.as_span().start(), value.as_span().end());
+                        let help = width_help(k, false);
+                        self.error_help(at, self.rank, &format!("expected {what}"), help);
                         failed = true;
                         continue;
                     }
@@ -878,6 +909,9 @@ impl<'t> Cx<'t> {
                         );
                         failed = true;
                         continue;
+                    }
+                    if k == 1 {
+                        self.implicit_span = Some((value.as_span().start(), value.as_span().end()));
                     }
                     match self.typed_value(value) {
                         Some(v) => vals[k] = Some(v),
@@ -917,7 +951,9 @@ impl<'t> Cx<'t> {
                         ("position", rank::POS_WIDTH),
                         ("coordinate", rank::CRD_WIDTH),
                     ][k];
-                    cx.verify_error(span, r, format!("unexpected {what} bitwidth: {txt}"));
+                    let message = format!("unexpected {what} bitwidth: {txt}");
+                    let help = width_help(k, allow2);
+                    cx.error_help((span.start(), span.end()), r, &message, help);
                     None
                 }
             }
@@ -1319,7 +1355,10 @@ impl<'t> Cx<'t> {
         let mut shape = Vec::new();
         let mut ok = true;
         let mut off = shape_span.start();
+        // byte span of each dimension's size (`20` in `20x30x`)
+        let mut dim_spans = Vec::new();
         for part in shape_pair.as_str().split_terminator('x') {
+            dim_spans.push((off, off + part.len()));
             if part == "?" {
                 shape.push(None);
             } else {
@@ -1352,6 +1391,7 @@ impl<'t> Cx<'t> {
                     Some(enc) => {
                         self.lvl_spans.clear();
                         self.width_spans = [None, None];
+                        self.implicit_span = None;
                         (Some(Some(enc.clone())), Some(e.as_span()))
                     }
                     None => {
@@ -1375,7 +1415,7 @@ impl<'t> Cx<'t> {
             encoding,
         };
         if let (Some(e), Some(es)) = (&t.encoding, enc_span) {
-            if !self.check_tensor(&t, e, shape_span, elem_span, es) {
+            if !self.check_tensor(&t, e, (shape_span, &dim_spans), elem_span, es) {
                 return None;
             }
         }
@@ -1387,7 +1427,7 @@ impl<'t> Cx<'t> {
         &mut self,
         t: &TensorType,
         e: &Encoding,
-        shape_span: Span<'t>,
+        (shape_span, dim_spans): (Span<'t>, &[(usize, usize)]),
         elem_span: Span<'t>,
         enc_span: Span<'t>,
     ) -> bool {
@@ -1431,18 +1471,29 @@ impl<'t> Cx<'t> {
         }
         if let Some(v) = &e.implicit_val {
             if !v.is_zero() {
-                self.verify_error(enc_span, rank::TENSOR + 4, "implicit value must be zero");
+                // at the value when written here, else at the encoding (an alias)
+                let (s, en) = self
+                    .implicit_span
+                    .unwrap_or((enc_span.start(), enc_span.end()));
+                self.error_at(s, en, rank::TENSOR + 4, "implicit value must be zero");
             }
         }
         if self.diags.len() != before {
             return false;
         }
-        self.check_static_shape(&t.shape, e, enc_span);
+        self.check_static_shape(&t.shape, dim_spans, e, enc_span);
         self.diags.len() == before
     }
 
-    /// Beyond MLIR: block sizes dividing their dimension, widths holding the static level sizes.
-    fn check_static_shape(&mut self, shape: &[Option<u64>], e: &Encoding, enc_span: Span<'t>) {
+    /// Beyond MLIR: block sizes dividing their dimension (reported once per dimension and block
+    /// size, at the dimension's size in the shape), widths holding the static level sizes.
+    fn check_static_shape(
+        &mut self,
+        shape: &[Option<u64>],
+        dim_spans: &[(usize, usize)],
+        e: &Encoding,
+        enc_span: Span<'t>,
+    ) {
         let r = rank::TENSOR + 5;
         let lvl_span = |cx: &Self, l: usize| {
             cx.lvl_spans
@@ -1451,7 +1502,8 @@ impl<'t> Cx<'t> {
                 .unwrap_or((enc_span.start(), enc_span.end()))
         };
         let mut sizes: Vec<Option<u128>> = Vec::with_capacity(e.lvl_rank());
-        for (l, res) in e.dim_to_lvl.results.iter().enumerate() {
+        let mut not_dividing: std::collections::HashSet<(usize, u64)> = Default::default();
+        for res in &e.dim_to_lvl.results {
             let size = match res {
                 AffineExpr::Var(d) => shape.get(*d).copied().flatten().map(u128::from),
                 AffineExpr::FloorDiv(a, b) | AffineExpr::Mod(a, b) => {
@@ -1463,14 +1515,17 @@ impl<'t> Cx<'t> {
                     ) {
                         (Some(d), Some(b)) => {
                             if let Some(Some(n)) = shape.get(d) {
-                                if n % b != 0 {
-                                    let (s, en) = lvl_span(self, l);
-                                    self.error_at(
-                                        s,
-                                        en,
-                                        r,
-                                        format!("level {l}: block size {b} does not divide dimension {d} of size {n}"),
+                                // once per dimension and block size (not at the floordiv and
+                                // again at the mod)
+                                if n % b != 0 && not_dividing.insert((d, b)) {
+                                    let at = dim_spans
+                                        .get(d)
+                                        .copied()
+                                        .unwrap_or((enc_span.start(), enc_span.end()));
+                                    let message = format!(
+                                        "block size {b} does not divide dimension {d} of size {n}"
                                     );
+                                    self.error_help(at, r, &message, block_size_help(d, *n, b));
                                 }
                             }
                             if matches!(res, AffineExpr::Mod(..)) {
@@ -1796,13 +1851,19 @@ impl<'t> Cx<'t> {
         // order), else an explicit inverse that checks out by evaluation; with symbols MLIR
         // accepts a map it cannot invert (the inverse is then left empty).
         let inferred = infer_lvl_to_dim(&dim_to_lvl);
+        let explicit: Vec<(usize, &AffineExpr)> = dim_exprs
+            .iter()
+            .enumerate()
+            .filter_map(|(d, e)| e.as_ref().map(|(x, _)| (d, x)))
+            .collect();
+        let mut explicit_checks = explicit_inverses_ok(&dim_to_lvl, &explicit).into_iter();
         let mut inv = Vec::with_capacity(num_dims);
         let mut explicit_ok = true;
         let mut all_explicit = true;
-        for (d, (id, _, _)) in dims.iter().enumerate() {
-            match dim_exprs[d].take() {
+        for slot in &mut dim_exprs {
+            match slot.take() {
                 Some((x, span)) => {
-                    if !is_inverse_for_dim(&dim_to_lvl, &x, d) {
+                    if explicit_checks.next() == Some(false) {
                         self.verify_error(
                             span,
                             rank::INVERSE,
@@ -1812,18 +1873,23 @@ impl<'t> Cx<'t> {
                     }
                     inv.push(x);
                 }
-                None => {
-                    all_explicit = false;
-                    if inferred.is_none() && num_symbols == 0 {
-                        self.verify_error(
-                            id.as_span(),
-                            rank::INFER,
-                            "failed to infer lvlToDim from dimToLvl",
-                        );
-                        ok = false;
-                    }
-                }
+                None => all_explicit = false,
             }
+        }
+        if inferred.is_none() && num_symbols == 0 && !all_explicit {
+            // MLIR's one message, once: at the level expression that breaks the inversion (or
+            // the dimension no level stores), with how to fix it
+            let dim_names: Vec<&str> = dims.iter().map(|(id, _, _)| id.as_str()).collect();
+            let (culprit, help) = why_not_invertible(&dim_to_lvl, &dim_names);
+            let at = match culprit {
+                Some(Culprit::Level(l)) => lvls.get(l).map(|info| info.expr_span),
+                Some(Culprit::Dim(d)) => dims.get(d).map(|(id, _, _)| id.as_span()),
+                None => None,
+            }
+            .unwrap_or(lvl_list_span);
+            let message = "failed to infer lvlToDim from dimToLvl";
+            self.error_help((at.start(), at.end()), rank::INFER, message, help);
+            ok = false;
         }
         // MLIR stops at its first failed rule; a map with more dimensions than levels also breaks
         // the next one, reported too (after the first, as `unexpected dimToLvl mapping`)
@@ -2038,16 +2104,19 @@ impl<'t> Cx<'t> {
                 "soa" => properties.soa = true,
                 "high" => high = true,
                 other => {
-                    self.error(pr.as_span(), format!("unknown level property: {other}"));
+                    let at = (pr.as_span().start(), pr.as_span().end());
+                    let message = format!("unknown level property: {other}");
+                    let help = choices_help(other, LEVEL_PROPERTIES, "valid level properties");
+                    self.error_help(at, self.rank, &message, help);
                     return None;
                 }
             }
         }
         let Some(mut format) = format else {
-            self.error(
-                name.as_span(),
-                format!("unknown level format: {}", name.as_str()),
-            );
+            let at = (name.as_span().start(), name.as_span().end());
+            let message = format!("unknown level format: {}", name.as_str());
+            let help = choices_help(name.as_str(), LEVEL_FORMATS, "valid level formats");
+            self.error_help(at, self.rank, &message, help);
             return None;
         };
         let supports = match format {
@@ -2108,10 +2177,13 @@ impl<'t> Cx<'t> {
                 }
             }
         }
+        // a batch level after any other level (found once: linear in the number of levels)
+        let first_non_batch = lts
+            .iter()
+            .position(|t| t.format != LevelFormat::Batch)
+            .unwrap_or(lts.len());
         for (l, lt) in lts.iter().enumerate() {
-            if lt.format == LevelFormat::Batch
-                && lts[..l].iter().any(|t| t.format != LevelFormat::Batch)
-            {
+            if lt.format == LevelFormat::Batch && l > first_non_batch {
                 self.verify_error(
                     span(l),
                     rank::BATCH,
@@ -2539,52 +2611,319 @@ pub(crate) fn is_block_sparsity(dim_to_lvl: &AffineMap) -> bool {
     })
 }
 
-/// Infers the expression of dimension `d` over level variables, if possible (see module docs):
-/// the level that is exactly `d`, or `l1 * b + l2` for `l1 = d floordiv b`, `l2 = d mod b`.
-pub(crate) fn infer_dim(dim_to_lvl: &AffineMap, d: usize) -> Option<AffineExpr> {
-    let rs = &dim_to_lvl.results;
-    if let Some(l) = rs.iter().position(|r| r.as_var() == Some(d)) {
-        return Some(AffineExpr::Var(l));
+/// Infers the expression of every dimension over level variables, where possible (see module
+/// docs): the first level that is exactly `d`, else `l1 * b + l2` for the first level
+/// `l1 = d floordiv b` (`b > 0`) that has a matching `l2 = d mod b` (the first such level).
+///
+/// One pass over the levels and one over the `floordiv` levels: linear in the size of the map.
+pub(crate) fn infer_dims(dim_to_lvl: &AffineMap) -> Vec<Option<AffineExpr>> {
+    let n = dim_to_lvl.num_vars;
+    // first plain level of each dimension
+    let mut plain: Vec<Option<usize>> = vec![None; n];
+    // `(d, level, b)` of every `d floordiv b` (b > 0), in level order
+    let mut divs: Vec<(usize, usize, i64)> = Vec::new();
+    // first level of each `d mod b`
+    let mut mods: HashMap<(usize, i64), usize> = HashMap::new();
+    for (l, r) in dim_to_lvl.results.iter().enumerate() {
+        match r {
+            AffineExpr::Var(d) if *d < n => {
+                plain[*d].get_or_insert(l);
+            }
+            AffineExpr::FloorDiv(a, b) | AffineExpr::Mod(a, b) => {
+                let (Some(d), Some(c)) = (a.as_var(), b.as_constant()) else {
+                    continue;
+                };
+                if d >= n {
+                    continue;
+                }
+                if matches!(r, AffineExpr::Mod(..)) {
+                    mods.entry((d, c)).or_insert(l);
+                } else if c > 0 {
+                    divs.push((d, l, c));
+                }
+            }
+            _ => {}
+        }
     }
-    for (l1, r1) in rs.iter().enumerate() {
-        let AffineExpr::FloorDiv(a, b) = r1 else {
-            continue;
-        };
-        let Some(bv) = b.as_constant() else { continue };
-        if a.as_var() != Some(d) || bv <= 0 {
+    let mut out: Vec<Option<AffineExpr>> =
+        plain.into_iter().map(|l| l.map(AffineExpr::Var)).collect();
+    for (d, l1, b) in divs {
+        if out[d].is_some() {
             continue;
         }
-        let l2 = rs.iter().position(|r2| {
-            matches!(r2, AffineExpr::Mod(x, y) if x.as_var() == Some(d) && y.as_constant() == Some(bv))
-        });
-        if let Some(l2) = l2 {
-            return Some(AffineExpr::Add(
+        if let Some(&l2) = mods.get(&(d, b)) {
+            out[d] = Some(AffineExpr::Add(
                 Box::new(AffineExpr::Mul(
                     Box::new(AffineExpr::Var(l1)),
-                    Box::new(AffineExpr::Constant(bv)),
+                    Box::new(AffineExpr::Constant(b)),
                 )),
                 Box::new(AffineExpr::Var(l2)),
             ));
         }
     }
-    None
+    out
 }
 
 /// Infers the whole inverse map. Without symbols this is MLIR's rule (a permutation or a block
 /// map, see [`is_block_sparsity`]); with symbols (ELL's counting symbol) every dimension that is
-/// exactly one level or a block pair is recovered, and `None` if one is not.
+/// exactly one level or a block pair is recovered, and `None` if one is not. Linear in the size
+/// of the map.
 pub(crate) fn infer_lvl_to_dim(dim_to_lvl: &AffineMap) -> Option<AffineMap> {
     if dim_to_lvl.num_symbols == 0 && !is_block_sparsity(dim_to_lvl) {
         return None;
     }
-    let results = (0..dim_to_lvl.num_vars)
-        .map(|d| infer_dim(dim_to_lvl, d))
+    let results = infer_dims(dim_to_lvl)
+        .into_iter()
         .collect::<Option<Vec<_>>>()?;
     Some(AffineMap {
         num_vars: dim_to_lvl.results.len(),
         num_symbols: dim_to_lvl.num_symbols,
         results,
     })
+}
+
+/// Help for a level expression MLIR cannot invert (`i + j`, `i * 2`, a constant).
+const NOT_A_BLOCK_LEVEL: &str = "each level must be a dimension (`i`) or half of a block pair \
+    (`i floordiv 2` and `i mod 2`); for any other map, give every dimension its inverse \
+    explicitly (`{l0, l1} (d0 = ..., d1 = ...) -> (l0 = ..., l1 = ...)`)";
+
+/// What [`why_not_invertible`] blames: a level (its expression) or a dimension (its variable).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Culprit {
+    Level(usize),
+    Dim(usize),
+}
+
+/// Why MLIR cannot invert `dim_to_lvl` (a map without symbols that is not a permutation or a
+/// block map, see [`is_block_sparsity`]): the first level, in level order, whose expression
+/// breaks the rule, else the first dimension no level stores, with a help text naming the
+/// dimensions as written (`names`). One pass over the levels and one over the dimensions.
+fn why_not_invertible(dim_to_lvl: &AffineMap, names: &[&str]) -> (Option<Culprit>, String) {
+    let n = dim_to_lvl.num_vars;
+    let name = |d: usize| names.get(d).copied().unwrap_or("d");
+    let pair = |d: usize, b: i64| {
+        format!(
+            "a block map needs both `{0} floordiv {b}` and `{0} mod {b}`",
+            name(d)
+        )
+    };
+    // per dimension: the first level storing it whole, and its first floordiv / mod `(level, b)`
+    let mut plain: Vec<Option<usize>> = vec![None; n];
+    let mut div: Vec<Option<(usize, i64)>> = vec![None; n];
+    let mut modulo: Vec<Option<(usize, i64)>> = vec![None; n];
+    let mut found: Option<(usize, String)> = None;
+    for (l, r) in dim_to_lvl.results.iter().enumerate() {
+        let (d, kind, b) = match r {
+            AffineExpr::Var(d) if *d < n => (*d, 0, 0),
+            AffineExpr::FloorDiv(a, c) | AffineExpr::Mod(a, c) => {
+                let kind = if matches!(r, AffineExpr::FloorDiv(..)) {
+                    1
+                } else {
+                    2
+                };
+                match (a.as_var().filter(|d| *d < n), c.as_constant()) {
+                    (Some(d), Some(b)) if b > 0 => (d, kind, b),
+                    (Some(d), Some(b)) => {
+                        let b = b.unsigned_abs().max(2);
+                        let help = format!(
+                            "a block size must be a positive constant: `{0} floordiv {b}` and \
+                             `{0} mod {b}`",
+                            name(d)
+                        );
+                        found.get_or_insert((l, help));
+                        continue;
+                    }
+                    _ => {
+                        found.get_or_insert((l, NOT_A_BLOCK_LEVEL.to_string()));
+                        continue;
+                    }
+                }
+            }
+            _ => {
+                found.get_or_insert((l, NOT_A_BLOCK_LEVEL.to_string()));
+                continue;
+            }
+        };
+        let earlier_block = div[d].or(modulo[d]);
+        let problem = match kind {
+            0 => match (plain[d], earlier_block) {
+                (Some(l0), _) => Some(format!(
+                    "dimension `{}` is already level {l0}: each dimension must be exactly one \
+                     level, or split into `floordiv` and `mod` levels",
+                    name(d)
+                )),
+                (None, Some((l0, b0))) => Some(format!(
+                    "dimension `{0}` is already split into blocks at level {l0}: use either `{0}` \
+                     or the pair `{0} floordiv {b0}` and `{0} mod {b0}`",
+                    name(d)
+                )),
+                (None, None) => {
+                    plain[d] = Some(l);
+                    None
+                }
+            },
+            _ => {
+                let (this, other) = if kind == 1 {
+                    ("floordiv", "mod")
+                } else {
+                    ("mod", "floordiv")
+                };
+                let seen = if kind == 1 {
+                    &mut div[d]
+                } else {
+                    &mut modulo[d]
+                };
+                match (plain[d], *seen) {
+                    (Some(l0), _) => Some(format!(
+                        "dimension `{0}` is already level {l0}: use either `{0}` or the pair \
+                         `{0} floordiv {b}` and `{0} mod {b}`",
+                        name(d)
+                    )),
+                    (None, Some((l0, _))) => Some(format!(
+                        "`{0}` already has a `{this}` at level {l0}: a block map needs exactly one \
+                         `{0} floordiv b` and one `{0} mod b` (`{other}` is missing or repeated)",
+                        name(d)
+                    )),
+                    (None, None) => {
+                        *seen = Some((l, b));
+                        None
+                    }
+                }
+            }
+        };
+        if let Some(help) = problem {
+            found.get_or_insert((l, help));
+        }
+    }
+    // pairs: a floordiv without its mod (or the reverse), or with a different block size; blamed
+    // at the lone level, or at the later one of a mismatched pair
+    for d in 0..n {
+        let candidate = match (div[d], modulo[d]) {
+            (Some((l, b)), None) | (None, Some((l, b))) => Some((l, pair(d, b))),
+            (Some((l1, b1)), Some((l2, b2))) if b1 != b2 => {
+                let b = if l1 < l2 { b1 } else { b2 };
+                Some((l1.max(l2), format!("{} (the same block size)", pair(d, b))))
+            }
+            _ => None,
+        };
+        if let Some((l, help)) = candidate {
+            if found.as_ref().is_none_or(|(l0, _)| l < *l0) {
+                found = Some((l, help));
+            }
+        }
+    }
+    if let Some((l, help)) = found {
+        return (Some(Culprit::Level(l)), help);
+    }
+    // a dimension no level stores
+    for d in 0..n {
+        if plain[d].is_none() && div[d].is_none() && modulo[d].is_none() {
+            let help = format!(
+                "dimension `{0}` is not stored in any level: every dimension must be a level \
+                 (e.g. `{0} : compressed`) or split into `{0} floordiv b` and `{0} mod b`",
+                name(d)
+            );
+            return (Some(Culprit::Dim(d)), help);
+        }
+    }
+    (
+        None,
+        "each dimension must be exactly one level, or split into `floordiv` and `mod` levels"
+            .into(),
+    )
+}
+
+/// Help for a static size `n` of dimension `d` that block size `b` does not divide: the nearest
+/// multiples of `b` (not 0), or a dynamic size.
+fn block_size_help(d: usize, n: u64, b: u64) -> String {
+    let below = n - n % b;
+    let above = below.checked_add(b);
+    let multiples = match (below, above) {
+        (0, Some(a)) => format!("e.g. {a}"),
+        (lo, Some(a)) => format!("e.g. {lo} or {a}"),
+        (lo, None) => format!("e.g. {lo}"),
+    };
+    format!(
+        "dimension {d} is split into blocks of {b} (`floordiv {b}` and `mod {b}`): make its size \
+         a multiple of {b} ({multiples}) or dynamic (`?`)"
+    )
+}
+
+/// Level format names as written (`name`, spelling in help).
+const LEVEL_FORMATS: &[(&str, &str)] = &[
+    ("dense", "dense"),
+    ("batch", "batch"),
+    ("compressed", "compressed"),
+    ("loose_compressed", "loose_compressed"),
+    ("singleton", "singleton"),
+    ("structured", "structured[n, m]"),
+];
+
+/// Level property names (`name`, spelling in help).
+const LEVEL_PROPERTIES: &[(&str, &str)] = &[
+    ("nonunique", "nonunique"),
+    ("nonordered", "nonordered"),
+    ("soa", "soa"),
+    ("high", "high"),
+];
+
+/// Help for an unknown name: the nearest valid one by edit distance, if close enough, and the
+/// list of valid ones: "did you mean `compressed`? valid level formats: `dense`, ...".
+fn choices_help(name: &str, choices: &[(&str, &str)], what: &str) -> String {
+    let list = choices
+        .iter()
+        .map(|(_, shown)| format!("`{shown}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let lower = name.to_ascii_lowercase();
+    let nearest = choices
+        .iter()
+        .filter_map(|(c, shown)| {
+            let limit = (c.len() / 3).max(1);
+            edit_distance(&lower, c, limit).map(|d| (d, *shown))
+        })
+        .min_by_key(|(d, _)| *d);
+    match nearest {
+        Some((_, shown)) => format!("did you mean `{shown}`? {what}: {list}"),
+        None => format!("{what}: {list}"),
+    }
+}
+
+/// Levenshtein distance between `a` and `b` (in characters) if it is at most `limit`, else
+/// `None`. Linear in `a` for a short `b` (and immediate for lengths that differ by more than
+/// `limit`), so an enormous name costs nothing.
+fn edit_distance(a: &str, b: &str, limit: usize) -> Option<usize> {
+    let b: Vec<char> = b.chars().collect();
+    if a.len() > 4 * (b.len() + limit) {
+        return None;
+    }
+    let a: Vec<char> = a.chars().collect();
+    if a.len().abs_diff(b.len()) > limit {
+        return None;
+    }
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.iter().enumerate() {
+        cur[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let subst = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = subst.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    Some(prev[b.len()]).filter(|d| *d <= limit)
+}
+
+/// Help for a bad `posWidth` (`k == 0`) or `crdWidth` (`k == 1`): the allowed widths (`2` is a
+/// coordinate width only with an n:m level, `nm`).
+fn width_help(k: usize, nm: bool) -> String {
+    match (k, nm) {
+        (0, _) => "allowed posWidth values: 0 (native `usize`), 8, 16, 32 and 64".into(),
+        (_, true) => "allowed crdWidth values: 0 (native `usize`), 2, 8, 16, 32 and 64".into(),
+        _ => "allowed crdWidth values: 0 (native `usize`), 8, 16, 32 and 64 (and 2 with a \
+              `structured[n, m]` level)"
+            .into(),
+    }
 }
 
 /// MLIR's ordinal: `0th`, `1st`, `2nd`, then `3th`, `4th`, ... (sic).
@@ -2596,10 +2935,16 @@ fn nth(n: usize) -> String {
     }
 }
 
-/// Checks on sample coordinates that `x` (over level variables) recovers dimension `d` from the
-/// levels `dim_to_lvl` computes. Symbols are given the value 1.
-fn is_inverse_for_dim(dim_to_lvl: &AffineMap, x: &AffineExpr, d: usize) -> bool {
+/// Checks on sample coordinates that each explicit dimension expression `(d, x)` (over level
+/// variables) recovers dimension `d` from the levels `dim_to_lvl` computes; one flag per
+/// expression. Symbols are given the value 1. The samples are evaluated once for all
+/// expressions: linear in the size of the map (times the fixed number of samples).
+fn explicit_inverses_ok(dim_to_lvl: &AffineMap, xs: &[(usize, &AffineExpr)]) -> Vec<bool> {
     let n = dim_to_lvl.num_vars;
+    let mut ok = vec![true; xs.len()];
+    if xs.is_empty() {
+        return ok;
+    }
     let symbols = vec![1i64; dim_to_lvl.num_symbols];
     let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut next = || {
@@ -2621,9 +2966,14 @@ fn is_inverse_for_dim(dim_to_lvl: &AffineMap, x: &AffineExpr, d: usize) -> bool 
             continue;
         };
         checked += 1;
-        if x.eval(&lvls, &symbols) != Some(dims[d]) {
-            return false;
+        for (flag, (d, x)) in ok.iter_mut().zip(xs) {
+            if *flag && x.eval(&lvls, &symbols) != dims.get(*d).copied() {
+                *flag = false;
+            }
         }
     }
-    checked > 0 || n == 0
+    if checked == 0 && n != 0 {
+        ok.iter_mut().for_each(|f| *f = false);
+    }
+    ok
 }

@@ -226,7 +226,7 @@ fn tensor_checks() {
         ),
         (
             "tensor<21x30xf32, #sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 2 : dense, j floordiv 3 : compressed, i mod 2 : dense, j mod 3 : dense) }>>".into(),
-            "level 0: block size 2 does not divide dimension 0 of size 21",
+            "block size 2 does not divide dimension 0 of size 21",
         ),
         (
             format!("tensor<300x300xf32, {}>", CSR.replace(" }>", ", crdWidth = 8 }>")),

@@ -1,7 +1,8 @@
 //! The `sparse_format!` proc macro: a thin shim over `sparse-dsl` (as `pest_derive` is over
 //! `pest_generator`). It reads declarations with `syn`, renders each inline encoding back to text
 //! while remembering which span every piece of text came from, lets `sparse-dsl` parse, verify
-//! and generate, and turns every diagnostic into a `compile_error!` at the offending token.
+//! and generate, and turns every diagnostic into a `compile_error!` over the offending tokens,
+//! with the diagnostic's help (if any) as a `= help: ...` line under the message.
 
 #![warn(missing_docs)]
 
@@ -26,8 +27,9 @@ use sparse_dsl::parse::parse_declaration;
 /// ```
 ///
 /// The encoding is written inline as Rust tokens exactly as MLIR writes it, or as a string
-/// literal. A bad encoding is a compile error at the offending token (for the string form, at the
-/// literal, with `line:column` inside it); all errors of all declarations are reported together.
+/// literal. A bad encoding is a compile error over the offending tokens (for the string form, at
+/// the literal, with `line:column` inside it), with a `= help: ...` line when the parser knows a
+/// fix; all errors of all declarations are reported together.
 /// The generated code names the runtime as `::sparse::runtime`.
 #[proc_macro]
 pub fn sparse_format(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
@@ -171,15 +173,44 @@ impl Rendered {
         }
     }
 
-    /// The span of the token at (or, in whitespace, right after) byte offset `at`.
-    fn span_at(&self, at: usize, fallback: Span) -> Span {
-        self.pieces
-            .iter()
-            .find(|(_, end, _)| at < *end)
-            .or(self.pieces.last())
-            .map(|(_, _, s)| *s)
-            .unwrap_or(fallback)
+    /// The spans of the first and the last token of the byte range `start..end`: the token at
+    /// (or, in whitespace, right after) `start`, and the last token that starts before `end`
+    /// (the first one again for an empty range). Binary searches: `pieces` are in text order.
+    fn span_range(&self, start: usize, end: usize, fallback: Span) -> (Span, Span) {
+        let Some(last) = self.pieces.len().checked_sub(1) else {
+            return (fallback, fallback);
+        };
+        let first = self
+            .pieces
+            .partition_point(|(_, e, _)| *e <= start)
+            .min(last);
+        let until = self
+            .pieces
+            .partition_point(|(s, _, _)| *s < end)
+            .saturating_sub(1)
+            .max(first);
+        (self.pieces[first].2, self.pieces[until].2)
     }
+}
+
+/// A compile error covering the tokens from `start` to `end`, with the diagnostic's help (if
+/// any) on a second line of the message: rustc indents it under the message, where its own
+/// notes go (`= help: ...`).
+fn spanned_error(start: Span, end: Span, diag: &Diagnostic, prefix_location: bool) -> syn::Error {
+    let mut message = if prefix_location {
+        diag.to_string()
+    } else {
+        diag.message.clone()
+    };
+    if let Some(help) = &diag.help {
+        message.push_str("\n= help: ");
+        message.push_str(help);
+    }
+    let range: TokenStream = [Ident::new("start", start), Ident::new("end", end)]
+        .into_iter()
+        .map(TokenTree::Ident)
+        .collect();
+    syn::Error::new_spanned(range, message)
 }
 
 /// Turns a diagnostic of the rendered text into a spanned error.
@@ -199,7 +230,7 @@ fn expand(decls: Declarations) -> TokenStream {
                 let span = lit.span();
                 (
                     lit.value(),
-                    Box::new(move |diag: &Diagnostic| syn::Error::new(span, diag.to_string())),
+                    Box::new(move |diag: &Diagnostic| spanned_error(span, span, diag, true)),
                 )
             }
             EncodingSource::Tokens(tokens, fallback) => {
@@ -212,7 +243,8 @@ fn expand(decls: Declarations) -> TokenStream {
                 (
                     text,
                     Box::new(move |diag: &Diagnostic| {
-                        syn::Error::new(r.span_at(diag.start, fallback), &diag.message)
+                        let (start, end) = r.span_range(diag.start, diag.end, fallback);
+                        spanned_error(start, end, diag, false)
                     }),
                 )
             }
@@ -227,10 +259,11 @@ fn expand(decls: Declarations) -> TokenStream {
                 ) {
                     Ok(decl) => decl,
                     Err(e) => {
+                        // at the declaration's first token (not over all of it)
                         add_error(to_error(&Diagnostic::new(
                             &text,
                             parsed.start,
-                            parsed.end,
+                            parsed.start,
                             e.to_string(),
                         )));
                         continue;

@@ -1,0 +1,5 @@
+sparse::sparse_format! {
+    pub X = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense) }>;
+}
+
+fn main() {}
