@@ -6,12 +6,15 @@
 //!   |
 //! 2 | #CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compresed) }>
 //!   |                                                                ^^^^^^^^^
+//!   |
+//!   = help: did you mean `compressed`? ...
 //! ```
 
 use sparse_dsl::diag::Diagnostic;
 
 /// `d`, found in `text` read from `name`, as `NAME:LINE:COL: MESSAGE` followed by the source line
-/// and a caret line (no trailing newline). The carets cover the diagnostic's span on its first
+/// and a caret line, then rustc's `= help: ...` line when the diagnostic has help (no trailing
+/// newline). The carets cover the diagnostic's span on its first
 /// line (at least one caret: an error at the end of the input points just past the text).
 pub fn render(name: &str, text: &str, d: &Diagnostic) -> String {
     let mut start = d.start.min(text.len());
@@ -32,10 +35,14 @@ pub fn render(name: &str, text: &str, d: &Diagnostic) -> String {
     let number = d.line.to_string();
     let gutter = " ".repeat(number.len());
     let sep = if source.is_empty() { "" } else { " " };
-    format!(
+    let mut out = format!(
         "{name}:{d}\n{gutter} |\n{number} |{sep}{source}\n{gutter} | {pad}{}",
         "^".repeat(carets)
-    )
+    );
+    if let Some(help) = &d.help {
+        out.push_str(&format!("\n{gutter} |\n{gutter} = help: {help}"));
+    }
+    out
 }
 
 /// Every diagnostic rendered, separated by a newline and `error: ` (the caller prints the first

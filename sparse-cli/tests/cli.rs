@@ -333,7 +333,10 @@ fn encoding_errors_name_the_file_and_show_a_caret() {
         "error: {f}:2:66: unknown level format: compresed\n  \
            |\n\
          2 | #CSR = #sparse_tensor.encoding<{{ map = (i, j) -> (i : dense, j : compresed) }}>\n  \
-           | {}^^^^^^^^^\n",
+           | {}^^^^^^^^^\n  \
+           |\n  \
+           = help: did you mean `compressed`? valid level formats: `dense`, `batch`, \
+         `compressed`, `loose_compressed`, `singleton`, `structured[n, m]`\n",
         " ".repeat(65)
     );
     // check: the contract's line on stdout, the rendering on stderr.
@@ -362,7 +365,10 @@ fn encoding_errors_name_the_file_and_show_a_caret() {
         "error: <--encoding>:1:59: unknown level format: compresed\n  \
            |\n\
          1 | #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compresed) }>\n  \
-           |                                                           ^^^^^^^^^\n"
+           |                                                           ^^^^^^^^^\n  \
+           |\n  \
+           = help: did you mean `compressed`? valid level formats: `dense`, `batch`, \
+         `compressed`, `loose_compressed`, `singleton`, `structured[n, m]`\n"
     );
     // An error at the end of the input points past the last line; a tab stays a tab.
     let f = dir.join("cut.mlir");
@@ -398,7 +404,9 @@ fn encoding_errors_name_the_file_and_show_a_caret() {
         format!(
             "error: {f}:2:34: unknown level format: bogus\n  |\n\
              2 | \tmap = (i, j) -> (i : dense, j : bogus)\n  \
-               | \t                                ^^^^^\n"
+               | \t                                ^^^^^\n  |\n  \
+             = help: valid level formats: `dense`, `batch`, `compressed`, `loose_compressed`, \
+             `singleton`, `structured[n, m]`\n"
         )
     );
     std::fs::remove_dir_all(&dir).ok();

@@ -121,7 +121,7 @@ pub fn compile_to(
         generate_items(&text, &quote!(::sparse::runtime)).map_err(|diags| BuildError::Invalid {
             messages: diags
                 .iter()
-                .map(|d| format!("{}:{d}", input.display()))
+                .map(|d| format!("{}:{d:#}", input.display()))
                 .collect(),
         })?;
     let file: syn::File = syn::parse2(tokens).map_err(|e| BuildError::Invalid {
