@@ -1,7 +1,9 @@
 //! The MLIR sparse tensor encoding language: grammar, verifier, semantic IR, canonical printer
 //! and code generator.
 //!
-//! - [`ir`]: the semantic IR ([`ir::Encoding`]) every layer shares;
+//! - [`ir`]: the semantic IR ([`ir::Encoding`]) every layer shares (re-exported from the crate
+//!   `sparse-ir`, with [`types`], [`infer`] and [`print`](mod@print), so that the runtime
+//!   depends on the IR without the parser);
 //! - [`parse`]: the pest grammar and the verifier, text -> `Encoding` with [`diag::Diagnostic`]s;
 //! - [`print`](mod@print): MLIR's canonical text form of an `Encoding`;
 //! - [`types`]: element types, typed values and tensor types around an encoding;
@@ -13,7 +15,6 @@
 pub mod build;
 pub mod codegen;
 pub mod diag;
-pub mod ir;
 pub mod parse;
-pub mod print;
-pub mod types;
+
+pub use sparse_ir::{infer, ir, print, types};

@@ -14,8 +14,8 @@
 
 use std::fmt;
 
+use crate::infer::infer_lvl_to_dim;
 use crate::ir::{AffineExpr, DimSlice, Encoding};
-use crate::parse::infer_lvl_to_dim;
 
 fn slice_val(v: Option<u64>) -> String {
     v.map_or_else(|| "?".to_string(), |v| v.to_string())

@@ -1,0 +1,18 @@
+//! The verified IR of the sparse tensor encoding language, alone: what an encoding *means*
+//! (MLIR's `SparseTensorEncodingAttr`), element and tensor types, map inference and the canonical
+//! printer, with no parser and no code generator.
+//!
+//! Every layer meets here: the parser (`sparse-dsl`) produces an [`ir::Encoding`], the code
+//! generator and the CLI consume it, and the runtime (`sparse-runtime`: the dynamic storage,
+//! printing, validation) depends on this crate only, so a user's program links no compiler.
+//!
+//! - [`ir`]: level formats and properties, affine maps, slices, the `Encoding`;
+//! - [`types`]: element types, typed values, tensor types;
+//! - [`infer`]: the inverse (`lvlToDim`) MLIR infers from `dimToLvl`;
+//! - [`print`](mod@print): MLIR's canonical text form (`Display` for `Encoding`).
+#![warn(missing_docs)]
+
+pub mod infer;
+pub mod ir;
+pub mod print;
+pub mod types;
