@@ -351,35 +351,6 @@ pub fn nonordered_sort_keys(
     Some(out)
 }
 
-/// Global stored positions per level, from the arrays (never panics on inconsistent arrays).
-fn compute_counts(
-    enc: &Encoding,
-    lvl_sizes: &[usize],
-    coordinates: &[Option<CrdBuffer>],
-) -> Vec<usize> {
-    let mut counts = Vec::with_capacity(enc.lvl_rank());
-    let mut parent = 1usize;
-    for (l, lt) in enc.lvl_types.iter().enumerate() {
-        let c = match lt.format {
-            LevelFormat::Dense | LevelFormat::Batch => {
-                parent.saturating_mul(lvl_sizes.get(l).copied().unwrap_or(0))
-            }
-            LevelFormat::Compressed | LevelFormat::LooseCompressed => {
-                let stride = enc.crd_location(l).map_or(1, |(_, s, _)| s.max(1));
-                coordinates
-                    .get(l)
-                    .and_then(|c| c.as_ref())
-                    .map_or(0, |c| c.len() / stride)
-            }
-            LevelFormat::Singleton => parent,
-            LevelFormat::NOutOfM { n, .. } => parent.saturating_mul(n as usize),
-        };
-        counts.push(c);
-        parent = c;
-    }
-    counts
-}
-
 /// Rebases the global positions of level `l` (format `format`, compressed or loose_compressed;
 /// other formats are copied) to batch-local ones (module docs, "Batch layout"), checking that
 /// every batch stores the same number of positions. Generated code calls it too.
@@ -552,18 +523,19 @@ impl<V: Value> DynamicStorage<V> {
                 }
             });
         }
-        let counts = compute_counts(encoding, &layout.lvl_sizes, &coordinates);
-        Ok(DynamicStorage {
+        let mut s = DynamicStorage {
             encoding: encoding.clone(),
             dim_shape: coo.shape.clone(),
             lvl_sizes: layout.lvl_sizes,
             positions,
             coordinates,
             values,
-            counts,
+            counts: Vec::new(),
             batches: layout.batches,
             counting: layout.counting,
-        })
+        };
+        s.counts = storage::level_counts(&s)?;
+        Ok(s)
     }
 
     /// Builds the storage of a dense tensor given row-major (last dimension fastest) in `data`;
@@ -707,18 +679,20 @@ impl<V: Value> DynamicStorage<V> {
             Ok(l) => (l.lvl_sizes, l.batches, l.counting),
             Err(_) => (vec![0; encoding.lvl_rank()], 1, None),
         };
-        let counts = compute_counts(encoding, &lvl_sizes, &coordinates);
-        DynamicStorage {
+        let mut s = DynamicStorage {
             encoding: encoding.clone(),
             dim_shape: dim_shape.to_vec(),
             lvl_sizes,
             positions,
             coordinates,
             values,
-            counts,
+            counts: Vec::new(),
             batches,
             counting,
-        }
+        };
+        // arrays that break the contract may overflow a count; validation reports it
+        s.counts = storage::level_counts(&s).unwrap_or_else(|_| vec![0; encoding.lvl_rank()]);
+        s
     }
 
     /// Takes the tensor apart into its arrays (no copy); [`Self::from_raw_parts`] puts them back.

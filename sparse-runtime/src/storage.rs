@@ -7,7 +7,7 @@ use sparse_dsl::ir::{LevelFormat, LevelType};
 
 use crate::error::StorageError;
 use crate::index::IndexSlice;
-use crate::level::{dispatch, inv, Check, LevelKind};
+use crate::level::{dispatch, inv, overflow, Check, LevelKind};
 use crate::packed::IndexView;
 
 /// Read access to the arrays of a sparse tensor, level by level.
@@ -172,8 +172,13 @@ pub fn memory_bytes<S: SparseStorage + ?Sized>(s: &S) -> usize {
 ///   a block;
 /// - an AoS COO buffer holds whole tuples (its length is a multiple of the region length).
 ///
-/// Finally the number of values must equal the count of the last level. Never panics, whatever
-/// the arrays hold.
+/// Finally the number of values must equal the count of the last level.
+///
+/// Every length derived from the level sizes (`parent * size`, `parent + 1` positions per batch,
+/// `2 * parent`, `parent * n`, the batch count) is computed with checked arithmetic: a shape whose
+/// arrays could not be addressed is [`StorageError::Invariant`] `"array lengths fit usize"`
+/// naming the level and the overflowing computation, before any loop over the level runs. Every
+/// loop is bounded by the length of an array it reads. Never panics, whatever the arrays hold.
 pub fn validate<S: SparseStorage + ?Sized>(s: &S) -> Result<(), StorageError> {
     let types = s.lvl_types();
     let sizes = s.lvl_sizes();
@@ -191,16 +196,26 @@ pub fn validate<S: SparseStorage + ?Sized>(s: &S) -> Result<(), StorageError> {
         if t.format != LevelFormat::Batch {
             break;
         }
-        batches = batches
-            .checked_mul(sizes[l])
-            .ok_or_else(|| StorageError::ShapeOverflow {
-                shape: sizes.to_vec(),
-            })?;
+        batches = batches.checked_mul(sizes[l]).ok_or_else(|| {
+            overflow(
+                l,
+                0,
+                format!(
+                    "batch count {batches} x level size {} overflows usize",
+                    sizes[l]
+                ),
+            )
+        })?;
     }
-    let cx = Check { s, batches };
+    let mut cx = Check {
+        s,
+        batches,
+        counts: Vec::with_capacity(lvl_rank),
+    };
     let mut parent = 1usize;
     for (l, t) in types.iter().enumerate() {
         parent = dispatch!(t.format, K => K::check(&cx, l, parent))?;
+        cx.counts.push(parent);
     }
     if s.value_slice().len() != parent {
         return Err(inv(
@@ -301,9 +316,14 @@ pub trait FromCoo<V>: Sized {
 }
 
 /// Global stored positions per level of `s` (over all batches), read off its arrays: dense and
-/// batch levels `parent * size`, (loose_)compressed levels their number of coordinates,
-/// singleton levels one per parent, n:m levels `n` per parent block. Never panics.
-pub fn level_counts<S: SparseStorage + ?Sized>(s: &S) -> Vec<usize> {
+/// batch levels `parent * size`, (loose_)compressed levels their number of coordinates
+/// (coordinate buffer length / AoS stride), singleton levels one per parent, n:m levels `n` per
+/// parent block.
+///
+/// Errors: [`StorageError::Invariant`] `"array lengths fit usize"` naming the first level whose
+/// count (`parent * size`, or `parent * n`) overflows `usize` (the same error [`validate`]
+/// reports). Never panics.
+pub fn level_counts<S: SparseStorage + ?Sized>(s: &S) -> Result<Vec<usize>, StorageError> {
     let types = s.lvl_types();
     let sizes = s.lvl_sizes();
     let mut counts = Vec::with_capacity(types.len());
@@ -311,7 +331,14 @@ pub fn level_counts<S: SparseStorage + ?Sized>(s: &S) -> Vec<usize> {
     for (l, lt) in types.iter().enumerate() {
         let c = match lt.format {
             LevelFormat::Dense | LevelFormat::Batch => {
-                parent.saturating_mul(sizes.get(l).copied().unwrap_or(0))
+                let size = sizes.get(l).copied().unwrap_or(0);
+                parent.checked_mul(size).ok_or_else(|| {
+                    overflow(
+                        l,
+                        0,
+                        format!("{parent} parent positions x level size {size} overflows usize"),
+                    )
+                })?
             }
             LevelFormat::Compressed | LevelFormat::LooseCompressed => {
                 let mut stride = 1;
@@ -324,12 +351,18 @@ pub fn level_counts<S: SparseStorage + ?Sized>(s: &S) -> Vec<usize> {
                 s.coordinate_view(l).map_or(0, |c| c.len() / stride)
             }
             LevelFormat::Singleton => parent,
-            LevelFormat::NOutOfM { n, .. } => parent.saturating_mul(n as usize),
+            LevelFormat::NOutOfM { n, .. } => parent.checked_mul(n as usize).ok_or_else(|| {
+                overflow(
+                    l,
+                    0,
+                    format!("coordinates length {parent} blocks x n = {n} overflows usize"),
+                )
+            })?,
         };
         counts.push(c);
         parent = c;
     }
-    counts
+    Ok(counts)
 }
 
 /// Splits `units` rows (or block rows) into at most `parts` contiguous ranges holding about the

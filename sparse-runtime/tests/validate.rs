@@ -384,3 +384,147 @@ proptest! {
         }
     }
 }
+
+/// `Invariant { level, "array lengths fit usize", position, detail }`.
+fn overflow(level: usize, position: usize, detail: &str) -> StorageError {
+    StorageError::Invariant {
+        level,
+        invariant: "array lengths fit usize",
+        position,
+        detail: detail.into(),
+    }
+}
+
+/// Empty arrays (of the right kinds) for `e` on `shape`, through `from_raw_parts`.
+fn empty_parts(e: &str, shape: &[usize]) -> Result<DynamicStorage<f64>, StorageError> {
+    let enc = enc(e);
+    let positions = (0..enc.lvl_rank())
+        .map(|l| enc.lvl_types[l].has_positions().then(|| n(&[])))
+        .collect();
+    let coordinates = (0..enc.lvl_rank())
+        .map(|l| {
+            enc.owns_crd_buffer(l)
+                .then(|| CrdBuffer::new(enc.crd_width).unwrap())
+        })
+        .collect();
+    DynamicStorage::from_raw_parts(&enc, shape, positions, coordinates, vec![])
+}
+
+/// Huge shapes: every size computation of validation is checked arithmetic, so a shape whose
+/// arrays cannot be addressed is a named error (before: "attempt to add with overflow" in
+/// compressed `check`, or, with wrapping arithmetic, a 2^64-step loop).
+#[test]
+fn huge_shapes_are_named_errors_not_overflows() {
+    const MAX: usize = usize::MAX;
+    let e = empty_parts(CSR, &[MAX, 4]).unwrap_err();
+    assert_eq!(
+        e,
+        overflow(
+            1,
+            0,
+            "positions length (18446744073709551615 parents + 1) x 1 batch(es) overflows usize"
+        )
+    );
+    assert_eq!(
+        e.to_string(),
+        "level 1: invariant 'array lengths fit usize' violated at position 0: positions length \
+         (18446744073709551615 parents + 1) x 1 batch(es) overflows usize"
+    );
+    // one row fewer: the lengths fit, the arrays are simply too short
+    assert_inv(
+        empty_parts(CSR, &[MAX - 1, 4]),
+        1,
+        "3.8 positions length is parent size + 1",
+        0,
+    );
+    // dense levels over usize::MAX
+    let dense = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : dense) }>";
+    assert_eq!(
+        empty_parts(dense, &[MAX, 2]).unwrap_err(),
+        overflow(
+            1,
+            0,
+            "18446744073709551615 parent positions x level size 2 overflows usize"
+        )
+    );
+    assert_inv(
+        empty_parts(dense, &[MAX, 1]),
+        1,
+        "one value per stored position",
+        0,
+    );
+    // BSR: block rows (MAX - 1) / 2 fit; a shape that is not a multiple of the block is refused
+    let bsr = "#sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : \
+               compressed, i mod 2 : dense, j mod 2 : dense) }>";
+    assert_inv(
+        empty_parts(bsr, &[MAX - 1, 4]),
+        1,
+        "3.8 positions length is parent size + 1",
+        0,
+    );
+    assert_eq!(
+        empty_parts(bsr, &[MAX, 4]).unwrap_err(),
+        StorageError::BlockShape {
+            dim: 0,
+            size: MAX,
+            block: 2
+        }
+    );
+    let loose = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : loose_compressed) }>";
+    assert_eq!(
+        empty_parts(loose, &[MAX, 4]).unwrap_err(),
+        overflow(
+            1,
+            0,
+            "positions length 2 x 18446744073709551615 parents overflows usize"
+        )
+    );
+    let nm = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod \
+              4 : block2_4) }>";
+    assert_eq!(
+        empty_parts(nm, &[MAX, 4]).unwrap_err(),
+        overflow(
+            2,
+            0,
+            "coordinates length 18446744073709551615 blocks x n = 2 overflows usize"
+        )
+    );
+    // ELL with 3 slices: 3 x (MAX / 3) rows = MAX parents of the compressed level
+    let ell = "#sparse_tensor.encoding<{ map = [c](i, j) -> (c * 3 * i : dense, i : dense, j : \
+               compressed) }>";
+    assert_eq!(
+        empty_parts(ell, &[MAX / 3, 4]).unwrap_err(),
+        overflow(
+            2,
+            0,
+            "positions length (18446744073709551615 parents + 1) x 1 batch(es) overflows usize"
+        )
+    );
+    assert_eq!(
+        empty_parts(ell, &[MAX, 4]).unwrap_err(),
+        overflow(
+            1,
+            0,
+            "3 parent positions x level size 18446744073709551615 overflows usize"
+        )
+    );
+    // batches
+    let batch = "#sparse_tensor.encoding<{ map = (b, i, j) -> (b : batch, i : dense, j : \
+                 compressed) }>";
+    assert_eq!(
+        empty_parts(batch, &[1, MAX, 4]).unwrap_err(),
+        overflow(
+            2,
+            0,
+            "positions length (18446744073709551615 parents + 1) x 1 batch(es) overflows usize"
+        )
+    );
+    let batch2 = "#sparse_tensor.encoding<{ map = (a, b, i, j) -> (a : batch, b : batch, i : \
+                  dense, j : compressed) }>";
+    assert_eq!(
+        empty_parts(batch2, &[1 << 33, 1 << 33, 1, 4]).unwrap_err(),
+        StorageError::ShapeOverflow {
+            shape: vec![1 << 33, 1 << 33, 1, 4]
+        }
+    );
+}

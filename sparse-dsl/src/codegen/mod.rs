@@ -456,7 +456,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             .take_while(|t| t.format == LevelFormat::Batch)
             .count())
             .collect();
-        quote!(1usize #( * lvl_sizes[#sizes] )*)
+        quote!(#rt::dynamic::checked_product(&[#( lvl_sizes[#sizes] ),*]))
     };
     let (batch_fields, batch_decl, batch_init_zero) = if batched {
         (
@@ -474,17 +474,19 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
     };
     let set_counts = if batched {
         quote! {
-            let __counts = #rt::storage::level_counts(&s);
-            s.counts.copy_from_slice(&__counts);
+            // unchecked arrays may overflow a count (then `validate` reports it): no panic here
+            if let ::core::result::Result::Ok(__counts) = #rt::storage::level_counts(&s) {
+                s.counts.copy_from_slice(&__counts);
+            }
             let lvl_sizes = s.lvl_sizes;
-            s.batches = #batch_count;
+            s.batches = #batch_count.unwrap_or(0);
         }
     } else {
         quote!()
     };
     let _ = &batch_fields;
     let batch_let = if batched {
-        quote!(let batches = #batch_count;)
+        quote!(let batches = #batch_count?;)
     } else {
         quote!()
     };

@@ -61,11 +61,13 @@ impl LevelKind for LooseCompressed {
             cx.s.position_buffer(l)
                 .ok_or_else(|| inv(l, "positions present", 0, "no positions array".into()))?;
         let (_, ncrd) = cx.own_coords(l)?;
-        let want = parent
-            .checked_mul(2)
-            .ok_or_else(|| StorageError::ShapeOverflow {
-                shape: cx.s.lvl_sizes().to_vec(),
-            })?;
+        let want = parent.checked_mul(2).ok_or_else(|| {
+            super::overflow(
+                l,
+                pos.len(),
+                format!("positions length 2 x {parent} parents overflows usize"),
+            )
+        })?;
         if pos.len() != want {
             return Err(inv(
                 l,

@@ -311,6 +311,8 @@ pub(crate) struct Check<'a, S: ?Sized> {
     pub s: &'a S,
     /// Number of batches (1 without batch levels; may be 0 for an empty batch level).
     pub batches: usize,
+    /// Global stored positions of the levels checked so far (outermost first).
+    pub counts: Vec<usize>,
 }
 
 impl<S: SparseStorage + ?Sized> Check<'_, S> {
@@ -426,6 +428,16 @@ impl<S: SparseStorage + ?Sized> Check<'_, S> {
         }
         Ok(())
     }
+}
+
+/// The invariant every size computation of validation checks: a length or count derived from
+/// the level sizes (and the arrays) must fit `usize`.
+pub(crate) const ADDRESSABLE: &str = "array lengths fit usize";
+
+/// [`StorageError::Invariant`] [`ADDRESSABLE`] at level `level`: `detail` names the computation
+/// that overflowed (which numbers, multiplied or added).
+pub(crate) fn overflow(level: usize, position: usize, detail: String) -> StorageError {
+    inv(level, ADDRESSABLE, position, detail)
 }
 
 /// A [`StorageError::Invariant`].
