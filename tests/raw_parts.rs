@@ -13,6 +13,9 @@ sparse::sparse_format! {
     Ell = #sparse_tensor.encoding<{ map = [c](i, j) -> (c * 3 * i : dense, i : dense, j : compressed) }>;
     BatchCsr = #sparse_tensor.encoding<{ map = (b, i, j) -> (b : batch, i : dense, j : compressed), posWidth = 16 }>;
     Batch2Csr = #sparse_tensor.encoding<{ map = (a, b, i, j) -> (a : batch, b : batch, i : dense, j : compressed) }>;
+    Coo = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton) }>;
+    CooSoa = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton(soa)) }>;
+    CooDup = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton(nonunique)) }>;
 }
 
 const MAX: usize = usize::MAX;
@@ -206,4 +209,186 @@ fn huge_shapes_are_named_errors_generated_and_dynamic() {
             "batch count 8589934592 x level size 8589934592 overflows usize"
         )
     );
+}
+
+fn native(v: &[usize]) -> IndexBuffer {
+    IndexBuffer::Native(v.to_vec())
+}
+
+/// `Invariant { level, invariant, position, detail }`.
+fn inv(level: usize, invariant: &'static str, position: usize, detail: &str) -> StorageError {
+    StorageError::Invariant {
+        level,
+        invariant,
+        position,
+        detail: detail.into(),
+    }
+}
+
+/// The COO of issue 13: unsorted, and (3, 0) twice in a unique singleton level. Before, it was
+/// accepted, and `get([3, 0])` gave 3 while `spmv` and `to_dense` gave 9.
+#[test]
+fn coo_singleton_order_and_uniqueness_generated_and_dynamic() {
+    let unsorted = inv(
+        1,
+        "coordinate tuples sorted and distinct in a segment",
+        2,
+        "(1, 2) after (1, 3)",
+    );
+    let repeated = inv(
+        1,
+        "coordinate tuples sorted and distinct in a segment",
+        4,
+        "(3, 0) after (3, 0)",
+    );
+    let aos = |crd: &[usize]| {
+        Coo::<f64>::from_raw_parts(CooParts {
+            dim_shape: [4, 4],
+            pos_0: vec![0, 5],
+            crd_0: crd.to_vec(),
+            values: vec![1., 2., 5., 3., 6.],
+        })
+    };
+    let dynamic = |e: sparse::dsl::ir::Encoding, crd: Vec<Option<CrdBuffer>>| {
+        DynamicStorage::from_raw_parts(
+            &e,
+            &[4, 4],
+            vec![Some(native(&[0, 5])), None],
+            crd,
+            vec![1., 2., 5., 3., 6.],
+        )
+    };
+    let issue = [0, 1, 1, 3, 1, 2, 3, 0, 3, 0];
+    let sorted = [0, 1, 1, 2, 1, 3, 3, 0, 3, 0];
+    assert_eq!(aos(&issue).unwrap_err(), unsorted);
+    assert_eq!(aos(&sorted).unwrap_err(), repeated);
+    let plain = |v: &[usize]| Some(CrdBuffer::Plain(native(v)));
+    assert_eq!(
+        dynamic(Coo::<f64>::encoding(), vec![plain(&issue), None]).unwrap_err(),
+        unsorted
+    );
+    assert_eq!(
+        dynamic(Coo::<f64>::encoding(), vec![plain(&sorted), None]).unwrap_err(),
+        repeated
+    );
+    assert_eq!(
+        aos(&sorted).unwrap_err().to_string(),
+        "level 1: invariant 'coordinate tuples sorted and distinct in a segment' violated at \
+         position 4: (3, 0) after (3, 0)"
+    );
+    // SoA: the same tuples in two buffers
+    let soa = |rows: &[usize], cols: &[usize]| {
+        CooSoa::<f64>::from_raw_parts(CooSoaParts {
+            dim_shape: [4, 4],
+            pos_0: vec![0, 5],
+            crd_0: rows.to_vec(),
+            crd_1: cols.to_vec(),
+            values: vec![1., 2., 5., 3., 6.],
+        })
+    };
+    let rows = [0, 1, 1, 3, 3];
+    assert_eq!(soa(&rows, &[1, 3, 2, 0, 0]).unwrap_err(), unsorted);
+    assert_eq!(soa(&rows, &[1, 2, 3, 0, 0]).unwrap_err(), repeated);
+    assert_eq!(
+        dynamic(
+            CooSoa::<f64>::encoding(),
+            vec![plain(&rows), plain(&[1, 3, 2, 0, 0])]
+        )
+        .unwrap_err(),
+        unsorted
+    );
+    // sorted and distinct: accepted, and every reader agrees
+    let ok = soa(&rows, &[1, 2, 3, 0, 1]).unwrap();
+    assert_eq!(ok.get([3, 0]), Some(&3.0));
+    assert_eq!(ok.get([1, 3]), Some(&5.0));
+    let mut y = [0.0; 4];
+    ok.spmv(&[1.0; 4], &mut y).unwrap();
+    assert_eq!(y, [1.0, 7.0, 0.0, 9.0]);
+    let again = CooSoa::<f64>::from_coo_tensor(&ok.to_coo()).unwrap();
+    assert_eq!(again.into_raw_parts(), ok.into_raw_parts());
+    // a nonunique singleton keeps (3, 0) twice but must still be sorted
+    let dup = |crd: &[usize]| {
+        CooDup::<f64>::from_raw_parts(CooDupParts {
+            dim_shape: [4, 4],
+            pos_0: vec![0, 5],
+            crd_0: crd.to_vec(),
+            values: vec![1., 2., 5., 3., 6.],
+        })
+    };
+    let d = dup(&sorted).unwrap();
+    assert_eq!(d.to_dense().unwrap()[12], 9.0);
+    assert_eq!(
+        dup(&issue).unwrap_err(),
+        inv(
+            1,
+            "coordinate tuples non-decreasing in a segment",
+            2,
+            "(1, 2) after (1, 3)"
+        )
+    );
+}
+
+/// ELL whose slices hold the same (row, column) twice: before, accepted with `get` 1.0 and
+/// `spmv` 3.0. Also entries in the wrong slice (the k-th entry of a row belongs in slice k).
+#[test]
+fn ell_slices_generated_and_dynamic() {
+    // 3 slices x 2 rows: pos[2] has a segment per (slice, row), slice-major
+    let ell = |pos: &[usize], crd: &[usize], values: &[f64]| {
+        let g = Ell::<f64>::from_raw_parts(EllParts {
+            dim_shape: [2, 4],
+            pos_2: pos.to_vec(),
+            crd_2: crd.to_vec(),
+            values: values.to_vec(),
+        });
+        let d = DynamicStorage::from_raw_parts(
+            &Ell::<f64>::encoding(),
+            &[2, 4],
+            vec![None, None, Some(native(pos))],
+            vec![None, None, Some(CrdBuffer::Plain(native(crd)))],
+            values.to_vec(),
+        );
+        assert_eq!(g.as_ref().err(), d.as_ref().err());
+        g
+    };
+    // row 0, column 1 in slice 0 (1.0) and slice 1 (2.0)
+    assert_eq!(
+        ell(&[0, 1, 1, 2, 2, 2, 2], &[1, 1], &[1., 2.]).unwrap_err(),
+        inv(
+            2,
+            "ELL: a row's entries distinct across slices",
+            1,
+            "row 0: level coordinates (0, 1) (without the counting level 0) in slices 0 and 1"
+        )
+    );
+    // row 0's only entry in slice 1
+    assert_eq!(
+        ell(&[0, 0, 0, 1, 1, 1, 1], &[1], &[1.]).unwrap_err(),
+        inv(
+            2,
+            "ELL: entry k of a row in slice k",
+            0,
+            "row 0: entry 0 of the row in level order, level coordinates (0, 1) (without the \
+             counting level 0), sits in slice 1"
+        )
+    );
+    // two entries of row 0 in slice 0's segment
+    assert_eq!(
+        ell(&[0, 2, 2, 2, 2, 2, 2], &[1, 2], &[1., 2.]).unwrap_err(),
+        inv(
+            2,
+            "ELL: entry k of a row in slice k",
+            1,
+            "row 0: entry 1 of the row in level order, level coordinates (0, 2) (without the \
+             counting level 0), sits in slice 0"
+        )
+    );
+    // columns 1 then 3 of row 0 in slices 0 and 1, column 0 of row 1 in slice 0: the layout
+    // `from_coo` builds
+    let ok = ell(&[0, 1, 2, 3, 3, 3, 3], &[1, 0, 3], &[1., 4., 2.]).unwrap();
+    assert_eq!(ok.get([0, 3]), Some(&2.0));
+    let mut y = [0.0; 2];
+    ok.spmv(&[1.0; 4], &mut y).unwrap();
+    assert_eq!(y, [3.0, 4.0]);
+    let again = Ell::<f64>::from_coo_tensor(&ok.to_coo()).unwrap();
+    assert_eq!(again.into_raw_parts(), ok.into_raw_parts());
 }

@@ -51,7 +51,8 @@
 //! `k * rows + i`, holding 0 or 1 coordinate), `crd[2]` the column of each stored element, slice
 //! by slice, and `values` in the same order. A row with more than `K` elements is
 //! [`StorageError::EllRowOverflow`]. Iteration maps back through `lvl_to_dim` (which ignores the
-//! counting level); `get` tries every slice.
+//! counting level); `get` tries every slice. `from_raw_parts` checks this layout (entry `k` of a
+//! row in slice `k`, and no entry twice when the last level is unique).
 
 use std::fmt;
 
@@ -1018,6 +1019,19 @@ impl<V> SparseStorage for DynamicStorage<V> {
     }
     fn value_slice(&self) -> &[V] {
         &self.values
+    }
+    fn ell_levels(&self) -> Option<storage::EllLevels> {
+        let c = self.counting?;
+        let row = self
+            .encoding
+            .dim_to_lvl
+            .results
+            .iter()
+            .position(|r| r.as_var() == Some(c.dim))?;
+        Some(storage::EllLevels {
+            counting: c.level,
+            row,
+        })
     }
 }
 

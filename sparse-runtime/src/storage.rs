@@ -37,6 +37,26 @@ pub trait SparseStorage {
     fn coordinate_view(&self, l: usize) -> Option<IndexView<'_>> {
         self.coordinate_buffer(l).map(IndexView::Plain)
     }
+    /// The levels of an ELL counting map (`[c](i, j) -> (c * K * i : dense, i : dense, j : ..)`),
+    /// which [`validate`] needs for the ELL slice rules; `None` (the default) for a format
+    /// without a counting symbol, or whose counted dimension is not a level of its own.
+    /// Generated structs and [`DynamicStorage`](crate::dynamic::DynamicStorage) with an ELL
+    /// encoding override it.
+    fn ell_levels(&self) -> Option<EllLevels> {
+        None
+    }
+}
+
+/// The two levels of an ELL counting map that [`validate`] reads: for
+/// `[c](i, j) -> (c * K * i : dense, i : dense, j : compressed)`, `counting = 0` (the level whose
+/// `dim_to_lvl` result holds the symbol; extent `K`, one slice per coordinate) and `row = 1` (the
+/// level whose result is the counted dimension `i` alone).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EllLevels {
+    /// The counting level (0-based).
+    pub counting: usize,
+    /// The level holding the counted dimension (the row), 0-based.
+    pub row: usize,
 }
 
 /// Writes a tensor in the form of MLIR's `sparse_tensor.print`:
@@ -170,9 +190,26 @@ pub fn memory_bytes<S: SparseStorage + ?Sized>(s: &S) -> usize {
 /// - singleton: one coordinate per parent position, `< size`;
 /// - n:m: exactly `n` coordinates per block (`parent * n`), each `< m`, sorted and distinct in
 ///   a block;
+/// - singleton (the trailing levels of a COO region `s..=e`, `s` (loose_)compressed): in each
+///   segment of level `s`, within every run of neighbouring positions with the same prefix
+///   `(crd[s], .., crd[k - 1])`, the coordinates of an ordered singleton level `k` are
+///   non-decreasing ("coordinate tuples non-decreasing in a segment"), and increasing when `k`
+///   is the region's last level `e` and unique ("coordinate tuples sorted and distinct in a
+///   segment"); a unique `e` with a nonordered level in the region needs the whole tuples
+///   distinct in the segment ("coordinate tuples distinct in a segment"). As in MLIR
+///   (`isCOOType`), a COO's uniqueness is its last level's. For an ordered region the COO is
+///   thus sorted lexicographically, and coalesced when unique (MLIR's ordered/unique properties;
+///   PyTorch's `is_coalesced`);
 /// - an AoS COO buffer holds whole tuples (its length is a multiple of the region length).
 ///
 /// Finally the number of values must equal the count of the last level.
+///
+/// ELL counting maps ([`SparseStorage::ell_levels`], last level not dense): the stored entries of
+/// a row, in level order of the levels other than the counting level, sit in slices `0, 1, ..`
+/// one each ("ELL: entry k of a row in slice k", the layout `from_coo` builds, see
+/// [`crate::dynamic`]), and with a unique last level no two of them have the same coordinates
+/// ("ELL: a row's entries distinct across slices"); both are reported at the last level, at the
+/// position of the offending entry.
 ///
 /// Every length derived from the level sizes (`parent * size`, `parent + 1` positions per batch,
 /// `2 * parent`, `parent * n`, the batch count) is computed with checked arithmetic: a shape whose
@@ -224,6 +261,77 @@ pub fn validate<S: SparseStorage + ?Sized>(s: &S) -> Result<(), StorageError> {
             s.value_slice().len(),
             format!("{} values for {} positions", s.value_slice().len(), parent),
         ));
+    }
+    if let Some(ell) = s.ell_levels() {
+        check_ell(&cx, ell)?;
+    }
+    Ok(())
+}
+
+/// The ELL slice rules (see [`validate`]) over the checked levels of `cx`.
+fn check_ell<S: SparseStorage + ?Sized>(
+    cx: &Check<'_, S>,
+    ell: EllLevels,
+) -> Result<(), StorageError> {
+    let types = cx.s.lvl_types();
+    let rank = types.len();
+    if ell.counting >= rank
+        || ell.row >= rank
+        || ell.counting == ell.row
+        || types[rank - 1].is_dense()
+    {
+        return Ok(());
+    }
+    let last = rank - 1;
+    // (row, coordinates of the other levels, slice, position of the last level)
+    let mut entries: Vec<(usize, Vec<usize>, usize, usize)> = Vec::new();
+    cx.for_each_entry(&mut |lc, p| {
+        let key = (0..rank)
+            .filter(|&l| l != ell.counting)
+            .map(|l| lc[l])
+            .collect();
+        entries.push((lc[ell.row], key, lc[ell.counting], p));
+        Ok(())
+    })?;
+    entries.sort_unstable();
+    let show = |key: &[usize]| {
+        let c: Vec<String> = key.iter().map(|c| c.to_string()).collect();
+        format!("({})", c.join(", "))
+    };
+    let mut k = 0;
+    for i in 0..entries.len() {
+        let (row, key, slice, p) = &entries[i];
+        if i > 0 && entries[i - 1].0 == *row {
+            k += 1;
+            let prev = &entries[i - 1];
+            if types[last].is_unique() && prev.1 == *key {
+                return Err(inv(
+                    last,
+                    "ELL: a row's entries distinct across slices",
+                    *p,
+                    format!(
+                        "row {row}: level coordinates {} (without the counting level {}) in slices {} and {slice}",
+                        show(key),
+                        ell.counting,
+                        prev.2
+                    ),
+                ));
+            }
+        } else {
+            k = 0;
+        }
+        if *slice != k {
+            return Err(inv(
+                last,
+                "ELL: entry k of a row in slice k",
+                *p,
+                format!(
+                    "row {row}: entry {k} of the row in level order, level coordinates {} (without the counting level {}), sits in slice {slice}",
+                    show(key),
+                    ell.counting
+                ),
+            ));
+        }
     }
     Ok(())
 }

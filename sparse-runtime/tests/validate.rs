@@ -528,3 +528,141 @@ fn huge_shapes_are_named_errors_not_overflows() {
         }
     );
 }
+
+/// Singleton levels: the whole coordinate tuple sorted (ordered) and distinct (unique) inside a
+/// nonunique parent run; `nonordered` lifts the order, `nonunique` the distinctness.
+#[test]
+fn singleton_level_properties() {
+    let coo = |props: &str| {
+        format!(
+            "#sparse_tensor.encoding<{{ map = (i, j) -> (i : compressed(nonunique{}), j : \
+             singleton{}) }}>",
+            props.split('|').next().unwrap(),
+            props.split('|').nth(1).unwrap()
+        )
+    };
+    let b = |e: &str, crd: &[usize]| {
+        build(
+            e,
+            &[4, 4],
+            vec![Some(vec![0, crd.len() / 2]), None],
+            vec![Some(crd.to_vec()), None],
+            crd.len() / 2,
+        )
+    };
+    let (ordered, nonordered, free) = (
+        coo("|"),
+        coo("|(nonordered)"),
+        coo("|(nonunique, nonordered)"),
+    );
+    assert_inv(
+        b(&ordered, &[1, 3, 1, 2]),
+        1,
+        "coordinate tuples sorted and distinct in a segment",
+        1,
+    );
+    b(&nonordered, &[1, 3, 1, 2]).unwrap();
+    assert_eq!(
+        b(&nonordered, &[1, 2, 1, 0, 1, 2]).unwrap_err(),
+        StorageError::Invariant {
+            level: 1,
+            invariant: "coordinate tuples distinct in a segment",
+            position: 2,
+            detail: "(1, 2) repeated (positions 0 and 2)".into(),
+        }
+    );
+    b(&free, &[1, 3, 1, 2, 1, 3]).unwrap();
+    // a nonordered first level: equal tuples need not be neighbours, and are still found
+    let apart = coo(", nonordered|");
+    assert_eq!(
+        b(&apart, &[1, 0, 0, 0, 1, 0]).unwrap_err(),
+        StorageError::Invariant {
+            level: 1,
+            invariant: "coordinate tuples distinct in a segment",
+            position: 2,
+            detail: "(1, 0) repeated (positions 0 and 2)".into(),
+        }
+    );
+    b(&apart, &[1, 0, 0, 0, 1, 1]).unwrap();
+    // three levels: the tuple (i, j, k) in order
+    let coo3 = "#sparse_tensor.encoding<{ map = (i, j, k) -> (i : compressed(nonunique), j : \
+                singleton(nonunique), k : singleton) }>";
+    let b3 = |crd: &[usize]| {
+        build(
+            coo3,
+            &[2, 3, 3],
+            vec![Some(vec![0, crd.len() / 3]), None, None],
+            vec![Some(crd.to_vec()), None, None],
+            crd.len() / 3,
+        )
+    };
+    assert_eq!(
+        b3(&[0, 1, 2, 0, 1, 1]).unwrap_err(),
+        StorageError::Invariant {
+            level: 2,
+            invariant: "coordinate tuples sorted and distinct in a segment",
+            position: 1,
+            detail: "(0, 1, 1) after (0, 1, 2)".into(),
+        }
+    );
+    assert_inv(
+        b3(&[0, 2, 0, 0, 1, 0]),
+        1,
+        "coordinate tuples non-decreasing in a segment",
+        1,
+    );
+    assert_inv(
+        b3(&[1, 1, 1, 1, 1, 1]),
+        2,
+        "coordinate tuples sorted and distinct in a segment",
+        1,
+    );
+    b3(&[0, 1, 1, 0, 2, 0, 1, 0, 0]).unwrap();
+    // a unique singleton in the middle of the region: as in MLIR, the COO's uniqueness is its
+    // last level's, so (i, j) may repeat with different k (what `from_coo` builds)
+    let coo3u = coo3.replace("singleton(nonunique)", "singleton");
+    let b3u = |crd: &[usize]| {
+        build(
+            &coo3u,
+            &[2, 3, 3],
+            vec![Some(vec![0, crd.len() / 3]), None, None],
+            vec![Some(crd.to_vec()), None, None],
+            crd.len() / 3,
+        )
+    };
+    b3u(&[0, 0, 1, 0, 0, 2]).unwrap();
+    assert_inv(
+        b3u(&[0, 0, 1, 0, 0, 1]),
+        2,
+        "coordinate tuples sorted and distinct in a segment",
+        1,
+    );
+    assert_inv(
+        b3u(&[0, 1, 1, 0, 0, 2]),
+        1,
+        "coordinate tuples non-decreasing in a segment",
+        1,
+    );
+    // batched COO: batch 1's tuples out of order (global position 3)
+    let bcoo = "#sparse_tensor.encoding<{ map = (b, i, j) -> (b : batch, i : \
+                compressed(nonunique), j : singleton) }>";
+    let s = |crd: &[usize]| {
+        build(
+            bcoo,
+            &[2, 2, 2],
+            vec![None, Some(vec![0, 2, 0, 2]), None],
+            vec![None, Some(crd.to_vec()), None],
+            4,
+        )
+    };
+    s(&[0, 0, 0, 1, 0, 1, 1, 0]).unwrap();
+    assert_eq!(
+        s(&[0, 0, 0, 1, 1, 1, 1, 0]).unwrap_err(),
+        StorageError::Invariant {
+            level: 2,
+            invariant: "coordinate tuples sorted and distinct in a segment",
+            position: 3,
+            detail: "(1, 0) after (1, 1)".into(),
+        }
+    );
+}

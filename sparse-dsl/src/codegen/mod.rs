@@ -559,6 +559,22 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             }
         }
     };
+    // ELL: the counting level and the level holding the counted dimension, for `validate`.
+    let ell_levels = match counting.and_then(|(cl, (cd, _))| {
+        let row = e
+            .dim_to_lvl
+            .results
+            .iter()
+            .position(|r| r.as_var() == Some(cd))?;
+        Some((cl, row))
+    }) {
+        Some((cl, row)) => quote! {
+            fn ell_levels(&self) -> ::core::option::Option<#rt::storage::EllLevels> {
+                ::core::option::Option::Some(#rt::storage::EllLevels { counting: #cl, row: #row })
+            }
+        },
+        None => quote!(),
+    };
     let builder = format_ident!("__{}Builder", name);
     let parts = format_ident!("{}Parts", name);
     let parts_doc = format!(" The arrays of a [`{name}`], taken apart by `into_raw_parts` and given to `from_raw_parts`: the same fields, public.");
@@ -1312,7 +1328,10 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             ///
             /// Errors: `StorageError::ShapeMismatch` / `StorageError::BlockShape` for a shape the
             /// format cannot hold; `StorageError::Invariant` naming the invariant, level and
-            /// position of the first violation.
+            /// position of the first violation (see `sparse_runtime::storage::validate`: among
+            /// them `"array lengths fit usize"` for a shape whose arrays cannot be addressed,
+            /// the COO tuple order and uniqueness of singleton levels, and the ELL slice layout).
+            /// Never panics.
             #[allow(unused_variables)]
             pub fn from_raw_parts(parts: #parts<V>) -> ::core::result::Result<Self, #rt::StorageError> {
                 let shape = parts.dim_shape;
@@ -1472,6 +1491,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
                     _ => self.coordinates(l).map(|c| #rt::packed::IndexView::Plain(<#crd_ty as #rt::Index>::slice(c))),
                 }
             }
+            #ell_levels
         }
 
         impl<V: ::core::fmt::Display> ::core::fmt::Display for #name<V> {

@@ -306,6 +306,9 @@ impl Arrays<'_> {
     }
 }
 
+/// A callback of [`Check::for_each_entry`]: `(level coordinates, position of the last level)`.
+pub(crate) type EntryFn<'f> = dyn FnMut(&[usize], usize) -> Result<(), StorageError> + 'f;
+
 /// Validation context over any [`SparseStorage`].
 pub(crate) struct Check<'a, S: ?Sized> {
     pub s: &'a S,
@@ -344,6 +347,98 @@ impl<S: SparseStorage + ?Sized> Check<'_, S> {
             }
             owner -= 1;
         }
+    }
+
+    /// `(lo, hi)`: the global positions of level `l` under global parent position `q`, read off
+    /// the arrays of a level that is already checked (`l < self.counts.len()`). Saturating
+    /// arithmetic and missing entries read as 0: never panics.
+    pub fn segment(&self, l: usize, q: usize) -> (usize, usize) {
+        let size = self.s.lvl_sizes().get(l).copied().unwrap_or(0);
+        let nb = self.batches.max(1);
+        let parents = if l == 0 {
+            1
+        } else {
+            self.counts.get(l - 1).copied().unwrap_or(0)
+        };
+        let per_parent = parents / nb;
+        let per_count = self.counts.get(l).copied().unwrap_or(0) / nb;
+        let (b, r) = match per_parent {
+            0 => (0, q),
+            pp => (q / pp, q % pp),
+        };
+        let base = b.saturating_mul(per_count);
+        let pos = |i: usize| {
+            self.s
+                .position_buffer(l)
+                .and_then(|p| p.get(i))
+                .unwrap_or(0)
+        };
+        match self.s.lvl_types()[l].format {
+            LevelFormat::Dense | LevelFormat::Batch => {
+                let lo = q.saturating_mul(size);
+                (lo, lo.saturating_add(size))
+            }
+            LevelFormat::Compressed => {
+                let at = b
+                    .saturating_mul(per_parent.saturating_add(1))
+                    .saturating_add(r);
+                (
+                    base.saturating_add(pos(at)),
+                    base.saturating_add(pos(at.saturating_add(1))),
+                )
+            }
+            LevelFormat::LooseCompressed => {
+                let at = q.saturating_mul(2);
+                (
+                    base.saturating_add(pos(at)),
+                    base.saturating_add(pos(at.saturating_add(1))),
+                )
+            }
+            LevelFormat::Singleton => (q, q.saturating_add(1)),
+            LevelFormat::NOutOfM { n, .. } => {
+                let lo = q.saturating_mul(n as usize);
+                (lo, lo.saturating_add(n as usize))
+            }
+        }
+    }
+
+    /// Coordinate of the checked level `l` at global position `p` under global parent position
+    /// `q` (dense and batch levels: `p - q * size`).
+    pub fn coord(&self, l: usize, q: usize, p: usize) -> usize {
+        if self.s.lvl_types()[l].is_dense() {
+            let size = self.s.lvl_sizes()[l];
+            p.saturating_sub(q.saturating_mul(size))
+        } else {
+            self.crd_at(l, p).unwrap_or(0)
+        }
+    }
+
+    /// Calls `f(level coordinates, position of the last level)` for every stored entry of the
+    /// checked levels, in storage order.
+    pub fn for_each_entry(&self, f: &mut EntryFn<'_>) -> Result<(), StorageError> {
+        fn walk<S: SparseStorage + ?Sized>(
+            cx: &Check<'_, S>,
+            l: usize,
+            q: usize,
+            lc: &mut Vec<usize>,
+            f: &mut EntryFn<'_>,
+        ) -> Result<(), StorageError> {
+            let (lo, hi) = cx.segment(l, q);
+            for p in lo..hi {
+                lc[l] = cx.coord(l, q, p);
+                if l + 1 == lc.len() {
+                    f(lc, p)?;
+                } else {
+                    walk(cx, l + 1, p, lc, f)?;
+                }
+            }
+            Ok(())
+        }
+        let rank = self.counts.len();
+        if rank == 0 {
+            return Ok(());
+        }
+        walk(self, 0, 0, &mut vec![0; rank], f)
     }
 
     /// The coordinate buffer a level with its own `pos` owns, and the number of coordinates it
