@@ -1,6 +1,6 @@
-//! Generated `from_raw_parts` on hostile arrays, against `DynamicStorage::from_raw_parts`: huge
-//! shapes (every size computation of validation is checked), and the level properties of
-//! singleton levels and ELL slices.
+//! Generated storage on hostile input, against `DynamicStorage`: `from_raw_parts` with huge
+//! shapes (every size computation of validation is checked), the level properties of singleton
+//! levels and ELL slices; block maps over coordinates beyond `i64::MAX`.
 
 use sparse::runtime::{CrdBuffer, DynamicStorage, IndexBuffer, PackedBuffer, StorageError};
 
@@ -16,6 +16,7 @@ sparse::sparse_format! {
     Coo = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton) }>;
     CooSoa = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton(soa)) }>;
     CooDup = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton(nonunique)) }>;
+    Dbsr = #sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 2 : compressed, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense) }>;
 }
 
 const MAX: usize = usize::MAX;
@@ -391,4 +392,51 @@ fn ell_slices_generated_and_dynamic() {
     assert_eq!(y, [3.0, 4.0]);
     let again = Ell::<f64>::from_coo_tensor(&ok.to_coo()).unwrap();
     assert_eq!(again.into_raw_parts(), ok.into_raw_parts());
+}
+
+/// A block map over coordinates beyond `i64::MAX`: the dynamic storage evaluated its maps in
+/// `i64` and failed with "unsupported encoding: dim_to_lvl does not evaluate" (and would have
+/// mapped such level coordinates back to 0); it now computes in `usize` as the generated code
+/// does, so both store the same arrays and read the same entries.
+#[test]
+fn block_map_beyond_i64_max_generated_and_dynamic() {
+    let big = (1usize << 63) + 1;
+    let shape = [MAX - 1, 4];
+    let entries = [([big, 3], 5.0), ([1, 0], 2.0), ([MAX - 2, 1], 7.0)];
+    let g = Dbsr::<f64>::from_coo(shape, entries).unwrap();
+    let mut coo = sparse::runtime::CooTensor::new(shape.to_vec());
+    for (c, v) in entries {
+        coo.push(&c, v);
+    }
+    let d = DynamicStorage::from_coo(&Dbsr::<f64>::encoding(), &coo).unwrap();
+    assert_eq!(g.positions(0), Some(&[0, 3][..]));
+    assert_eq!(g.coordinates(0), Some(&[0, 1 << 62, (1 << 63) - 2][..]));
+    assert_eq!(g.coordinates(1), Some(&[0, 1, 0][..]));
+    assert_eq!(
+        g.values(),
+        &[0., 0., 2., 0., 0., 0., 0., 5., 0., 0., 0., 7.][..]
+    );
+    assert_eq!(
+        d.coordinates(0).unwrap().to_vec(),
+        vec![0, 1 << 62, (1 << 63) - 2]
+    );
+    assert_eq!(d.values(), g.values());
+    assert_eq!(d.get(&[big, 3]), Some(&5.0));
+    assert_eq!(g.get([big, 3]), Some(&5.0));
+    assert_eq!(d.get(&[big, 2]), Some(&0.0));
+    assert_eq!(d.get(&[big + 2, 3]), None);
+    let stored: Vec<(Vec<usize>, f64)> = d
+        .iter()
+        .filter(|(_, v)| **v != 0.0)
+        .map(|(c, v)| (c, *v))
+        .collect();
+    assert_eq!(
+        stored,
+        vec![
+            (vec![1, 0], 2.0),
+            (vec![big, 3], 5.0),
+            (vec![MAX - 2, 1], 7.0)
+        ]
+    );
+    assert_eq!(d.to_coo(), g.to_coo());
 }

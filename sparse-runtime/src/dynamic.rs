@@ -13,7 +13,9 @@
 //! Supported: `dense`, `batch` (leading), `compressed`, `loose_compressed`, `singleton`, n:m
 //! (`structured[n, m]` / `block2_4`, last level below dense levels) with any properties; maps that
 //! are permutations, `floordiv`/`mod` block splits with a constant block size, and ELL counting
-//! maps. Slices are views over a parent storage ([`DynamicStorage::slice`]).
+//! maps. Slices are views over a parent storage ([`DynamicStorage::slice`]). Maps are evaluated
+//! in `usize` arithmetic both ways, as the generated code does, so every coordinate below its
+//! dimension size maps (also beyond `i64::MAX`).
 //!
 //! # Arrays
 //!
@@ -260,27 +262,59 @@ fn analyze(encoding: &Encoding, dim_shape: &[usize]) -> Result<Layout, StorageEr
     })
 }
 
-/// Maps dimension coordinates to level coordinates; a counting level gets 0.
+/// Evaluates `e` over the non-negative coordinates `vars` in `usize` arithmetic, as the
+/// generated code does (so coordinates beyond `i64::MAX` map as they do there); a symbol is 0
+/// (the ELL counting level's coordinate is assigned during assembly). `None` for a negative
+/// constant, a division by zero or an overflow.
+fn eval_usize(e: &AffineExpr, vars: &[usize]) -> Option<usize> {
+    let both = |a: &AffineExpr, b: &AffineExpr| Some((eval_usize(a, vars)?, eval_usize(b, vars)?));
+    match e {
+        AffineExpr::Var(v) => vars.get(*v).copied(),
+        AffineExpr::Symbol(_) => Some(0),
+        AffineExpr::Constant(c) => usize::try_from(*c).ok(),
+        AffineExpr::Add(a, b) => both(a, b).and_then(|(a, b)| a.checked_add(b)),
+        AffineExpr::Mul(a, b) => both(a, b).and_then(|(a, b)| a.checked_mul(b)),
+        AffineExpr::FloorDiv(a, b) => both(a, b).and_then(|(a, b)| a.checked_div(b)),
+        AffineExpr::CeilDiv(a, b) => both(a, b).and_then(|(a, b)| (b != 0).then(|| a.div_ceil(b))),
+        AffineExpr::Mod(a, b) => both(a, b).and_then(|(a, b)| a.checked_rem(b)),
+    }
+}
+
+/// Maps dimension coordinates to level coordinates (`usize` arithmetic, see [`eval_usize`]); a
+/// counting level gets 0. `Err(l)` names the first level whose expression does not evaluate
+/// (never for the maps [`analyze`] accepts: permutations, `d floordiv b`, `d mod b`, ELL
+/// counting).
 fn dim_to_lvl(
     enc: &Encoding,
     perm: Option<&[usize]>,
     dc: &[usize],
     lc: &mut [usize],
-) -> Option<()> {
+) -> Result<(), usize> {
     if let Some(perm) = perm {
         for (l, d) in perm.iter().enumerate() {
-            lc[l] = *dc.get(*d)?;
+            lc[l] = *dc.get(*d).ok_or(l)?;
         }
-        return Some(());
+        return Ok(());
     }
-    let vars: Vec<i64> = dc
-        .iter()
-        .map(|&c| i64::try_from(c).ok())
-        .collect::<Option<_>>()?;
     for (l, r) in enc.dim_to_lvl.results.iter().enumerate() {
-        lc[l] = usize::try_from(r.eval(&vars, &[0])?).ok()?;
+        lc[l] = eval_usize(r, dc).ok_or(l)?;
     }
-    Some(())
+    Ok(())
+}
+
+/// Maps level coordinates back to dimension coordinates through `lvl_to_dim`, in `usize`
+/// arithmetic (the generated code's); falls back to the encoding's `i64` evaluation for an
+/// expression with a negative term.
+fn lvl_to_dim(enc: &Encoding, lc: &[usize], dc: &mut [usize]) {
+    for (d, r) in enc.lvl_to_dim.results.iter().enumerate() {
+        match eval_usize(r, lc) {
+            Some(c) => dc[d] = c,
+            None => {
+                enc.lvl_to_dim_coords(lc, dc);
+                return;
+            }
+        }
+    }
 }
 
 /// The order that puts `n` entries (keys of `r` level coordinates each, entry-major) in level
@@ -471,7 +505,12 @@ impl<V: Value> DynamicStorage<V> {
                 dc,
                 &mut keys[e * lvl_rank..(e + 1) * lvl_rank],
             )
-            .ok_or_else(|| unsupported("dim_to_lvl does not evaluate"))?;
+            .map_err(|l| {
+                unsupported(format!(
+                    "entry {e}: the map's level {l} expression does not evaluate on coordinates \
+                     {dc:?} in usize arithmetic"
+                ))
+            })?;
         }
         let merge = encoding.lvl_types.last().is_some_and(|t| t.is_unique());
         let mut values = coo.values.clone();
@@ -847,7 +886,7 @@ impl<V> DynamicStorage<V> {
         let dim_rank = self.encoding.dim_rank();
         self.iter_levels().map(move |(lc, v)| {
             let mut dc = vec![0; dim_rank];
-            self.encoding.lvl_to_dim_coords(&lc, &mut dc);
+            lvl_to_dim(&self.encoding, &lc, &mut dc);
             (dc, v)
         })
     }
@@ -866,7 +905,8 @@ impl<V> DynamicStorage<V> {
             self.encoding.dim_permutation().as_deref(),
             coords,
             &mut lc,
-        )?;
+        )
+        .ok()?;
         let a = self.arrays();
         self.locate(&a, 0, 0, &lc).map(|p| &self.values[p])
     }
