@@ -440,3 +440,66 @@ fn block_map_beyond_i64_max_generated_and_dynamic() {
     );
     assert_eq!(d.to_coo(), g.to_coo());
 }
+
+/// Assembly reserves the positions of a level below dense levels exactly (its length is known:
+/// one segment per parent) and builds them in place, so nothing is over-allocated or copied
+/// (issue 13: a 3e8-row CSR peaked at twice its positions array). Capacity equals length, for
+/// the generated structs and the dynamic storage, with and without batches.
+#[test]
+fn positions_reserved_exactly() {
+    let entries = [([0, 1], 1.0), ([3, 4], 2.0), ([3, 0], 3.0), ([8, 2], 4.0)];
+    let coo = |shape: &[usize], entries: &[(Vec<usize>, f64)]| {
+        let mut coo = sparse::runtime::CooTensor::new(shape.to_vec());
+        for (c, v) in entries {
+            coo.push(c, *v);
+        }
+        coo
+    };
+    let two: Vec<(Vec<usize>, f64)> = entries.iter().map(|(c, v)| (c.to_vec(), *v)).collect();
+    let dynamic_capacity =
+        |e: sparse::dsl::ir::Encoding, coo: &sparse::runtime::CooTensor<f64>, l: usize| {
+            let parts = DynamicStorage::from_coo(&e, coo).unwrap().into_raw_parts();
+            let p = parts.positions[l].as_ref().unwrap();
+            (p.len(), p.capacity())
+        };
+    let csr = Csr::<f64>::from_coo([9, 5], entries)
+        .unwrap()
+        .into_raw_parts();
+    assert_eq!((csr.pos_1.len(), csr.pos_1.capacity()), (10, 10));
+    assert_eq!(
+        dynamic_capacity(Csr::<f64>::encoding(), &coo(&[9, 5], &two), 1),
+        (10, 10)
+    );
+    let loose = LooseCsr::<f64>::from_coo([9, 5], entries)
+        .unwrap()
+        .into_raw_parts();
+    assert_eq!((loose.pos_1.len(), loose.pos_1.capacity()), (18, 18));
+    assert_eq!(
+        dynamic_capacity(LooseCsr::<f64>::encoding(), &coo(&[9, 5], &two), 1),
+        (18, 18)
+    );
+    let ell = Ell::<f64>::from_coo([9, 5], entries)
+        .unwrap()
+        .into_raw_parts();
+    assert_eq!((ell.pos_2.len(), ell.pos_2.capacity()), (28, 28));
+    assert_eq!(
+        dynamic_capacity(Ell::<f64>::encoding(), &coo(&[9, 5], &two), 2),
+        (28, 28)
+    );
+    // 3 batches of 9 x 5, the same pattern: 3 x (9 + 1) batch-local positions
+    let batched: Vec<([usize; 3], f64)> = (0..3)
+        .flat_map(|b| entries.iter().map(move |(c, v)| ([b, c[0], c[1]], *v)))
+        .collect();
+    let b = BatchCsr::<f64>::from_coo([3, 9, 5], batched.iter().copied()).unwrap();
+    assert_eq!(
+        &b.positions(2).unwrap()[..11],
+        &[0, 1, 1, 1, 3, 3, 3, 3, 3, 4, 0]
+    );
+    let b = b.into_raw_parts();
+    assert_eq!((b.pos_2.len(), b.pos_2.capacity()), (30, 30));
+    let b3: Vec<(Vec<usize>, f64)> = batched.iter().map(|(c, v)| (c.to_vec(), *v)).collect();
+    assert_eq!(
+        dynamic_capacity(BatchCsr::<f64>::encoding(), &coo(&[3, 9, 5], &b3), 2),
+        (30, 30)
+    );
+}

@@ -63,7 +63,7 @@ use sparse_dsl::ir::{AffineExpr, Encoding, LevelFormat};
 use crate::coo::CooTensor;
 use crate::error::StorageError;
 use crate::index::{IndexBuffer, IndexSlice};
-use crate::level::{self, dispatch, Arrays, Builder, LevelKind};
+use crate::level::{dispatch, Arrays, Builder, LevelKind};
 use crate::packed::{CrdBuffer, IndexView};
 use crate::storage::{self, SparseStorage};
 use crate::value::Value;
@@ -388,7 +388,8 @@ pub fn nonordered_sort_keys(
 
 /// Rebases the global positions of level `l` (format `format`, compressed or loose_compressed;
 /// other formats are copied) to batch-local ones (module docs, "Batch layout"), checking that
-/// every batch stores the same number of positions. Generated code calls it too.
+/// every batch stores the same number of positions. A copying form of
+/// [`rebase_batches_in_place`].
 ///
 /// Errors: [`StorageError::BatchNse`] naming the level and the first batch that differs.
 pub fn rebase_batches(
@@ -397,52 +398,78 @@ pub fn rebase_batches(
     global: &[usize],
     batches: usize,
 ) -> Result<Vec<usize>, StorageError> {
-    if batches == 0 {
-        return Ok(Vec::new());
-    }
     let mut out = Vec::with_capacity(global.len() + batches);
+    out.extend_from_slice(global);
+    rebase_batches_in_place(l, format, &mut out, batches)?;
+    Ok(out)
+}
+
+/// Rebases the global positions `pos` of level `l` (format `format`) to batch-local ones in
+/// place (module docs, "Batch layout"), checking that every batch stores the same number of
+/// positions; the dynamic storage's and the generated builders' last step for batched formats.
+///
+/// A compressed level's `B * P + 1` global positions (`P` parents per batch) become `B * (P + 1)`
+/// local ones: the vector grows by `B - 1` (reserve them beforehand to avoid a reallocation) and
+/// is rewritten from the back, without a second buffer. A loose_compressed level's `2 * B * P`
+/// pairs keep their length. Other formats are left as they are; zero batches empty `pos`.
+///
+/// Errors: [`StorageError::BatchNse`] naming the level and the first batch that differs (`pos`
+/// is then unspecified).
+pub fn rebase_batches_in_place(
+    l: usize,
+    format: LevelFormat,
+    pos: &mut Vec<usize>,
+    batches: usize,
+) -> Result<(), StorageError> {
+    if batches == 0 {
+        pos.clear();
+        return Ok(());
+    }
+    let at = |pos: &[usize], i: usize| pos.get(i).copied().unwrap_or(0);
+    let mut expected = None;
+    let mut check = |b: usize, got: usize| {
+        let want = *expected.get_or_insert(got);
+        if got == want {
+            Ok(())
+        } else {
+            Err(StorageError::BatchNse {
+                level: l,
+                batch: b,
+                expected: want,
+                got,
+            })
+        }
+    };
     match format {
-        LevelFormat::Compressed => {
-            let per = (global.len() - 1) / batches;
-            let mut expected = None;
+        LevelFormat::Compressed if !pos.is_empty() => {
+            let per = (pos.len() - 1) / batches;
             for b in 0..batches {
-                let base = global[b * per];
-                let got = global[(b + 1) * per] - base;
-                let want = *expected.get_or_insert(got);
-                if got != want {
-                    return Err(StorageError::BatchNse {
-                        level: l,
-                        batch: b,
-                        expected: want,
-                        got,
-                    });
+                check(b, at(pos, (b + 1) * per).saturating_sub(at(pos, b * per)))?;
+            }
+            // batch b's positions move from b * per to b * (per + 1): back to front, every
+            // entry is read before anything is written over it
+            pos.resize(batches * (per + 1), 0);
+            for b in (0..batches).rev() {
+                let base = pos[b * per];
+                for r in (0..=per).rev() {
+                    pos[b * (per + 1) + r] = pos[b * per + r].saturating_sub(base);
                 }
-                out.extend(global[b * per..=(b + 1) * per].iter().map(|p| p - base));
             }
         }
         LevelFormat::LooseCompressed => {
-            let per = global.len() / 2 / batches;
-            let mut expected = None;
+            let per = pos.len() / 2 / batches;
             let mut base = 0;
             for b in 0..batches {
-                let pairs = &global[2 * b * per..2 * (b + 1) * per];
-                let got: usize = pairs.chunks(2).map(|p| p[1] - p[0]).sum();
-                let want = *expected.get_or_insert(got);
-                if got != want {
-                    return Err(StorageError::BatchNse {
-                        level: l,
-                        batch: b,
-                        expected: want,
-                        got,
-                    });
-                }
-                out.extend(pairs.iter().map(|p| p - base));
+                let pairs = &mut pos[2 * b * per..2 * (b + 1) * per];
+                let got: usize = pairs.chunks(2).map(|p| p[1].saturating_sub(p[0])).sum();
+                check(b, got)?;
+                pairs.iter_mut().for_each(|p| *p = p.saturating_sub(base));
                 base += got;
             }
         }
-        _ => out.extend_from_slice(global),
+        _ => {}
     }
-    Ok(out)
+    Ok(())
 }
 
 impl<V: Value> DynamicStorage<V> {
@@ -526,7 +553,7 @@ impl<V: Value> DynamicStorage<V> {
         };
         let key = |e: usize| &keys[e * lvl_rank..(e + 1) * lvl_rank];
 
-        let mut b = Builder::new(encoding, &layout.lvl_sizes)?;
+        let mut b = Builder::new(encoding, &layout.lvl_sizes, layout.batches)?;
         let mut first = true;
         let mut k = 0;
         while k < n {
@@ -549,18 +576,29 @@ impl<V: Value> DynamicStorage<V> {
             values,
             ..
         } = b;
+        // without batch levels the positions are final; with them, rebase and narrow in place
         let mut positions = Vec::with_capacity(lvl_rank);
         for (l, p) in gpos.into_iter().enumerate() {
             positions.push(match p {
-                None => None,
-                Some(g) => {
-                    let local = if layout.batch_levels > 0 {
-                        rebase_batches(l, encoding.lvl_types[l].format, &g, layout.batches)?
-                    } else {
-                        g
-                    };
-                    Some(level::to_index_buffer(l, encoding.pos_width, &local)?)
+                Some(IndexBuffer::Native(mut g)) if layout.batch_levels > 0 => {
+                    rebase_batches_in_place(
+                        l,
+                        encoding.lvl_types[l].format,
+                        &mut g,
+                        layout.batches,
+                    )?;
+                    let width = encoding.pos_width;
+                    let narrowed = IndexBuffer::from_native(width, g)
+                        .ok_or_else(|| unsupported(format!("posWidth = {width}")))?
+                        .map_err(|value| StorageError::WidthOverflow {
+                            level: l,
+                            kind: crate::error::BufferKind::Position,
+                            value,
+                            width,
+                        })?;
+                    Some(narrowed)
                 }
+                p => p,
             });
         }
         let mut s = DynamicStorage {

@@ -31,7 +31,7 @@ impl LevelKind for Compressed {
     ) -> Result<(), StorageError> {
         let c = b.count[l];
         let pos = b.positions[l].as_mut().expect("compressed has positions");
-        super::grow(pos, count, c, b.lvl_sizes)
+        super::push_positions(pos, l, c, count, b.enc.pos_width, b.lvl_sizes)
     }
 
     fn segment(a: &Arrays<'_>, l: usize, parent: usize) -> (usize, usize) {

@@ -28,13 +28,14 @@ impl LevelKind for LooseCompressed {
         _full: usize,
         count: usize,
     ) -> Result<(), StorageError> {
+        let (width, sizes) = (b.enc.pos_width, b.lvl_sizes);
         for _ in 0..count {
             let (lo, hi) = (b.loose_start[l], b.count[l]);
             let pos = b.positions[l]
                 .as_mut()
                 .expect("loose_compressed has positions");
-            pos.push(lo);
-            pos.push(hi);
+            super::push_positions(pos, l, lo, 1, width, sizes)?;
+            super::push_positions(pos, l, hi, 1, width, sizes)?;
             b.loose_start[l] = hi;
         }
         Ok(())

@@ -90,13 +90,19 @@ macro_rules! dispatch {
 }
 pub(crate) use dispatch;
 
-/// Assembly state: MLIR's `lvlCursor` plus per-level node counts. Positions are collected as
-/// native global numbers and converted to `posWidth` (local per batch) when assembly ends.
+/// Assembly state: MLIR's `lvlCursor` plus per-level node counts.
+///
+/// Positions are global numbers. Without batch levels they are built in place in the encoding's
+/// `posWidth` (width-checked as they are appended; nothing is converted or copied when assembly
+/// ends); with batch levels they are native and are rebased to batch-local numbers and narrowed
+/// in place at the end ([`crate::dynamic::rebase_batches_in_place`],
+/// [`IndexBuffer::from_native`]). A level whose ancestors are all dense (CSR's `pos`, BSR's,
+/// ELL's) knows its final length up front and reserves exactly that.
 pub(crate) struct Builder<'e, V> {
     pub enc: &'e Encoding,
     pub lvl_sizes: &'e [usize],
     /// Global positions per level (compressed: starts with 0; loose: `(lo, hi)` pairs).
-    pub positions: Vec<Option<Vec<usize>>>,
+    pub positions: Vec<Option<IndexBuffer>>,
     pub coordinates: Vec<Option<CrdBuffer>>,
     pub values: Vec<V>,
     pub cursor: Vec<usize>,
@@ -109,17 +115,54 @@ pub(crate) struct Builder<'e, V> {
 }
 
 impl<'e, V: Value> Builder<'e, V> {
-    /// An empty builder; [`StorageError::Unsupported`] for a width no buffer has.
-    pub fn new(enc: &'e Encoding, lvl_sizes: &'e [usize]) -> Result<Self, StorageError> {
+    /// An empty builder for `batches` batches (1 without batch levels).
+    ///
+    /// Errors: [`StorageError::Unsupported`] for a width no buffer has;
+    /// [`StorageError::ShapeOverflow`] (naming the level sizes) when the positions of a level
+    /// below dense levels cannot be had (their count overflows `usize`, or the allocation fails).
+    pub fn new(
+        enc: &'e Encoding,
+        lvl_sizes: &'e [usize],
+        batches: usize,
+    ) -> Result<Self, StorageError> {
         let lvl_rank = enc.lvl_rank();
+        let batched = enc
+            .lvl_types
+            .first()
+            .is_some_and(|t| t.format == LevelFormat::Batch);
+        let width = if batched { 0 } else { enc.pos_width };
+        let too_large = || StorageError::ShapeOverflow {
+            shape: lvl_sizes.to_vec(),
+        };
         let mut positions = Vec::with_capacity(lvl_rank);
         let mut coordinates = Vec::with_capacity(lvl_rank);
         for l in 0..lvl_rank {
             let lt = enc.lvl_types[l];
-            positions.push(match lt.format {
-                LevelFormat::Compressed => Some(vec![0]),
-                LevelFormat::LooseCompressed => Some(Vec::new()),
-                _ => None,
+            positions.push(if lt.has_positions() {
+                let mut buf = IndexBuffer::new(width).ok_or_else(|| StorageError::Unsupported {
+                    reason: format!("posWidth = {width}"),
+                })?;
+                // below dense levels every parent gets its segment: the final length is known
+                // (batch-local: one extra leading 0 per batch)
+                if enc.lvl_types[..l].iter().all(|t| t.is_dense()) {
+                    let parents = lvl_sizes[..l]
+                        .iter()
+                        .try_fold(1usize, |a, &s| a.checked_mul(s))
+                        .ok_or_else(too_large)?;
+                    let len = if lt.format == LevelFormat::Compressed {
+                        parents.checked_add(batches.max(1))
+                    } else {
+                        parents.checked_mul(2)
+                    }
+                    .ok_or_else(too_large)?;
+                    buf.try_reserve_exact(len).map_err(|_| too_large())?;
+                }
+                if lt.format == LevelFormat::Compressed {
+                    buf.push(0).map_err(|_| too_large())?;
+                }
+                Some(buf)
+            } else {
+                None
             });
             coordinates.push(if enc.owns_crd_buffer(l) {
                 Some(crd_buffer_for(enc, l)?)
@@ -252,25 +295,30 @@ pub(crate) fn crd_buffer_for(enc: &Encoding, l: usize) -> Result<CrdBuffer, Stor
     })
 }
 
-/// Converts native positions to a `width`-bit buffer; [`StorageError::WidthOverflow`] names the
-/// level and the first value that does not fit.
-pub(crate) fn to_index_buffer(
+/// Appends `count` copies of position `value` to level `l`'s positions `pos` (reserving first).
+///
+/// Errors: [`StorageError::ShapeOverflow`] (naming `lvl_sizes`) if the memory cannot be had;
+/// [`StorageError::WidthOverflow`] naming the level and value if `value` does not fit `posWidth`
+/// (`width`).
+pub(crate) fn push_positions(
+    pos: &mut IndexBuffer,
     l: usize,
+    value: usize,
+    count: usize,
     width: u32,
-    v: &[usize],
-) -> Result<IndexBuffer, StorageError> {
-    let mut b = IndexBuffer::new(width).ok_or_else(|| StorageError::Unsupported {
-        reason: format!("posWidth = {width}"),
-    })?;
-    for &x in v {
-        b.push(x).map_err(|value| StorageError::WidthOverflow {
+    lvl_sizes: &[usize],
+) -> Result<(), StorageError> {
+    pos.try_reserve(count)
+        .map_err(|_| StorageError::ShapeOverflow {
+            shape: lvl_sizes.to_vec(),
+        })?;
+    pos.push_n(value, count)
+        .map_err(|value| StorageError::WidthOverflow {
             level: l,
             kind: BufferKind::Position,
             value,
             width,
-        })?;
-    }
-    Ok(b)
+        })
 }
 
 /// Read-side view of the dynamic storage's arrays, as [`LevelKind::segment`] needs them.
