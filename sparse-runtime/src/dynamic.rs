@@ -13,7 +13,9 @@
 //! Supported: `dense`, `batch` (leading), `compressed`, `loose_compressed`, `singleton`, n:m
 //! (`structured[n, m]` / `block2_4`, last level below dense levels) with any properties; maps that
 //! are permutations, `floordiv`/`mod` block splits with a constant block size, and ELL counting
-//! maps. Slices are views over a parent storage ([`DynamicStorage::slice`]).
+//! maps. Slices are views over a parent storage ([`DynamicStorage::slice`]). Maps are evaluated
+//! in `usize` arithmetic both ways, as the generated code does, so every coordinate below its
+//! dimension size maps (also beyond `i64::MAX`).
 //!
 //! # Arrays
 //!
@@ -51,7 +53,8 @@
 //! `k * rows + i`, holding 0 or 1 coordinate), `crd[2]` the column of each stored element, slice
 //! by slice, and `values` in the same order. A row with more than `K` elements is
 //! [`StorageError::EllRowOverflow`]. Iteration maps back through `lvl_to_dim` (which ignores the
-//! counting level); `get` tries every slice.
+//! counting level); `get` tries every slice. `from_raw_parts` checks this layout (entry `k` of a
+//! row in slice `k`, and no entry twice when the last level is unique).
 
 use std::fmt;
 
@@ -60,7 +63,7 @@ use sparse_dsl::ir::{AffineExpr, Encoding, LevelFormat};
 use crate::coo::CooTensor;
 use crate::error::StorageError;
 use crate::index::{IndexBuffer, IndexSlice};
-use crate::level::{self, dispatch, Arrays, Builder, LevelKind};
+use crate::level::{dispatch, Arrays, Builder, LevelKind};
 use crate::packed::{CrdBuffer, IndexView};
 use crate::storage::{self, SparseStorage};
 use crate::value::Value;
@@ -259,27 +262,59 @@ fn analyze(encoding: &Encoding, dim_shape: &[usize]) -> Result<Layout, StorageEr
     })
 }
 
-/// Maps dimension coordinates to level coordinates; a counting level gets 0.
+/// Evaluates `e` over the non-negative coordinates `vars` in `usize` arithmetic, as the
+/// generated code does (so coordinates beyond `i64::MAX` map as they do there); a symbol is 0
+/// (the ELL counting level's coordinate is assigned during assembly). `None` for a negative
+/// constant, a division by zero or an overflow.
+fn eval_usize(e: &AffineExpr, vars: &[usize]) -> Option<usize> {
+    let both = |a: &AffineExpr, b: &AffineExpr| Some((eval_usize(a, vars)?, eval_usize(b, vars)?));
+    match e {
+        AffineExpr::Var(v) => vars.get(*v).copied(),
+        AffineExpr::Symbol(_) => Some(0),
+        AffineExpr::Constant(c) => usize::try_from(*c).ok(),
+        AffineExpr::Add(a, b) => both(a, b).and_then(|(a, b)| a.checked_add(b)),
+        AffineExpr::Mul(a, b) => both(a, b).and_then(|(a, b)| a.checked_mul(b)),
+        AffineExpr::FloorDiv(a, b) => both(a, b).and_then(|(a, b)| a.checked_div(b)),
+        AffineExpr::CeilDiv(a, b) => both(a, b).and_then(|(a, b)| (b != 0).then(|| a.div_ceil(b))),
+        AffineExpr::Mod(a, b) => both(a, b).and_then(|(a, b)| a.checked_rem(b)),
+    }
+}
+
+/// Maps dimension coordinates to level coordinates (`usize` arithmetic, see [`eval_usize`]); a
+/// counting level gets 0. `Err(l)` names the first level whose expression does not evaluate
+/// (never for the maps [`analyze`] accepts: permutations, `d floordiv b`, `d mod b`, ELL
+/// counting).
 fn dim_to_lvl(
     enc: &Encoding,
     perm: Option<&[usize]>,
     dc: &[usize],
     lc: &mut [usize],
-) -> Option<()> {
+) -> Result<(), usize> {
     if let Some(perm) = perm {
         for (l, d) in perm.iter().enumerate() {
-            lc[l] = *dc.get(*d)?;
+            lc[l] = *dc.get(*d).ok_or(l)?;
         }
-        return Some(());
+        return Ok(());
     }
-    let vars: Vec<i64> = dc
-        .iter()
-        .map(|&c| i64::try_from(c).ok())
-        .collect::<Option<_>>()?;
     for (l, r) in enc.dim_to_lvl.results.iter().enumerate() {
-        lc[l] = usize::try_from(r.eval(&vars, &[0])?).ok()?;
+        lc[l] = eval_usize(r, dc).ok_or(l)?;
     }
-    Some(())
+    Ok(())
+}
+
+/// Maps level coordinates back to dimension coordinates through `lvl_to_dim`, in `usize`
+/// arithmetic (the generated code's); falls back to the encoding's `i64` evaluation for an
+/// expression with a negative term.
+fn lvl_to_dim(enc: &Encoding, lc: &[usize], dc: &mut [usize]) {
+    for (d, r) in enc.lvl_to_dim.results.iter().enumerate() {
+        match eval_usize(r, lc) {
+            Some(c) => dc[d] = c,
+            None => {
+                enc.lvl_to_dim_coords(lc, dc);
+                return;
+            }
+        }
+    }
 }
 
 /// The order that puts `n` entries (keys of `r` level coordinates each, entry-major) in level
@@ -351,38 +386,10 @@ pub fn nonordered_sort_keys(
     Some(out)
 }
 
-/// Global stored positions per level, from the arrays (never panics on inconsistent arrays).
-fn compute_counts(
-    enc: &Encoding,
-    lvl_sizes: &[usize],
-    coordinates: &[Option<CrdBuffer>],
-) -> Vec<usize> {
-    let mut counts = Vec::with_capacity(enc.lvl_rank());
-    let mut parent = 1usize;
-    for (l, lt) in enc.lvl_types.iter().enumerate() {
-        let c = match lt.format {
-            LevelFormat::Dense | LevelFormat::Batch => {
-                parent.saturating_mul(lvl_sizes.get(l).copied().unwrap_or(0))
-            }
-            LevelFormat::Compressed | LevelFormat::LooseCompressed => {
-                let stride = enc.crd_location(l).map_or(1, |(_, s, _)| s.max(1));
-                coordinates
-                    .get(l)
-                    .and_then(|c| c.as_ref())
-                    .map_or(0, |c| c.len() / stride)
-            }
-            LevelFormat::Singleton => parent,
-            LevelFormat::NOutOfM { n, .. } => parent.saturating_mul(n as usize),
-        };
-        counts.push(c);
-        parent = c;
-    }
-    counts
-}
-
 /// Rebases the global positions of level `l` (format `format`, compressed or loose_compressed;
 /// other formats are copied) to batch-local ones (module docs, "Batch layout"), checking that
-/// every batch stores the same number of positions. Generated code calls it too.
+/// every batch stores the same number of positions. A copying form of
+/// [`rebase_batches_in_place`].
 ///
 /// Errors: [`StorageError::BatchNse`] naming the level and the first batch that differs.
 pub fn rebase_batches(
@@ -391,52 +398,78 @@ pub fn rebase_batches(
     global: &[usize],
     batches: usize,
 ) -> Result<Vec<usize>, StorageError> {
-    if batches == 0 {
-        return Ok(Vec::new());
-    }
     let mut out = Vec::with_capacity(global.len() + batches);
+    out.extend_from_slice(global);
+    rebase_batches_in_place(l, format, &mut out, batches)?;
+    Ok(out)
+}
+
+/// Rebases the global positions `pos` of level `l` (format `format`) to batch-local ones in
+/// place (module docs, "Batch layout"), checking that every batch stores the same number of
+/// positions; the dynamic storage's and the generated builders' last step for batched formats.
+///
+/// A compressed level's `B * P + 1` global positions (`P` parents per batch) become `B * (P + 1)`
+/// local ones: the vector grows by `B - 1` (reserve them beforehand to avoid a reallocation) and
+/// is rewritten from the back, without a second buffer. A loose_compressed level's `2 * B * P`
+/// pairs keep their length. Other formats are left as they are; zero batches empty `pos`.
+///
+/// Errors: [`StorageError::BatchNse`] naming the level and the first batch that differs (`pos`
+/// is then unspecified).
+pub fn rebase_batches_in_place(
+    l: usize,
+    format: LevelFormat,
+    pos: &mut Vec<usize>,
+    batches: usize,
+) -> Result<(), StorageError> {
+    if batches == 0 {
+        pos.clear();
+        return Ok(());
+    }
+    let at = |pos: &[usize], i: usize| pos.get(i).copied().unwrap_or(0);
+    let mut expected = None;
+    let mut check = |b: usize, got: usize| {
+        let want = *expected.get_or_insert(got);
+        if got == want {
+            Ok(())
+        } else {
+            Err(StorageError::BatchNse {
+                level: l,
+                batch: b,
+                expected: want,
+                got,
+            })
+        }
+    };
     match format {
-        LevelFormat::Compressed => {
-            let per = (global.len() - 1) / batches;
-            let mut expected = None;
+        LevelFormat::Compressed if !pos.is_empty() => {
+            let per = (pos.len() - 1) / batches;
             for b in 0..batches {
-                let base = global[b * per];
-                let got = global[(b + 1) * per] - base;
-                let want = *expected.get_or_insert(got);
-                if got != want {
-                    return Err(StorageError::BatchNse {
-                        level: l,
-                        batch: b,
-                        expected: want,
-                        got,
-                    });
+                check(b, at(pos, (b + 1) * per).saturating_sub(at(pos, b * per)))?;
+            }
+            // batch b's positions move from b * per to b * (per + 1): back to front, every
+            // entry is read before anything is written over it
+            pos.resize(batches * (per + 1), 0);
+            for b in (0..batches).rev() {
+                let base = pos[b * per];
+                for r in (0..=per).rev() {
+                    pos[b * (per + 1) + r] = pos[b * per + r].saturating_sub(base);
                 }
-                out.extend(global[b * per..=(b + 1) * per].iter().map(|p| p - base));
             }
         }
         LevelFormat::LooseCompressed => {
-            let per = global.len() / 2 / batches;
-            let mut expected = None;
+            let per = pos.len() / 2 / batches;
             let mut base = 0;
             for b in 0..batches {
-                let pairs = &global[2 * b * per..2 * (b + 1) * per];
-                let got: usize = pairs.chunks(2).map(|p| p[1] - p[0]).sum();
-                let want = *expected.get_or_insert(got);
-                if got != want {
-                    return Err(StorageError::BatchNse {
-                        level: l,
-                        batch: b,
-                        expected: want,
-                        got,
-                    });
-                }
-                out.extend(pairs.iter().map(|p| p - base));
+                let pairs = &mut pos[2 * b * per..2 * (b + 1) * per];
+                let got: usize = pairs.chunks(2).map(|p| p[1].saturating_sub(p[0])).sum();
+                check(b, got)?;
+                pairs.iter_mut().for_each(|p| *p = p.saturating_sub(base));
                 base += got;
             }
         }
-        _ => out.extend_from_slice(global),
+        _ => {}
     }
-    Ok(out)
+    Ok(())
 }
 
 impl<V: Value> DynamicStorage<V> {
@@ -499,7 +532,12 @@ impl<V: Value> DynamicStorage<V> {
                 dc,
                 &mut keys[e * lvl_rank..(e + 1) * lvl_rank],
             )
-            .ok_or_else(|| unsupported("dim_to_lvl does not evaluate"))?;
+            .map_err(|l| {
+                unsupported(format!(
+                    "entry {e}: the map's level {l} expression does not evaluate on coordinates \
+                     {dc:?} in usize arithmetic"
+                ))
+            })?;
         }
         let merge = encoding.lvl_types.last().is_some_and(|t| t.is_unique());
         let mut values = coo.values.clone();
@@ -515,7 +553,7 @@ impl<V: Value> DynamicStorage<V> {
         };
         let key = |e: usize| &keys[e * lvl_rank..(e + 1) * lvl_rank];
 
-        let mut b = Builder::new(encoding, &layout.lvl_sizes)?;
+        let mut b = Builder::new(encoding, &layout.lvl_sizes, layout.batches)?;
         let mut first = true;
         let mut k = 0;
         while k < n {
@@ -538,32 +576,44 @@ impl<V: Value> DynamicStorage<V> {
             values,
             ..
         } = b;
+        // without batch levels the positions are final; with them, rebase and narrow in place
         let mut positions = Vec::with_capacity(lvl_rank);
         for (l, p) in gpos.into_iter().enumerate() {
             positions.push(match p {
-                None => None,
-                Some(g) => {
-                    let local = if layout.batch_levels > 0 {
-                        rebase_batches(l, encoding.lvl_types[l].format, &g, layout.batches)?
-                    } else {
-                        g
-                    };
-                    Some(level::to_index_buffer(l, encoding.pos_width, &local)?)
+                Some(IndexBuffer::Native(mut g)) if layout.batch_levels > 0 => {
+                    rebase_batches_in_place(
+                        l,
+                        encoding.lvl_types[l].format,
+                        &mut g,
+                        layout.batches,
+                    )?;
+                    let width = encoding.pos_width;
+                    let narrowed = IndexBuffer::from_native(width, g)
+                        .ok_or_else(|| unsupported(format!("posWidth = {width}")))?
+                        .map_err(|value| StorageError::WidthOverflow {
+                            level: l,
+                            kind: crate::error::BufferKind::Position,
+                            value,
+                            width,
+                        })?;
+                    Some(narrowed)
                 }
+                p => p,
             });
         }
-        let counts = compute_counts(encoding, &layout.lvl_sizes, &coordinates);
-        Ok(DynamicStorage {
+        let mut s = DynamicStorage {
             encoding: encoding.clone(),
             dim_shape: coo.shape.clone(),
             lvl_sizes: layout.lvl_sizes,
             positions,
             coordinates,
             values,
-            counts,
+            counts: Vec::new(),
             batches: layout.batches,
             counting: layout.counting,
-        })
+        };
+        s.counts = storage::level_counts(&s)?;
+        Ok(s)
     }
 
     /// Builds the storage of a dense tensor given row-major (last dimension fastest) in `data`;
@@ -707,18 +757,20 @@ impl<V: Value> DynamicStorage<V> {
             Ok(l) => (l.lvl_sizes, l.batches, l.counting),
             Err(_) => (vec![0; encoding.lvl_rank()], 1, None),
         };
-        let counts = compute_counts(encoding, &lvl_sizes, &coordinates);
-        DynamicStorage {
+        let mut s = DynamicStorage {
             encoding: encoding.clone(),
             dim_shape: dim_shape.to_vec(),
             lvl_sizes,
             positions,
             coordinates,
             values,
-            counts,
+            counts: Vec::new(),
             batches,
             counting,
-        }
+        };
+        // arrays that break the contract may overflow a count; validation reports it
+        s.counts = storage::level_counts(&s).unwrap_or_else(|_| vec![0; encoding.lvl_rank()]);
+        s
     }
 
     /// Takes the tensor apart into its arrays (no copy); [`Self::from_raw_parts`] puts them back.
@@ -872,7 +924,7 @@ impl<V> DynamicStorage<V> {
         let dim_rank = self.encoding.dim_rank();
         self.iter_levels().map(move |(lc, v)| {
             let mut dc = vec![0; dim_rank];
-            self.encoding.lvl_to_dim_coords(&lc, &mut dc);
+            lvl_to_dim(&self.encoding, &lc, &mut dc);
             (dc, v)
         })
     }
@@ -891,7 +943,8 @@ impl<V> DynamicStorage<V> {
             self.encoding.dim_permutation().as_deref(),
             coords,
             &mut lc,
-        )?;
+        )
+        .ok()?;
         let a = self.arrays();
         self.locate(&a, 0, 0, &lc).map(|p| &self.values[p])
     }
@@ -1044,6 +1097,19 @@ impl<V> SparseStorage for DynamicStorage<V> {
     }
     fn value_slice(&self) -> &[V] {
         &self.values
+    }
+    fn ell_levels(&self) -> Option<storage::EllLevels> {
+        let c = self.counting?;
+        let row = self
+            .encoding
+            .dim_to_lvl
+            .results
+            .iter()
+            .position(|r| r.as_var() == Some(c.dim))?;
+        Some(storage::EllLevels {
+            counting: c.level,
+            row,
+        })
     }
 }
 

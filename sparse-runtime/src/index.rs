@@ -4,6 +4,7 @@
 //! 32 -> `u32`, 64 -> `u64`, 0 (native) -> `usize`. Generated code uses the [`Index`] types
 //! directly; the dynamic storage holds an [`IndexBuffer`] whose variant is chosen at run time.
 
+use std::collections::TryReserveError;
 use std::fmt::{Debug, Display};
 
 /// An unsigned integer type usable for positions or coordinates.
@@ -42,6 +43,24 @@ impl_index!(u16, 16, U16);
 impl_index!(u32, 32, U32);
 impl_index!(u64, 64, U64);
 impl_index!(usize, 0, Native);
+
+/// Converts native numbers to `T`, reusing `v`'s allocation (`into_iter().map().collect()` on
+/// a `Vec` collects in place when `T` is no larger than `usize`): no second buffer for `usize`
+/// and `u64` on 64-bit targets; narrower types are converted into the same allocation, which is
+/// then shrunk. Generated batched formats call it to narrow their rebased positions.
+///
+/// Errors: `Err(x)` for the first number `x` that does not fit in `T` (nothing converted).
+pub fn narrow_vec<T: Index>(v: Vec<usize>) -> Result<Vec<T>, usize> {
+    if let Some(&x) = v.iter().find(|&&x| T::from_usize(x).is_none()) {
+        return Err(x);
+    }
+    let mut out: Vec<T> = v
+        .into_iter()
+        .map(|x| T::from_usize(x).unwrap_or_default())
+        .collect();
+    out.shrink_to_fit();
+    Ok(out)
+}
 
 /// A borrowed position or coordinate array of any width.
 #[derive(Clone, Copy, Debug)]
@@ -141,6 +160,37 @@ impl IndexBuffer {
             64 => IndexBuffer::U64(Vec::new()),
             _ => return None,
         })
+    }
+    /// Converts native numbers to a `width`-bit buffer (0, 8, 16, 32, 64) reusing `v`'s
+    /// allocation where it can: width 0 keeps `v` as it is, width 64 converts in place on 64-bit
+    /// targets (no second buffer), narrower widths convert into the same allocation and then
+    /// shrink it. `None` for any other width; `Some(Err(x))` for the first number `x` that does
+    /// not fit in the width (nothing converted).
+    pub fn from_native(width: u32, v: Vec<usize>) -> Option<Result<Self, usize>> {
+        Some(match width {
+            0 => Ok(IndexBuffer::Native(v)),
+            8 => narrow_vec(v).map(IndexBuffer::U8),
+            16 => narrow_vec(v).map(IndexBuffer::U16),
+            32 => narrow_vec(v).map(IndexBuffer::U32),
+            64 => narrow_vec(v).map(IndexBuffer::U64),
+            _ => return None,
+        })
+    }
+    /// Reserves room for at least `additional` more elements (`Vec::try_reserve`).
+    ///
+    /// Errors: [`TryReserveError`] if the capacity overflows or the allocation fails.
+    pub fn try_reserve(&mut self, additional: usize) -> Result<(), TryReserveError> {
+        each_buf!(self, b => b.try_reserve(additional))
+    }
+    /// Reserves room for exactly `additional` more elements (`Vec::try_reserve_exact`).
+    ///
+    /// Errors: [`TryReserveError`] if the capacity overflows or the allocation fails.
+    pub fn try_reserve_exact(&mut self, additional: usize) -> Result<(), TryReserveError> {
+        each_buf!(self, b => b.try_reserve_exact(additional))
+    }
+    /// Elements the buffer holds room for without reallocating.
+    pub fn capacity(&self) -> usize {
+        each_buf!(self, b => b.capacity())
     }
     /// Appends `v`; `Err(v)` (buffer unchanged) if `v` does not fit in the width.
     pub fn push(&mut self, v: usize) -> Result<(), usize> {

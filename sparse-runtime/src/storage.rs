@@ -7,7 +7,7 @@ use sparse_dsl::ir::{LevelFormat, LevelType};
 
 use crate::error::StorageError;
 use crate::index::IndexSlice;
-use crate::level::{dispatch, inv, Check, LevelKind};
+use crate::level::{dispatch, inv, overflow, Check, LevelKind};
 use crate::packed::IndexView;
 
 /// Read access to the arrays of a sparse tensor, level by level.
@@ -37,6 +37,26 @@ pub trait SparseStorage {
     fn coordinate_view(&self, l: usize) -> Option<IndexView<'_>> {
         self.coordinate_buffer(l).map(IndexView::Plain)
     }
+    /// The levels of an ELL counting map (`[c](i, j) -> (c * K * i : dense, i : dense, j : ..)`),
+    /// which [`validate`] needs for the ELL slice rules; `None` (the default) for a format
+    /// without a counting symbol, or whose counted dimension is not a level of its own.
+    /// Generated structs and [`DynamicStorage`](crate::dynamic::DynamicStorage) with an ELL
+    /// encoding override it.
+    fn ell_levels(&self) -> Option<EllLevels> {
+        None
+    }
+}
+
+/// The two levels of an ELL counting map that [`validate`] reads: for
+/// `[c](i, j) -> (c * K * i : dense, i : dense, j : compressed)`, `counting = 0` (the level whose
+/// `dim_to_lvl` result holds the symbol; extent `K`, one slice per coordinate) and `row = 1` (the
+/// level whose result is the counted dimension `i` alone).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EllLevels {
+    /// The counting level (0-based).
+    pub counting: usize,
+    /// The level holding the counted dimension (the row), 0-based.
+    pub row: usize,
 }
 
 /// Writes a tensor in the form of MLIR's `sparse_tensor.print`:
@@ -170,10 +190,32 @@ pub fn memory_bytes<S: SparseStorage + ?Sized>(s: &S) -> usize {
 /// - singleton: one coordinate per parent position, `< size`;
 /// - n:m: exactly `n` coordinates per block (`parent * n`), each `< m`, sorted and distinct in
 ///   a block;
+/// - singleton (the trailing levels of a COO region `s..=e`, `s` (loose_)compressed): in each
+///   segment of level `s`, within every run of neighbouring positions with the same prefix
+///   `(crd[s], .., crd[k - 1])`, the coordinates of an ordered singleton level `k` are
+///   non-decreasing ("coordinate tuples non-decreasing in a segment"), and increasing when `k`
+///   is the region's last level `e` and unique ("coordinate tuples sorted and distinct in a
+///   segment"); a unique `e` with a nonordered level in the region needs the whole tuples
+///   distinct in the segment ("coordinate tuples distinct in a segment"). As in MLIR
+///   (`isCOOType`), a COO's uniqueness is its last level's. For an ordered region the COO is
+///   thus sorted lexicographically, and coalesced when unique (MLIR's ordered/unique properties;
+///   PyTorch's `is_coalesced`);
 /// - an AoS COO buffer holds whole tuples (its length is a multiple of the region length).
 ///
-/// Finally the number of values must equal the count of the last level. Never panics, whatever
-/// the arrays hold.
+/// Finally the number of values must equal the count of the last level.
+///
+/// ELL counting maps ([`SparseStorage::ell_levels`], last level not dense): the stored entries of
+/// a row, in level order of the levels other than the counting level, sit in slices `0, 1, ..`
+/// one each ("ELL: entry k of a row in slice k", the layout `from_coo` builds, see
+/// [`crate::dynamic`]), and with a unique last level no two of them have the same coordinates
+/// ("ELL: a row's entries distinct across slices"); both are reported at the last level, at the
+/// position of the offending entry.
+///
+/// Every length derived from the level sizes (`parent * size`, `parent + 1` positions per batch,
+/// `2 * parent`, `parent * n`, the batch count) is computed with checked arithmetic: a shape whose
+/// arrays could not be addressed is [`StorageError::Invariant`] `"array lengths fit usize"`
+/// naming the level and the overflowing computation, before any loop over the level runs. Every
+/// loop is bounded by the length of an array it reads. Never panics, whatever the arrays hold.
 pub fn validate<S: SparseStorage + ?Sized>(s: &S) -> Result<(), StorageError> {
     let types = s.lvl_types();
     let sizes = s.lvl_sizes();
@@ -191,16 +233,26 @@ pub fn validate<S: SparseStorage + ?Sized>(s: &S) -> Result<(), StorageError> {
         if t.format != LevelFormat::Batch {
             break;
         }
-        batches = batches
-            .checked_mul(sizes[l])
-            .ok_or_else(|| StorageError::ShapeOverflow {
-                shape: sizes.to_vec(),
-            })?;
+        batches = batches.checked_mul(sizes[l]).ok_or_else(|| {
+            overflow(
+                l,
+                0,
+                format!(
+                    "batch count {batches} x level size {} overflows usize",
+                    sizes[l]
+                ),
+            )
+        })?;
     }
-    let cx = Check { s, batches };
+    let mut cx = Check {
+        s,
+        batches,
+        counts: Vec::with_capacity(lvl_rank),
+    };
     let mut parent = 1usize;
     for (l, t) in types.iter().enumerate() {
         parent = dispatch!(t.format, K => K::check(&cx, l, parent))?;
+        cx.counts.push(parent);
     }
     if s.value_slice().len() != parent {
         return Err(inv(
@@ -209,6 +261,77 @@ pub fn validate<S: SparseStorage + ?Sized>(s: &S) -> Result<(), StorageError> {
             s.value_slice().len(),
             format!("{} values for {} positions", s.value_slice().len(), parent),
         ));
+    }
+    if let Some(ell) = s.ell_levels() {
+        check_ell(&cx, ell)?;
+    }
+    Ok(())
+}
+
+/// The ELL slice rules (see [`validate`]) over the checked levels of `cx`.
+fn check_ell<S: SparseStorage + ?Sized>(
+    cx: &Check<'_, S>,
+    ell: EllLevels,
+) -> Result<(), StorageError> {
+    let types = cx.s.lvl_types();
+    let rank = types.len();
+    if ell.counting >= rank
+        || ell.row >= rank
+        || ell.counting == ell.row
+        || types[rank - 1].is_dense()
+    {
+        return Ok(());
+    }
+    let last = rank - 1;
+    // (row, coordinates of the other levels, slice, position of the last level)
+    let mut entries: Vec<(usize, Vec<usize>, usize, usize)> = Vec::new();
+    cx.for_each_entry(&mut |lc, p| {
+        let key = (0..rank)
+            .filter(|&l| l != ell.counting)
+            .map(|l| lc[l])
+            .collect();
+        entries.push((lc[ell.row], key, lc[ell.counting], p));
+        Ok(())
+    })?;
+    entries.sort_unstable();
+    let show = |key: &[usize]| {
+        let c: Vec<String> = key.iter().map(|c| c.to_string()).collect();
+        format!("({})", c.join(", "))
+    };
+    let mut k = 0;
+    for i in 0..entries.len() {
+        let (row, key, slice, p) = &entries[i];
+        if i > 0 && entries[i - 1].0 == *row {
+            k += 1;
+            let prev = &entries[i - 1];
+            if types[last].is_unique() && prev.1 == *key {
+                return Err(inv(
+                    last,
+                    "ELL: a row's entries distinct across slices",
+                    *p,
+                    format!(
+                        "row {row}: level coordinates {} (without the counting level {}) in slices {} and {slice}",
+                        show(key),
+                        ell.counting,
+                        prev.2
+                    ),
+                ));
+            }
+        } else {
+            k = 0;
+        }
+        if *slice != k {
+            return Err(inv(
+                last,
+                "ELL: entry k of a row in slice k",
+                *p,
+                format!(
+                    "row {row}: entry {k} of the row in level order, level coordinates {} (without the counting level {}), sits in slice {slice}",
+                    show(key),
+                    ell.counting
+                ),
+            ));
+        }
     }
     Ok(())
 }
@@ -301,9 +424,14 @@ pub trait FromCoo<V>: Sized {
 }
 
 /// Global stored positions per level of `s` (over all batches), read off its arrays: dense and
-/// batch levels `parent * size`, (loose_)compressed levels their number of coordinates,
-/// singleton levels one per parent, n:m levels `n` per parent block. Never panics.
-pub fn level_counts<S: SparseStorage + ?Sized>(s: &S) -> Vec<usize> {
+/// batch levels `parent * size`, (loose_)compressed levels their number of coordinates
+/// (coordinate buffer length / AoS stride), singleton levels one per parent, n:m levels `n` per
+/// parent block.
+///
+/// Errors: [`StorageError::Invariant`] `"array lengths fit usize"` naming the first level whose
+/// count (`parent * size`, or `parent * n`) overflows `usize` (the same error [`validate`]
+/// reports). Never panics.
+pub fn level_counts<S: SparseStorage + ?Sized>(s: &S) -> Result<Vec<usize>, StorageError> {
     let types = s.lvl_types();
     let sizes = s.lvl_sizes();
     let mut counts = Vec::with_capacity(types.len());
@@ -311,7 +439,14 @@ pub fn level_counts<S: SparseStorage + ?Sized>(s: &S) -> Vec<usize> {
     for (l, lt) in types.iter().enumerate() {
         let c = match lt.format {
             LevelFormat::Dense | LevelFormat::Batch => {
-                parent.saturating_mul(sizes.get(l).copied().unwrap_or(0))
+                let size = sizes.get(l).copied().unwrap_or(0);
+                parent.checked_mul(size).ok_or_else(|| {
+                    overflow(
+                        l,
+                        0,
+                        format!("{parent} parent positions x level size {size} overflows usize"),
+                    )
+                })?
             }
             LevelFormat::Compressed | LevelFormat::LooseCompressed => {
                 let mut stride = 1;
@@ -324,12 +459,18 @@ pub fn level_counts<S: SparseStorage + ?Sized>(s: &S) -> Vec<usize> {
                 s.coordinate_view(l).map_or(0, |c| c.len() / stride)
             }
             LevelFormat::Singleton => parent,
-            LevelFormat::NOutOfM { n, .. } => parent.saturating_mul(n as usize),
+            LevelFormat::NOutOfM { n, .. } => parent.checked_mul(n as usize).ok_or_else(|| {
+                overflow(
+                    l,
+                    0,
+                    format!("coordinates length {parent} blocks x n = {n} overflows usize"),
+                )
+            })?,
         };
         counts.push(c);
         parent = c;
     }
-    counts
+    Ok(counts)
 }
 
 /// Splits `units` rows (or block rows) into at most `parts` contiguous ranges holding about the

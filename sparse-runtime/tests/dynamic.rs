@@ -196,3 +196,60 @@ fn out_of_range_and_empty() {
     assert_eq!(s.nse(), 0);
     s.validate().unwrap();
 }
+
+/// Batched positions are rebased in place (no second buffer): a compressed level's
+/// `B * P + 1` global positions become `B * (P + 1)` batch-local ones, a loose level's pairs keep
+/// their length; batches of different nse are `BatchNse`.
+#[test]
+fn rebase_batches_in_place_exact() {
+    use sparse_runtime::dynamic::{rebase_batches, rebase_batches_in_place};
+    // 3 batches of 2 parents: segments (1, 2 | 2, 1 | 0, 3)
+    let mut pos = vec![0, 1, 3, 5, 6, 6, 9];
+    rebase_batches_in_place(1, F::Compressed, &mut pos, 3).unwrap();
+    assert_eq!(pos, vec![0, 1, 3, 0, 2, 3, 0, 0, 3]);
+    let mut loose = vec![0, 2, 2, 3, 3, 3, 3, 6];
+    rebase_batches_in_place(1, F::LooseCompressed, &mut loose, 2).unwrap();
+    assert_eq!(loose, vec![0, 2, 2, 3, 0, 0, 0, 3]);
+    let mut bad = vec![0, 1, 3, 4, 5];
+    assert_eq!(
+        rebase_batches_in_place(2, F::Compressed, &mut bad, 2).unwrap_err(),
+        StorageError::BatchNse {
+            level: 2,
+            batch: 1,
+            expected: 3,
+            got: 2
+        }
+    );
+    assert_eq!(
+        rebase_batches(1, F::Compressed, &[0, 1, 3, 5, 6, 6, 9], 3).unwrap(),
+        vec![0, 1, 3, 0, 2, 3, 0, 0, 3]
+    );
+    let mut none = vec![0];
+    rebase_batches_in_place(1, F::Compressed, &mut none, 0).unwrap();
+    assert!(none.is_empty());
+}
+
+/// Narrowing native numbers to a width reuses the allocation and names the first number that
+/// does not fit.
+#[test]
+fn index_buffer_from_native() {
+    use sparse_runtime::IndexBuffer;
+    let v = vec![0usize, 7, 255];
+    assert_eq!(
+        IndexBuffer::from_native(8, v.clone()),
+        Some(Ok(IndexBuffer::U8(vec![0, 7, 255])))
+    );
+    assert_eq!(
+        IndexBuffer::from_native(8, vec![1, 300, 400]),
+        Some(Err(300))
+    );
+    assert_eq!(
+        IndexBuffer::from_native(0, v.clone()),
+        Some(Ok(IndexBuffer::Native(v.clone())))
+    );
+    assert_eq!(IndexBuffer::from_native(12, v), None);
+    let wide = IndexBuffer::from_native(64, vec![5; 1000])
+        .unwrap()
+        .unwrap();
+    assert_eq!((wide.len(), wide.capacity()), (1000, 1000));
+}

@@ -384,3 +384,285 @@ proptest! {
         }
     }
 }
+
+/// `Invariant { level, "array lengths fit usize", position, detail }`.
+fn overflow(level: usize, position: usize, detail: &str) -> StorageError {
+    StorageError::Invariant {
+        level,
+        invariant: "array lengths fit usize",
+        position,
+        detail: detail.into(),
+    }
+}
+
+/// Empty arrays (of the right kinds) for `e` on `shape`, through `from_raw_parts`.
+fn empty_parts(e: &str, shape: &[usize]) -> Result<DynamicStorage<f64>, StorageError> {
+    let enc = enc(e);
+    let positions = (0..enc.lvl_rank())
+        .map(|l| enc.lvl_types[l].has_positions().then(|| n(&[])))
+        .collect();
+    let coordinates = (0..enc.lvl_rank())
+        .map(|l| {
+            enc.owns_crd_buffer(l)
+                .then(|| CrdBuffer::new(enc.crd_width).unwrap())
+        })
+        .collect();
+    DynamicStorage::from_raw_parts(&enc, shape, positions, coordinates, vec![])
+}
+
+/// Huge shapes: every size computation of validation is checked arithmetic, so a shape whose
+/// arrays cannot be addressed is a named error (before: "attempt to add with overflow" in
+/// compressed `check`, or, with wrapping arithmetic, a 2^64-step loop).
+#[test]
+fn huge_shapes_are_named_errors_not_overflows() {
+    const MAX: usize = usize::MAX;
+    let e = empty_parts(CSR, &[MAX, 4]).unwrap_err();
+    assert_eq!(
+        e,
+        overflow(
+            1,
+            0,
+            "positions length (18446744073709551615 parents + 1) x 1 batch(es) overflows usize"
+        )
+    );
+    assert_eq!(
+        e.to_string(),
+        "level 1: invariant 'array lengths fit usize' violated at position 0: positions length \
+         (18446744073709551615 parents + 1) x 1 batch(es) overflows usize"
+    );
+    // one row fewer: the lengths fit, the arrays are simply too short
+    assert_inv(
+        empty_parts(CSR, &[MAX - 1, 4]),
+        1,
+        "3.8 positions length is parent size + 1",
+        0,
+    );
+    // dense levels over usize::MAX
+    let dense = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : dense) }>";
+    assert_eq!(
+        empty_parts(dense, &[MAX, 2]).unwrap_err(),
+        overflow(
+            1,
+            0,
+            "18446744073709551615 parent positions x level size 2 overflows usize"
+        )
+    );
+    assert_inv(
+        empty_parts(dense, &[MAX, 1]),
+        1,
+        "one value per stored position",
+        0,
+    );
+    // BSR: block rows (MAX - 1) / 2 fit; a shape that is not a multiple of the block is refused
+    let bsr = "#sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : \
+               compressed, i mod 2 : dense, j mod 2 : dense) }>";
+    assert_inv(
+        empty_parts(bsr, &[MAX - 1, 4]),
+        1,
+        "3.8 positions length is parent size + 1",
+        0,
+    );
+    assert_eq!(
+        empty_parts(bsr, &[MAX, 4]).unwrap_err(),
+        StorageError::BlockShape {
+            dim: 0,
+            size: MAX,
+            block: 2
+        }
+    );
+    let loose = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : loose_compressed) }>";
+    assert_eq!(
+        empty_parts(loose, &[MAX, 4]).unwrap_err(),
+        overflow(
+            1,
+            0,
+            "positions length 2 x 18446744073709551615 parents overflows usize"
+        )
+    );
+    let nm = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod \
+              4 : block2_4) }>";
+    assert_eq!(
+        empty_parts(nm, &[MAX, 4]).unwrap_err(),
+        overflow(
+            2,
+            0,
+            "coordinates length 18446744073709551615 blocks x n = 2 overflows usize"
+        )
+    );
+    // ELL with 3 slices: 3 x (MAX / 3) rows = MAX parents of the compressed level
+    let ell = "#sparse_tensor.encoding<{ map = [c](i, j) -> (c * 3 * i : dense, i : dense, j : \
+               compressed) }>";
+    assert_eq!(
+        empty_parts(ell, &[MAX / 3, 4]).unwrap_err(),
+        overflow(
+            2,
+            0,
+            "positions length (18446744073709551615 parents + 1) x 1 batch(es) overflows usize"
+        )
+    );
+    assert_eq!(
+        empty_parts(ell, &[MAX, 4]).unwrap_err(),
+        overflow(
+            1,
+            0,
+            "3 parent positions x level size 18446744073709551615 overflows usize"
+        )
+    );
+    // batches
+    let batch = "#sparse_tensor.encoding<{ map = (b, i, j) -> (b : batch, i : dense, j : \
+                 compressed) }>";
+    assert_eq!(
+        empty_parts(batch, &[1, MAX, 4]).unwrap_err(),
+        overflow(
+            2,
+            0,
+            "positions length (18446744073709551615 parents + 1) x 1 batch(es) overflows usize"
+        )
+    );
+    let batch2 = "#sparse_tensor.encoding<{ map = (a, b, i, j) -> (a : batch, b : batch, i : \
+                  dense, j : compressed) }>";
+    assert_eq!(
+        empty_parts(batch2, &[1 << 33, 1 << 33, 1, 4]).unwrap_err(),
+        StorageError::ShapeOverflow {
+            shape: vec![1 << 33, 1 << 33, 1, 4]
+        }
+    );
+}
+
+/// Singleton levels: the whole coordinate tuple sorted (ordered) and distinct (unique) inside a
+/// nonunique parent run; `nonordered` lifts the order, `nonunique` the distinctness.
+#[test]
+fn singleton_level_properties() {
+    let coo = |props: &str| {
+        format!(
+            "#sparse_tensor.encoding<{{ map = (i, j) -> (i : compressed(nonunique{}), j : \
+             singleton{}) }}>",
+            props.split('|').next().unwrap(),
+            props.split('|').nth(1).unwrap()
+        )
+    };
+    let b = |e: &str, crd: &[usize]| {
+        build(
+            e,
+            &[4, 4],
+            vec![Some(vec![0, crd.len() / 2]), None],
+            vec![Some(crd.to_vec()), None],
+            crd.len() / 2,
+        )
+    };
+    let (ordered, nonordered, free) = (
+        coo("|"),
+        coo("|(nonordered)"),
+        coo("|(nonunique, nonordered)"),
+    );
+    assert_inv(
+        b(&ordered, &[1, 3, 1, 2]),
+        1,
+        "coordinate tuples sorted and distinct in a segment",
+        1,
+    );
+    b(&nonordered, &[1, 3, 1, 2]).unwrap();
+    assert_eq!(
+        b(&nonordered, &[1, 2, 1, 0, 1, 2]).unwrap_err(),
+        StorageError::Invariant {
+            level: 1,
+            invariant: "coordinate tuples distinct in a segment",
+            position: 2,
+            detail: "(1, 2) repeated (positions 0 and 2)".into(),
+        }
+    );
+    b(&free, &[1, 3, 1, 2, 1, 3]).unwrap();
+    // a nonordered first level: equal tuples need not be neighbours, and are still found
+    let apart = coo(", nonordered|");
+    assert_eq!(
+        b(&apart, &[1, 0, 0, 0, 1, 0]).unwrap_err(),
+        StorageError::Invariant {
+            level: 1,
+            invariant: "coordinate tuples distinct in a segment",
+            position: 2,
+            detail: "(1, 0) repeated (positions 0 and 2)".into(),
+        }
+    );
+    b(&apart, &[1, 0, 0, 0, 1, 1]).unwrap();
+    // three levels: the tuple (i, j, k) in order
+    let coo3 = "#sparse_tensor.encoding<{ map = (i, j, k) -> (i : compressed(nonunique), j : \
+                singleton(nonunique), k : singleton) }>";
+    let b3 = |crd: &[usize]| {
+        build(
+            coo3,
+            &[2, 3, 3],
+            vec![Some(vec![0, crd.len() / 3]), None, None],
+            vec![Some(crd.to_vec()), None, None],
+            crd.len() / 3,
+        )
+    };
+    assert_eq!(
+        b3(&[0, 1, 2, 0, 1, 1]).unwrap_err(),
+        StorageError::Invariant {
+            level: 2,
+            invariant: "coordinate tuples sorted and distinct in a segment",
+            position: 1,
+            detail: "(0, 1, 1) after (0, 1, 2)".into(),
+        }
+    );
+    assert_inv(
+        b3(&[0, 2, 0, 0, 1, 0]),
+        1,
+        "coordinate tuples non-decreasing in a segment",
+        1,
+    );
+    assert_inv(
+        b3(&[1, 1, 1, 1, 1, 1]),
+        2,
+        "coordinate tuples sorted and distinct in a segment",
+        1,
+    );
+    b3(&[0, 1, 1, 0, 2, 0, 1, 0, 0]).unwrap();
+    // a unique singleton in the middle of the region: as in MLIR, the COO's uniqueness is its
+    // last level's, so (i, j) may repeat with different k (what `from_coo` builds)
+    let coo3u = coo3.replace("singleton(nonunique)", "singleton");
+    let b3u = |crd: &[usize]| {
+        build(
+            &coo3u,
+            &[2, 3, 3],
+            vec![Some(vec![0, crd.len() / 3]), None, None],
+            vec![Some(crd.to_vec()), None, None],
+            crd.len() / 3,
+        )
+    };
+    b3u(&[0, 0, 1, 0, 0, 2]).unwrap();
+    assert_inv(
+        b3u(&[0, 0, 1, 0, 0, 1]),
+        2,
+        "coordinate tuples sorted and distinct in a segment",
+        1,
+    );
+    assert_inv(
+        b3u(&[0, 1, 1, 0, 0, 2]),
+        1,
+        "coordinate tuples non-decreasing in a segment",
+        1,
+    );
+    // batched COO: batch 1's tuples out of order (global position 3)
+    let bcoo = "#sparse_tensor.encoding<{ map = (b, i, j) -> (b : batch, i : \
+                compressed(nonunique), j : singleton) }>";
+    let s = |crd: &[usize]| {
+        build(
+            bcoo,
+            &[2, 2, 2],
+            vec![None, Some(vec![0, 2, 0, 2]), None],
+            vec![None, Some(crd.to_vec()), None],
+            4,
+        )
+    };
+    s(&[0, 0, 0, 1, 0, 1, 1, 0]).unwrap();
+    assert_eq!(
+        s(&[0, 0, 0, 1, 1, 1, 1, 0]).unwrap_err(),
+        StorageError::Invariant {
+            level: 2,
+            invariant: "coordinate tuples sorted and distinct in a segment",
+            position: 3,
+            detail: "(1, 0) after (1, 1)".into(),
+        }
+    );
+}

@@ -281,8 +281,9 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
         });
         gens.push(g);
     }
-    // The builder collects global positions as usize when batched (rebased and narrowed at the
-    // end, like the dynamic storage); otherwise with the struct's own types.
+    // The builder collects global positions as usize when batched (rebased and narrowed in place
+    // at the end, like the dynamic storage); otherwise with the struct's own types, so the
+    // finished arrays move into the struct without a copy.
     let bctxs: Vec<LevelCtx> = ctxs
         .iter()
         .map(|cx| {
@@ -437,14 +438,14 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
                 let l = cx.l;
                 let ty = &cx.pos_ty;
                 let format = if cx.lt.format == LevelFormat::LooseCompressed { quote!(LooseCompressed) } else { quote!(Compressed) };
-                quote! {
-                    #rt::dynamic::rebase_batches(#l, #rt::sparse_dsl::ir::LevelFormat::#format, &b.#f, batches)?
-                        .into_iter()
-                        .map(|v| <#ty as #rt::Index>::from_usize(v).ok_or(#rt::StorageError::WidthOverflow {
-                            level: #l, kind: #rt::BufferKind::Position, value: v, width: <#ty as #rt::Index>::WIDTH,
-                        }))
-                        .collect::<::core::result::Result<::std::vec::Vec<#ty>, #rt::StorageError>>()?
-                }
+                // rebased and narrowed in place: no second positions buffer
+                quote! {{
+                    let mut __p: ::std::vec::Vec<usize> = b.#f;
+                    #rt::dynamic::rebase_batches_in_place(#l, #rt::sparse_dsl::ir::LevelFormat::#format, &mut __p, batches)?;
+                    #rt::index::narrow_vec::<#ty>(__p).map_err(|value| #rt::StorageError::WidthOverflow {
+                        level: #l, kind: #rt::BufferKind::Position, value, width: <#ty as #rt::Index>::WIDTH,
+                    })?
+                }}
             } else {
                 quote!(b.#f)
             }
@@ -457,7 +458,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             .take_while(|t| t.format == LevelFormat::Batch)
             .count())
             .collect();
-        quote!(1usize #( * lvl_sizes[#sizes] )*)
+        quote!(#rt::dynamic::checked_product(&[#( lvl_sizes[#sizes] ),*]))
     };
     let (batch_fields, batch_decl, batch_init_zero) = if batched {
         (
@@ -475,17 +476,19 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
     };
     let set_counts = if batched {
         quote! {
-            let __counts = #rt::storage::level_counts(&s);
-            s.counts.copy_from_slice(&__counts);
+            // unchecked arrays may overflow a count (then `validate` reports it): no panic here
+            if let ::core::result::Result::Ok(__counts) = #rt::storage::level_counts(&s) {
+                s.counts.copy_from_slice(&__counts);
+            }
             let lvl_sizes = s.lvl_sizes;
-            s.batches = #batch_count;
+            s.batches = #batch_count.unwrap_or(0);
         }
     } else {
         quote!()
     };
     let _ = &batch_fields;
     let batch_let = if batched {
-        quote!(let batches = #batch_count;)
+        quote!(let batches = #batch_count?;)
     } else {
         quote!()
     };
@@ -559,6 +562,54 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             }
         }
     };
+    // ELL: the counting level and the level holding the counted dimension, for `validate`.
+    let ell_levels = match counting.and_then(|(cl, (cd, _))| {
+        let row = e
+            .dim_to_lvl
+            .results
+            .iter()
+            .position(|r| r.as_var() == Some(cd))?;
+        Some((cl, row))
+    }) {
+        Some((cl, row)) => quote! {
+            fn ell_levels(&self) -> ::core::option::Option<#rt::storage::EllLevels> {
+                ::core::option::Option::Some(#rt::storage::EllLevels { counting: #cl, row: #row })
+            }
+        },
+        None => quote!(),
+    };
+    // Positions of a level below dense levels only: the final length is known (every parent
+    // gets its segment; batch-local compressed positions have one leading 0 per batch), so the
+    // builder reserves exactly that and never over-allocates or copies.
+    let batch_sizes: Vec<usize> = (0..e
+        .lvl_types
+        .iter()
+        .take_while(|t| t.format == LevelFormat::Batch)
+        .count())
+        .collect();
+    let reserve_positions: Vec<TokenStream> = ctxs
+        .iter()
+        .filter(|cx| cx.pos_field.is_some() && e.lvl_types[..cx.l].iter().all(|t| t.is_dense()))
+        .map(|cx| {
+            let f = cx.pos_field.as_ref().expect("positions");
+            let above: Vec<usize> = (0..cx.l).collect();
+            let len = if cx.lt.format == LevelFormat::LooseCompressed {
+                quote!(__parents.checked_mul(2))
+            } else {
+                quote! {
+                    __parents.checked_add(
+                        #rt::dynamic::checked_product(&[#( lvl_sizes[#batch_sizes] ),*]).map_or(1, |b| b.max(1)),
+                    )
+                }
+            };
+            quote! {{
+                let __too_large = || #rt::StorageError::ShapeOverflow { shape: lvl_sizes.to_vec() };
+                let __parents = #rt::dynamic::checked_product(&[#( lvl_sizes[#above] ),*]).map_err(|_| __too_large())?;
+                let __len = #len.ok_or_else(__too_large)?;
+                b.#f.try_reserve_exact(__len.saturating_sub(b.#f.len())).map_err(|_| __too_large())?;
+            }}
+        })
+        .collect();
     let builder = format_ident!("__{}Builder", name);
     let parts = format_ident!("{}Parts", name);
     let parts_doc = format!(" The arrays of a [`{name}`], taken apart by `into_raw_parts` and given to `from_raw_parts`: the same fields, public.");
@@ -1311,7 +1362,10 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             ///
             /// Errors: `StorageError::ShapeMismatch` / `StorageError::BlockShape` for a shape the
             /// format cannot hold; `StorageError::Invariant` naming the invariant, level and
-            /// position of the first violation.
+            /// position of the first violation (see `sparse_runtime::storage::validate`: among
+            /// them `"array lengths fit usize"` for a shape whose arrays cannot be addressed,
+            /// the COO tuple order and uniqueness of singleton levels, and the ELL slice layout).
+            /// Never panics.
             #[allow(unused_variables)]
             pub fn from_raw_parts(parts: #parts<V>) -> ::core::result::Result<Self, #rt::StorageError> {
                 let shape = parts.dim_shape;
@@ -1371,6 +1425,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
                     count: [0; #lvl_rank],
                     loose_start: [0; #lvl_rank],
                 };
+                #(#reserve_positions)*
                 let mut first = true;
                 let mut k = 0;
                 while k < n {
@@ -1471,6 +1526,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
                     _ => self.coordinates(l).map(|c| #rt::packed::IndexView::Plain(<#crd_ty as #rt::Index>::slice(c))),
                 }
             }
+            #ell_levels
         }
 
         impl<V: ::core::fmt::Display> ::core::fmt::Display for #name<V> {

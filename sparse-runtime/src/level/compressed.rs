@@ -31,7 +31,7 @@ impl LevelKind for Compressed {
     ) -> Result<(), StorageError> {
         let c = b.count[l];
         let pos = b.positions[l].as_mut().expect("compressed has positions");
-        super::grow(pos, count, c, b.lvl_sizes)
+        super::push_positions(pos, l, c, count, b.enc.pos_width, b.lvl_sizes)
     }
 
     fn segment(a: &Arrays<'_>, l: usize, parent: usize) -> (usize, usize) {
@@ -71,10 +71,18 @@ impl LevelKind for Compressed {
             return Ok(0);
         }
         let per_parent = parent / nb;
-        let want = (per_parent + 1)
-            .checked_mul(nb)
-            .ok_or_else(|| StorageError::ShapeOverflow {
-                shape: cx.s.lvl_sizes().to_vec(),
+        let want = per_parent
+            .checked_add(1)
+            .and_then(|per| per.checked_mul(nb))
+            .ok_or_else(|| {
+                super::overflow(
+                    l,
+                    pos.len(),
+                    format!(
+                        "positions length ({per_parent} parents + 1) x {nb} batch(es) overflows \
+                         usize"
+                    ),
+                )
             })?;
         if pos.len() != want {
             return Err(inv(

@@ -63,11 +63,13 @@ impl LevelKind for Dense {
         l: usize,
         parent: usize,
     ) -> Result<usize, StorageError> {
-        let sizes = cx.s.lvl_sizes();
-        parent
-            .checked_mul(sizes[l])
-            .ok_or_else(|| StorageError::ShapeOverflow {
-                shape: sizes.to_vec(),
-            })
+        let size = cx.s.lvl_sizes()[l];
+        parent.checked_mul(size).ok_or_else(|| {
+            super::overflow(
+                l,
+                0,
+                format!("{parent} parent positions x level size {size} overflows usize"),
+            )
+        })
     }
 }

@@ -28,13 +28,14 @@ impl LevelKind for LooseCompressed {
         _full: usize,
         count: usize,
     ) -> Result<(), StorageError> {
+        let (width, sizes) = (b.enc.pos_width, b.lvl_sizes);
         for _ in 0..count {
             let (lo, hi) = (b.loose_start[l], b.count[l]);
             let pos = b.positions[l]
                 .as_mut()
                 .expect("loose_compressed has positions");
-            pos.push(lo);
-            pos.push(hi);
+            super::push_positions(pos, l, lo, 1, width, sizes)?;
+            super::push_positions(pos, l, hi, 1, width, sizes)?;
             b.loose_start[l] = hi;
         }
         Ok(())
@@ -61,11 +62,13 @@ impl LevelKind for LooseCompressed {
             cx.s.position_buffer(l)
                 .ok_or_else(|| inv(l, "positions present", 0, "no positions array".into()))?;
         let (_, ncrd) = cx.own_coords(l)?;
-        let want = parent
-            .checked_mul(2)
-            .ok_or_else(|| StorageError::ShapeOverflow {
-                shape: cx.s.lvl_sizes().to_vec(),
-            })?;
+        let want = parent.checked_mul(2).ok_or_else(|| {
+            super::overflow(
+                l,
+                pos.len(),
+                format!("positions length 2 x {parent} parents overflows usize"),
+            )
+        })?;
         if pos.len() != want {
             return Err(inv(
                 l,

@@ -90,13 +90,19 @@ macro_rules! dispatch {
 }
 pub(crate) use dispatch;
 
-/// Assembly state: MLIR's `lvlCursor` plus per-level node counts. Positions are collected as
-/// native global numbers and converted to `posWidth` (local per batch) when assembly ends.
+/// Assembly state: MLIR's `lvlCursor` plus per-level node counts.
+///
+/// Positions are global numbers. Without batch levels they are built in place in the encoding's
+/// `posWidth` (width-checked as they are appended; nothing is converted or copied when assembly
+/// ends); with batch levels they are native and are rebased to batch-local numbers and narrowed
+/// in place at the end ([`crate::dynamic::rebase_batches_in_place`],
+/// [`IndexBuffer::from_native`]). A level whose ancestors are all dense (CSR's `pos`, BSR's,
+/// ELL's) knows its final length up front and reserves exactly that.
 pub(crate) struct Builder<'e, V> {
     pub enc: &'e Encoding,
     pub lvl_sizes: &'e [usize],
     /// Global positions per level (compressed: starts with 0; loose: `(lo, hi)` pairs).
-    pub positions: Vec<Option<Vec<usize>>>,
+    pub positions: Vec<Option<IndexBuffer>>,
     pub coordinates: Vec<Option<CrdBuffer>>,
     pub values: Vec<V>,
     pub cursor: Vec<usize>,
@@ -109,17 +115,54 @@ pub(crate) struct Builder<'e, V> {
 }
 
 impl<'e, V: Value> Builder<'e, V> {
-    /// An empty builder; [`StorageError::Unsupported`] for a width no buffer has.
-    pub fn new(enc: &'e Encoding, lvl_sizes: &'e [usize]) -> Result<Self, StorageError> {
+    /// An empty builder for `batches` batches (1 without batch levels).
+    ///
+    /// Errors: [`StorageError::Unsupported`] for a width no buffer has;
+    /// [`StorageError::ShapeOverflow`] (naming the level sizes) when the positions of a level
+    /// below dense levels cannot be had (their count overflows `usize`, or the allocation fails).
+    pub fn new(
+        enc: &'e Encoding,
+        lvl_sizes: &'e [usize],
+        batches: usize,
+    ) -> Result<Self, StorageError> {
         let lvl_rank = enc.lvl_rank();
+        let batched = enc
+            .lvl_types
+            .first()
+            .is_some_and(|t| t.format == LevelFormat::Batch);
+        let width = if batched { 0 } else { enc.pos_width };
+        let too_large = || StorageError::ShapeOverflow {
+            shape: lvl_sizes.to_vec(),
+        };
         let mut positions = Vec::with_capacity(lvl_rank);
         let mut coordinates = Vec::with_capacity(lvl_rank);
         for l in 0..lvl_rank {
             let lt = enc.lvl_types[l];
-            positions.push(match lt.format {
-                LevelFormat::Compressed => Some(vec![0]),
-                LevelFormat::LooseCompressed => Some(Vec::new()),
-                _ => None,
+            positions.push(if lt.has_positions() {
+                let mut buf = IndexBuffer::new(width).ok_or_else(|| StorageError::Unsupported {
+                    reason: format!("posWidth = {width}"),
+                })?;
+                // below dense levels every parent gets its segment: the final length is known
+                // (batch-local: one extra leading 0 per batch)
+                if enc.lvl_types[..l].iter().all(|t| t.is_dense()) {
+                    let parents = lvl_sizes[..l]
+                        .iter()
+                        .try_fold(1usize, |a, &s| a.checked_mul(s))
+                        .ok_or_else(too_large)?;
+                    let len = if lt.format == LevelFormat::Compressed {
+                        parents.checked_add(batches.max(1))
+                    } else {
+                        parents.checked_mul(2)
+                    }
+                    .ok_or_else(too_large)?;
+                    buf.try_reserve_exact(len).map_err(|_| too_large())?;
+                }
+                if lt.format == LevelFormat::Compressed {
+                    buf.push(0).map_err(|_| too_large())?;
+                }
+                Some(buf)
+            } else {
+                None
             });
             coordinates.push(if enc.owns_crd_buffer(l) {
                 Some(crd_buffer_for(enc, l)?)
@@ -252,25 +295,30 @@ pub(crate) fn crd_buffer_for(enc: &Encoding, l: usize) -> Result<CrdBuffer, Stor
     })
 }
 
-/// Converts native positions to a `width`-bit buffer; [`StorageError::WidthOverflow`] names the
-/// level and the first value that does not fit.
-pub(crate) fn to_index_buffer(
+/// Appends `count` copies of position `value` to level `l`'s positions `pos` (reserving first).
+///
+/// Errors: [`StorageError::ShapeOverflow`] (naming `lvl_sizes`) if the memory cannot be had;
+/// [`StorageError::WidthOverflow`] naming the level and value if `value` does not fit `posWidth`
+/// (`width`).
+pub(crate) fn push_positions(
+    pos: &mut IndexBuffer,
     l: usize,
+    value: usize,
+    count: usize,
     width: u32,
-    v: &[usize],
-) -> Result<IndexBuffer, StorageError> {
-    let mut b = IndexBuffer::new(width).ok_or_else(|| StorageError::Unsupported {
-        reason: format!("posWidth = {width}"),
-    })?;
-    for &x in v {
-        b.push(x).map_err(|value| StorageError::WidthOverflow {
+    lvl_sizes: &[usize],
+) -> Result<(), StorageError> {
+    pos.try_reserve(count)
+        .map_err(|_| StorageError::ShapeOverflow {
+            shape: lvl_sizes.to_vec(),
+        })?;
+    pos.push_n(value, count)
+        .map_err(|value| StorageError::WidthOverflow {
             level: l,
             kind: BufferKind::Position,
             value,
             width,
-        })?;
-    }
-    Ok(b)
+        })
 }
 
 /// Read-side view of the dynamic storage's arrays, as [`LevelKind::segment`] needs them.
@@ -306,11 +354,16 @@ impl Arrays<'_> {
     }
 }
 
+/// A callback of [`Check::for_each_entry`]: `(level coordinates, position of the last level)`.
+pub(crate) type EntryFn<'f> = dyn FnMut(&[usize], usize) -> Result<(), StorageError> + 'f;
+
 /// Validation context over any [`SparseStorage`].
 pub(crate) struct Check<'a, S: ?Sized> {
     pub s: &'a S,
     /// Number of batches (1 without batch levels; may be 0 for an empty batch level).
     pub batches: usize,
+    /// Global stored positions of the levels checked so far (outermost first).
+    pub counts: Vec<usize>,
 }
 
 impl<S: SparseStorage + ?Sized> Check<'_, S> {
@@ -342,6 +395,98 @@ impl<S: SparseStorage + ?Sized> Check<'_, S> {
             }
             owner -= 1;
         }
+    }
+
+    /// `(lo, hi)`: the global positions of level `l` under global parent position `q`, read off
+    /// the arrays of a level that is already checked (`l < self.counts.len()`). Saturating
+    /// arithmetic and missing entries read as 0: never panics.
+    pub fn segment(&self, l: usize, q: usize) -> (usize, usize) {
+        let size = self.s.lvl_sizes().get(l).copied().unwrap_or(0);
+        let nb = self.batches.max(1);
+        let parents = if l == 0 {
+            1
+        } else {
+            self.counts.get(l - 1).copied().unwrap_or(0)
+        };
+        let per_parent = parents / nb;
+        let per_count = self.counts.get(l).copied().unwrap_or(0) / nb;
+        let (b, r) = match per_parent {
+            0 => (0, q),
+            pp => (q / pp, q % pp),
+        };
+        let base = b.saturating_mul(per_count);
+        let pos = |i: usize| {
+            self.s
+                .position_buffer(l)
+                .and_then(|p| p.get(i))
+                .unwrap_or(0)
+        };
+        match self.s.lvl_types()[l].format {
+            LevelFormat::Dense | LevelFormat::Batch => {
+                let lo = q.saturating_mul(size);
+                (lo, lo.saturating_add(size))
+            }
+            LevelFormat::Compressed => {
+                let at = b
+                    .saturating_mul(per_parent.saturating_add(1))
+                    .saturating_add(r);
+                (
+                    base.saturating_add(pos(at)),
+                    base.saturating_add(pos(at.saturating_add(1))),
+                )
+            }
+            LevelFormat::LooseCompressed => {
+                let at = q.saturating_mul(2);
+                (
+                    base.saturating_add(pos(at)),
+                    base.saturating_add(pos(at.saturating_add(1))),
+                )
+            }
+            LevelFormat::Singleton => (q, q.saturating_add(1)),
+            LevelFormat::NOutOfM { n, .. } => {
+                let lo = q.saturating_mul(n as usize);
+                (lo, lo.saturating_add(n as usize))
+            }
+        }
+    }
+
+    /// Coordinate of the checked level `l` at global position `p` under global parent position
+    /// `q` (dense and batch levels: `p - q * size`).
+    pub fn coord(&self, l: usize, q: usize, p: usize) -> usize {
+        if self.s.lvl_types()[l].is_dense() {
+            let size = self.s.lvl_sizes()[l];
+            p.saturating_sub(q.saturating_mul(size))
+        } else {
+            self.crd_at(l, p).unwrap_or(0)
+        }
+    }
+
+    /// Calls `f(level coordinates, position of the last level)` for every stored entry of the
+    /// checked levels, in storage order.
+    pub fn for_each_entry(&self, f: &mut EntryFn<'_>) -> Result<(), StorageError> {
+        fn walk<S: SparseStorage + ?Sized>(
+            cx: &Check<'_, S>,
+            l: usize,
+            q: usize,
+            lc: &mut Vec<usize>,
+            f: &mut EntryFn<'_>,
+        ) -> Result<(), StorageError> {
+            let (lo, hi) = cx.segment(l, q);
+            for p in lo..hi {
+                lc[l] = cx.coord(l, q, p);
+                if l + 1 == lc.len() {
+                    f(lc, p)?;
+                } else {
+                    walk(cx, l + 1, p, lc, f)?;
+                }
+            }
+            Ok(())
+        }
+        let rank = self.counts.len();
+        if rank == 0 {
+            return Ok(());
+        }
+        walk(self, 0, 0, &mut vec![0; rank], f)
     }
 
     /// The coordinate buffer a level with its own `pos` owns, and the number of coordinates it
@@ -426,6 +571,16 @@ impl<S: SparseStorage + ?Sized> Check<'_, S> {
         }
         Ok(())
     }
+}
+
+/// The invariant every size computation of validation checks: a length or count derived from
+/// the level sizes (and the arrays) must fit `usize`.
+pub(crate) const ADDRESSABLE: &str = "array lengths fit usize";
+
+/// [`StorageError::Invariant`] [`ADDRESSABLE`] at level `level`: `detail` names the computation
+/// that overflowed (which numbers, multiplied or added).
+pub(crate) fn overflow(level: usize, position: usize, detail: String) -> StorageError {
+    inv(level, ADDRESSABLE, position, detail)
 }
 
 /// A [`StorageError::Invariant`].

@@ -104,11 +104,13 @@ impl LevelKind for NOutOfM {
     ) -> Result<usize, StorageError> {
         let (n, _) = n_m(cx.s.lvl_types()[l].format);
         let (_, ncrd) = cx.own_coords(l)?;
-        let want = parent
-            .checked_mul(n)
-            .ok_or_else(|| StorageError::ShapeOverflow {
-                shape: cx.s.lvl_sizes().to_vec(),
-            })?;
+        let want = parent.checked_mul(n).ok_or_else(|| {
+            super::overflow(
+                l,
+                ncrd,
+                format!("coordinates length {parent} blocks x n = {n} overflows usize"),
+            )
+        })?;
         if ncrd != want {
             return Err(inv(
                 l,
