@@ -45,7 +45,7 @@ fn invariant(e: StorageError) -> (usize, &'static str, usize) {
 }
 
 /// Empty arrays of the right kinds for `T`'s encoding on `shape`, through the dynamic storage.
-fn dynamic_empty(enc: sparse::dsl::ir::Encoding, shape: &[usize]) -> StorageError {
+fn dynamic_empty(enc: sparse_dsl::ir::Encoding, shape: &[usize]) -> StorageError {
     let positions = (0..enc.lvl_rank())
         .map(|l| {
             enc.lvl_types[l]
@@ -250,7 +250,7 @@ fn coo_singleton_order_and_uniqueness_generated_and_dynamic() {
             values: vec![1., 2., 5., 3., 6.],
         })
     };
-    let dynamic = |e: sparse::dsl::ir::Encoding, crd: Vec<Option<CrdBuffer>>| {
+    let dynamic = |e: sparse_dsl::ir::Encoding, crd: Vec<Option<CrdBuffer>>| {
         DynamicStorage::from_raw_parts(
             &e,
             &[4, 4],
@@ -457,7 +457,7 @@ fn positions_reserved_exactly() {
     };
     let two: Vec<(Vec<usize>, f64)> = entries.iter().map(|(c, v)| (c.to_vec(), *v)).collect();
     let dynamic_capacity =
-        |e: sparse::dsl::ir::Encoding, coo: &sparse::runtime::CooTensor<f64>, l: usize| {
+        |e: sparse_dsl::ir::Encoding, coo: &sparse::runtime::CooTensor<f64>, l: usize| {
             let parts = DynamicStorage::from_coo(&e, coo).unwrap().into_raw_parts();
             let p = parts.positions[l].as_ref().unwrap();
             (p.len(), p.capacity())

@@ -73,7 +73,7 @@ impl FromRaw for PackedBuffer {
 /// The dynamic storage's raw parts for `raw`; `None` if a number does not fit a width.
 #[allow(clippy::type_complexity)]
 fn dynamic_parts(
-    enc: &sparse::dsl::ir::Encoding,
+    enc: &sparse_dsl::ir::Encoding,
     raw: &Raw,
 ) -> Option<(Vec<Option<IndexBuffer>>, Vec<Option<CrdBuffer>>)> {
     let mut pos = Vec::new();

@@ -58,7 +58,7 @@
 
 use std::fmt;
 
-use sparse_dsl::ir::{AffineExpr, Encoding, LevelFormat};
+use sparse_ir::ir::{AffineExpr, Encoding, LevelFormat};
 
 use crate::coo::CooTensor;
 use crate::error::StorageError;
@@ -1083,7 +1083,7 @@ impl<V> SparseStorage for DynamicStorage<V> {
     fn lvl_sizes(&self) -> &[usize] {
         &self.lvl_sizes
     }
-    fn lvl_types(&self) -> &[sparse_dsl::ir::LevelType] {
+    fn lvl_types(&self) -> &[sparse_ir::ir::LevelType] {
         &self.encoding.lvl_types
     }
     fn position_buffer(&self, l: usize) -> Option<IndexSlice<'_>> {

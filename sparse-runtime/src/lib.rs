@@ -4,7 +4,7 @@
 //! - [`value`]: the value-type trait;
 //! - [`coo`]: the COO operand;
 //! - [`storage`]: the level-by-level view every tensor gives, `sparse_tensor.print` and `validate`;
-//! - [`dynamic`]: the reference storage built at run time from an [`Encoding`](sparse_dsl::ir::Encoding);
+//! - [`dynamic`]: the reference storage built at run time from an [`Encoding`](sparse_ir::ir::Encoding);
 //! - [`mmio`]: Matrix Market reading and writing;
 //! - [`packed`]: sub-byte coordinate buffers (`crdWidth = 2` of n:m levels) and index views;
 //! - [`mod@slice`]: strided views over a storage (`#sparse_tensor<slice(..)>` dimensions);
@@ -32,6 +32,6 @@ pub use num_traits;
 pub use packed::{CrdBuffer, IndexView, PackedBuffer};
 pub use rayon;
 pub use slice::SliceView;
-pub use sparse_dsl;
+pub use sparse_ir;
 pub use storage::SparseStorage;
 pub use value::Value;

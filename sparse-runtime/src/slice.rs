@@ -9,7 +9,7 @@
 //! Dynamic `?` values are given at run time, in dimension order and within a dimension in the
 //! order offset, size, stride (the order they are written in).
 
-use sparse_dsl::ir::{DimSlice, Encoding};
+use sparse_ir::ir::{DimSlice, Encoding};
 
 use crate::coo::CooTensor;
 use crate::dynamic::{checked_product, DynamicStorage};

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use sparse_dsl::ir::{LevelFormat, LevelType};
+use sparse_ir::ir::{LevelFormat, LevelType};
 
 use crate::error::StorageError;
 use crate::index::IndexSlice;

@@ -201,9 +201,9 @@ fn level_type_tokens(e: &Encoding, rt: &TokenStream) -> Vec<TokenStream> {
             };
             let (nu, no, soa) = (lt.properties.nonunique, lt.properties.nonordered, lt.properties.soa);
             quote! {
-                #rt::sparse_dsl::ir::LevelType {
-                    format: #rt::sparse_dsl::ir::LevelFormat::#format,
-                    properties: #rt::sparse_dsl::ir::LevelProperties { nonunique: #nu, nonordered: #no, soa: #soa },
+                #rt::sparse_ir::ir::LevelType {
+                    format: #rt::sparse_ir::ir::LevelFormat::#format,
+                    properties: #rt::sparse_ir::ir::LevelProperties { nonunique: #nu, nonordered: #no, soa: #soa },
                 }
             }
         })
@@ -441,7 +441,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
                 // rebased and narrowed in place: no second positions buffer
                 quote! {{
                     let mut __p: ::std::vec::Vec<usize> = b.#f;
-                    #rt::dynamic::rebase_batches_in_place(#l, #rt::sparse_dsl::ir::LevelFormat::#format, &mut __p, batches)?;
+                    #rt::dynamic::rebase_batches_in_place(#l, #rt::sparse_ir::ir::LevelFormat::#format, &mut __p, batches)?;
                     #rt::index::narrow_vec::<#ty>(__p).map_err(|value| #rt::StorageError::WidthOverflow {
                         level: #l, kind: #rt::BufferKind::Position, value, width: <#ty as #rt::Index>::WIDTH,
                     })?
@@ -533,7 +533,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
 
     let lvl_types = level_type_tokens(e, rt);
     let canonical = decl.encoding.to_string();
-    let encoding_data = encoding_data::encoding_expr(&decl.encoding, &quote!(#rt::sparse_dsl));
+    let encoding_data = encoding_data::encoding_expr(&decl.encoding, &quote!(#rt::sparse_ir));
     let opt = |v: Option<u64>| match v {
         Some(v) => quote!(::core::option::Option::Some(#v)),
         None => quote!(::core::option::Option::None),
@@ -548,8 +548,8 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             );
             quote! {
                 /// The declared dimension slices (`None` for a dynamic `?`).
-                pub const SLICES: [#rt::sparse_dsl::ir::DimSlice; #dim_rank] =
-                    [#( #rt::sparse_dsl::ir::DimSlice { offset: #o, size: #z, stride: #t } ),*];
+                pub const SLICES: [#rt::sparse_ir::ir::DimSlice; #dim_rank] =
+                    [#( #rt::sparse_ir::ir::DimSlice { offset: #o, size: #z, stride: #t } ),*];
 
                 /// The declared slice of this tensor, a view without copying; `dynamic` gives the
                 /// `?` values in dimension order (offset, size, stride within a dimension).
@@ -1116,11 +1116,11 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             /// The encoding in MLIR's canonical form.
             pub const ENCODING: &'static str = #canonical;
             /// The level types, outermost first.
-            pub const LVL_TYPES: [#rt::sparse_dsl::ir::LevelType; #lvl_rank] = [#(#lvl_types),*];
+            pub const LVL_TYPES: [#rt::sparse_ir::ir::LevelType; #lvl_rank] = [#(#lvl_types),*];
 
             /// The encoding as the semantic IR (the verified value, built as data: nothing is
             /// parsed at run time; [`Self::ENCODING`] is its canonical text).
-            pub fn encoding() -> #rt::sparse_dsl::ir::Encoding {
+            pub fn encoding() -> #rt::sparse_ir::ir::Encoding {
                 #encoding_data
             }
 
@@ -1200,7 +1200,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             /// Errors: as `SliceView::new` (`StorageError::RankMismatch`, `StorageError::Slice`).
             pub fn slice_dims(
                 &self,
-                slices: &[#rt::sparse_dsl::ir::DimSlice],
+                slices: &[#rt::sparse_ir::ir::DimSlice],
                 dynamic: &[usize],
             ) -> ::core::result::Result<#rt::slice::SliceView<'_, Self>, #rt::StorageError> {
                 #rt::slice::SliceView::new(self, slices, dynamic)
@@ -1508,7 +1508,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             fn lvl_sizes(&self) -> &[usize] {
                 &self.lvl_sizes
             }
-            fn lvl_types(&self) -> &[#rt::sparse_dsl::ir::LevelType] {
+            fn lvl_types(&self) -> &[#rt::sparse_ir::ir::LevelType] {
                 &Self::LVL_TYPES
             }
             fn position_buffer(&self, l: usize) -> ::core::option::Option<#rt::IndexSlice<'_>> {

@@ -19,7 +19,7 @@ pub(crate) mod loose_compressed;
 pub(crate) mod n_out_of_m;
 pub(crate) mod singleton;
 
-use sparse_dsl::ir::{Encoding, LevelFormat};
+use sparse_ir::ir::{Encoding, LevelFormat};
 
 use crate::error::{BufferKind, StorageError};
 use crate::index::IndexBuffer;
@@ -59,7 +59,7 @@ pub(crate) trait LevelKind {
 /// Runs `$e` with `$K` bound to the [`LevelKind`] implementation of format `$f`.
 macro_rules! dispatch {
     ($f:expr, $K:ident => $e:expr) => {{
-        use sparse_dsl::ir::LevelFormat as LF;
+        use sparse_ir::ir::LevelFormat as LF;
         match $f {
             LF::Dense => {
                 type $K = $crate::level::dense::Dense;
@@ -324,7 +324,7 @@ pub(crate) fn push_positions(
 /// Read-side view of the dynamic storage's arrays, as [`LevelKind::segment`] needs them.
 pub(crate) struct Arrays<'a> {
     pub lvl_sizes: &'a [usize],
-    pub lvl_types: &'a [sparse_dsl::ir::LevelType],
+    pub lvl_types: &'a [sparse_ir::ir::LevelType],
     pub positions: &'a [Option<IndexBuffer>],
     /// Global stored positions per level.
     pub counts: &'a [usize],

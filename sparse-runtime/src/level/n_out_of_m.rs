@@ -7,7 +7,7 @@
 //! in-block coordinates, and the block is stored in coordinate order. With `crdWidth = 2` the
 //! coordinates are packed four per byte ([`crate::packed`]).
 
-use sparse_dsl::ir::LevelFormat;
+use sparse_ir::ir::LevelFormat;
 
 use super::{inv, Arrays, Builder, Check, LevelKind};
 use crate::error::StorageError;

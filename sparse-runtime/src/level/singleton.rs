@@ -2,7 +2,7 @@
 //! a COO region). In an array-of-structs region (the default) the coordinates live in the
 //! interleaved buffer of the region's first level; `singleton(soa)` keeps its own buffer.
 
-use sparse_dsl::ir::LevelFormat;
+use sparse_ir::ir::LevelFormat;
 
 use super::{inv, Arrays, Builder, Check, LevelKind};
 use crate::error::StorageError;
