@@ -1,7 +1,7 @@
 //! The `sparse` command line against the contract of `../shared/conformance/README.md`, and
 //! `sparse spmv` on a real matrix against an independent computation.
 
-#[path = "../../tests/common/mod.rs"]
+#[path = "../../sparse-tests/tests/common/mod.rs"]
 mod common;
 
 use std::process::Command;
