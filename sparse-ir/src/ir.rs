@@ -6,6 +6,7 @@
 
 use std::fmt;
 
+use crate::level::{self, LevelCapabilities, PositionsArray};
 use crate::types::TypedValue;
 
 /// A level format: how one storage level keeps its coordinates.
@@ -35,6 +36,28 @@ pub enum LevelFormat {
 }
 
 impl LevelFormat {
+    /// What the format stores and can do ([`LevelCapabilities`]): the one place that maps a
+    /// format to its unit in `level/` (one line per format).
+    pub fn capabilities(&self) -> &'static LevelCapabilities {
+        match self {
+            LevelFormat::Dense => &level::dense::CAPABILITIES,
+            LevelFormat::Batch => &level::batch::CAPABILITIES,
+            LevelFormat::Compressed => &level::compressed::CAPABILITIES,
+            LevelFormat::LooseCompressed => &level::loose_compressed::CAPABILITIES,
+            LevelFormat::Singleton => &level::singleton::CAPABILITIES,
+            LevelFormat::NOutOfM { .. } => &level::n_out_of_m::CAPABILITIES,
+        }
+    }
+
+    /// Positions per parent position for a [`PositionCount::NPerParent`](crate::level::PositionCount::NPerParent) format (`n` of n:m);
+    /// `None` for the others.
+    pub fn n_per_parent(&self) -> Option<usize> {
+        match self {
+            LevelFormat::NOutOfM { n, .. } => Some(*n as usize),
+            _ => None,
+        }
+    }
+
     /// The MLIR spelling of the format (`structured[n, m]` for n:m).
     pub fn mlir_name(&self) -> String {
         match self {
@@ -92,24 +115,19 @@ impl LevelType {
     }
     /// `dense` or `batch`: every coordinate present, nothing stored.
     pub fn is_dense(&self) -> bool {
-        matches!(self.format, LevelFormat::Dense | LevelFormat::Batch)
+        self.format.capabilities().full
     }
     /// The level stores a positions (`pos`) array: compressed and loose_compressed.
     pub fn has_positions(&self) -> bool {
-        matches!(
-            self.format,
-            LevelFormat::Compressed | LevelFormat::LooseCompressed
-        )
+        self.format.capabilities().positions != PositionsArray::None
     }
     /// The level stores coordinates (`crd`) of its own (possibly inside a shared AoS buffer).
     pub fn has_coordinates(&self) -> bool {
-        matches!(
-            self.format,
-            LevelFormat::Compressed
-                | LevelFormat::LooseCompressed
-                | LevelFormat::Singleton
-                | LevelFormat::NOutOfM { .. }
-        )
+        self.format.capabilities().coordinates
+    }
+    /// What the level's format stores and can do.
+    pub fn capabilities(&self) -> &'static LevelCapabilities {
+        self.format.capabilities()
     }
 }
 

@@ -8,11 +8,13 @@
 //!
 //! - [`ir`]: level formats and properties, affine maps, slices, the `Encoding`;
 //! - [`types`]: element types, typed values, tensor types;
+//! - [`level`]: each level format's storage and capabilities as data, one file per format;
 //! - [`infer`]: the inverse (`lvlToDim`) MLIR infers from `dimToLvl`;
 //! - [`print`](mod@print): MLIR's canonical text form (`Display` for `Encoding`).
 #![warn(missing_docs)]
 
 pub mod infer;
 pub mod ir;
+pub mod level;
 pub mod print;
 pub mod types;

@@ -156,11 +156,11 @@ fn analyze(encoding: &Encoding, dim_shape: &[usize]) -> Result<Layout, StorageEr
     let batch_levels = encoding
         .lvl_types
         .iter()
-        .take_while(|t| t.format == LevelFormat::Batch)
+        .take_while(|t| t.capabilities().batch)
         .count();
     if encoding.lvl_types[batch_levels..]
         .iter()
-        .any(|t| t.format == LevelFormat::Batch)
+        .any(|t| t.capabilities().batch)
     {
         return Err(unsupported("batch levels must be leading"));
     }

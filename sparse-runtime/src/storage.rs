@@ -3,7 +3,8 @@
 
 use std::fmt;
 
-use sparse_ir::ir::{LevelFormat, LevelType};
+use sparse_ir::ir::LevelType;
+use sparse_ir::level::PositionCount;
 
 use crate::error::StorageError;
 use crate::index::IndexSlice;
@@ -130,7 +131,7 @@ where
     let sizes = s.lvl_sizes();
     let batch_levels = types
         .iter()
-        .take_while(|t| t.format == LevelFormat::Batch)
+        .take_while(|t| t.capabilities().batch)
         .count()
         .min(sizes.len());
     let batch_shape = &sizes[..batch_levels];
@@ -230,7 +231,7 @@ pub fn validate<S: SparseStorage + ?Sized>(s: &S) -> Result<(), StorageError> {
     }
     let mut batches = 1usize;
     for (l, t) in types.iter().enumerate() {
-        if t.format != LevelFormat::Batch {
+        if !t.capabilities().batch {
             break;
         }
         batches = batches.checked_mul(sizes[l]).ok_or_else(|| {
@@ -437,8 +438,8 @@ pub fn level_counts<S: SparseStorage + ?Sized>(s: &S) -> Result<Vec<usize>, Stor
     let mut counts = Vec::with_capacity(types.len());
     let mut parent = 1usize;
     for (l, lt) in types.iter().enumerate() {
-        let c = match lt.format {
-            LevelFormat::Dense | LevelFormat::Batch => {
+        let c = match lt.capabilities().count {
+            PositionCount::LevelSize => {
                 let size = sizes.get(l).copied().unwrap_or(0);
                 parent.checked_mul(size).ok_or_else(|| {
                     overflow(
@@ -448,24 +449,27 @@ pub fn level_counts<S: SparseStorage + ?Sized>(s: &S) -> Result<Vec<usize>, Stor
                     )
                 })?
             }
-            LevelFormat::Compressed | LevelFormat::LooseCompressed => {
+            PositionCount::Stored => {
                 let mut stride = 1;
                 while l + stride < types.len()
-                    && types[l + stride].format == LevelFormat::Singleton
+                    && types[l + stride].capabilities().count == PositionCount::OnePerParent
                     && s.coordinate_view(l + stride).is_none()
                 {
                     stride += 1;
                 }
                 s.coordinate_view(l).map_or(0, |c| c.len() / stride)
             }
-            LevelFormat::Singleton => parent,
-            LevelFormat::NOutOfM { n, .. } => parent.checked_mul(n as usize).ok_or_else(|| {
-                overflow(
-                    l,
-                    0,
-                    format!("coordinates length {parent} blocks x n = {n} overflows usize"),
-                )
-            })?,
+            PositionCount::OnePerParent => parent,
+            PositionCount::NPerParent => {
+                let n = lt.format.n_per_parent().unwrap_or(1);
+                parent.checked_mul(n).ok_or_else(|| {
+                    overflow(
+                        l,
+                        0,
+                        format!("coordinates length {parent} blocks x n = {n} overflows usize"),
+                    )
+                })?
+            }
         };
         counts.push(c);
         parent = c;

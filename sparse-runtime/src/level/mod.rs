@@ -20,6 +20,7 @@ pub(crate) mod n_out_of_m;
 pub(crate) mod singleton;
 
 use sparse_ir::ir::{Encoding, LevelFormat};
+use sparse_ir::level::{PositionCount, PositionsArray};
 
 use crate::error::{BufferKind, StorageError};
 use crate::index::IndexBuffer;
@@ -129,7 +130,7 @@ impl<'e, V: Value> Builder<'e, V> {
         let batched = enc
             .lvl_types
             .first()
-            .is_some_and(|t| t.format == LevelFormat::Batch);
+            .is_some_and(|t| t.capabilities().batch);
         let width = if batched { 0 } else { enc.pos_width };
         let too_large = || StorageError::ShapeOverflow {
             shape: lvl_sizes.to_vec(),
@@ -421,12 +422,10 @@ impl<S: SparseStorage + ?Sized> Check<'_, S> {
                 .and_then(|p| p.get(i))
                 .unwrap_or(0)
         };
-        match self.s.lvl_types()[l].format {
-            LevelFormat::Dense | LevelFormat::Batch => {
-                let lo = q.saturating_mul(size);
-                (lo, lo.saturating_add(size))
-            }
-            LevelFormat::Compressed => {
+        let lt = self.s.lvl_types()[l];
+        let caps = lt.capabilities();
+        match (caps.positions, caps.count) {
+            (PositionsArray::SegmentBounds, _) => {
                 let at = b
                     .saturating_mul(per_parent.saturating_add(1))
                     .saturating_add(r);
@@ -435,17 +434,24 @@ impl<S: SparseStorage + ?Sized> Check<'_, S> {
                     base.saturating_add(pos(at.saturating_add(1))),
                 )
             }
-            LevelFormat::LooseCompressed => {
+            (PositionsArray::LoHiPairs, _) => {
                 let at = q.saturating_mul(2);
                 (
                     base.saturating_add(pos(at)),
                     base.saturating_add(pos(at.saturating_add(1))),
                 )
             }
-            LevelFormat::Singleton => (q, q.saturating_add(1)),
-            LevelFormat::NOutOfM { n, .. } => {
-                let lo = q.saturating_mul(n as usize);
-                (lo, lo.saturating_add(n as usize))
+            (PositionsArray::None, PositionCount::LevelSize) => {
+                let lo = q.saturating_mul(size);
+                (lo, lo.saturating_add(size))
+            }
+            (PositionsArray::None, PositionCount::NPerParent) => {
+                let n = lt.format.n_per_parent().unwrap_or(1);
+                let lo = q.saturating_mul(n);
+                (lo, lo.saturating_add(n))
+            }
+            (PositionsArray::None, PositionCount::OnePerParent | PositionCount::Stored) => {
+                (q, q.saturating_add(1))
             }
         }
     }

@@ -1,0 +1,18 @@
+//! `batch`: a leading dense level whose coordinate selects an independent tensor; every buffer
+//! below holds one batch after another, positions local to their batch (MLIR `batch`).
+
+use super::{LevelCapabilities, PositionCount, PositionsArray};
+
+/// The capabilities of `batch`.
+pub(crate) const CAPABILITIES: LevelCapabilities = LevelCapabilities {
+    positions: PositionsArray::None,
+    coordinates: false,
+    count: PositionCount::LevelSize,
+    full: true,
+    compact: true,
+    branchless: false,
+    locate: true,
+    append: false,
+    insert: true,
+    batch: true,
+};
