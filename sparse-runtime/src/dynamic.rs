@@ -59,6 +59,7 @@
 use std::fmt;
 
 use sparse_ir::ir::{AffineExpr, Encoding, LevelFormat};
+use sparse_ir::level::PositionsArray;
 
 use crate::coo::CooTensor;
 use crate::error::StorageError;
@@ -440,8 +441,8 @@ pub fn rebase_batches_in_place(
             })
         }
     };
-    match format {
-        LevelFormat::Compressed if !pos.is_empty() => {
+    match format.capabilities().positions {
+        PositionsArray::SegmentBounds if !pos.is_empty() => {
             let per = (pos.len() - 1) / batches;
             for b in 0..batches {
                 check(b, at(pos, (b + 1) * per).saturating_sub(at(pos, b * per)))?;
@@ -456,7 +457,7 @@ pub fn rebase_batches_in_place(
                 }
             }
         }
-        LevelFormat::LooseCompressed => {
+        PositionsArray::LoHiPairs => {
             let per = pos.len() / 2 / batches;
             let mut base = 0;
             for b in 0..batches {

@@ -150,7 +150,7 @@ impl<'e, V: Value> Builder<'e, V> {
                         .iter()
                         .try_fold(1usize, |a, &s| a.checked_mul(s))
                         .ok_or_else(too_large)?;
-                    let len = if lt.format == LevelFormat::Compressed {
+                    let len = if lt.capabilities().positions == PositionsArray::SegmentBounds {
                         parents.checked_add(batches.max(1))
                     } else {
                         parents.checked_mul(2)
@@ -158,7 +158,7 @@ impl<'e, V: Value> Builder<'e, V> {
                     .ok_or_else(too_large)?;
                     buf.try_reserve_exact(len).map_err(|_| too_large())?;
                 }
-                if lt.format == LevelFormat::Compressed {
+                if lt.capabilities().positions == PositionsArray::SegmentBounds {
                     buf.push(0).map_err(|_| too_large())?;
                 }
                 Some(buf)
@@ -374,7 +374,7 @@ impl<S: SparseStorage + ?Sized> Check<'_, S> {
         let types = self.s.lvl_types();
         let mut k = l + 1;
         while k < types.len()
-            && types[k].format == LevelFormat::Singleton
+            && types[k].capabilities().count == PositionCount::OnePerParent
             && self.s.coordinate_view(k).is_none()
         {
             k += 1;
@@ -391,7 +391,7 @@ impl<S: SparseStorage + ?Sized> Check<'_, S> {
                 let stride = self.aos_stride(owner);
                 return buf.get(p.checked_mul(stride)?.checked_add(l - owner)?);
             }
-            if owner == 0 || types[owner].format != LevelFormat::Singleton {
+            if owner == 0 || types[owner].capabilities().count != PositionCount::OnePerParent {
                 return None;
             }
             owner -= 1;

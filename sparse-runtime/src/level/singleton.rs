@@ -2,7 +2,7 @@
 //! a COO region). In an array-of-structs region (the default) the coordinates live in the
 //! interleaved buffer of the region's first level; `singleton(soa)` keeps its own buffer.
 
-use sparse_ir::ir::LevelFormat;
+use sparse_ir::level::PositionCount;
 
 use super::{inv, Arrays, Builder, Check, LevelKind};
 use crate::error::StorageError;
@@ -78,7 +78,7 @@ fn check_tuples<S: SparseStorage + ?Sized>(
     let types = cx.s.lvl_types();
     let lt = types[k];
     let mut s = k;
-    while s > 0 && types[s].format == LevelFormat::Singleton {
+    while s > 0 && types[s].capabilities().count == PositionCount::OnePerParent {
         s -= 1;
     }
     if s == k || !types[s].has_positions() {
@@ -86,7 +86,7 @@ fn check_tuples<S: SparseStorage + ?Sized>(
     }
     let ends_region = types
         .get(k + 1)
-        .is_none_or(|t| t.format != LevelFormat::Singleton);
+        .is_none_or(|t| t.capabilities().count != PositionCount::OnePerParent);
     let unique = lt.is_unique() && ends_region;
     let segments = if s == 0 {
         1
