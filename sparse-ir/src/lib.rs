@@ -9,10 +9,12 @@
 //! - [`ir`]: level formats and properties, affine maps, slices, the `Encoding`;
 //! - [`types`]: element types, typed values, tensor types;
 //! - [`infer`]: the inverse (`lvlToDim`) MLIR infers from `dimToLvl`;
-//! - [`print`](mod@print): MLIR's canonical text form (`Display` for `Encoding`).
+//! - [`print`](mod@print): MLIR's canonical text form (`Display` for `Encoding`);
+//! - [`verify`](mod@verify): MLIR's semantic rules on an `Encoding` built in code.
 #![warn(missing_docs)]
 
 pub mod infer;
 pub mod ir;
 pub mod print;
 pub mod types;
+pub mod verify;
