@@ -10,7 +10,7 @@
 use std::fmt;
 
 use crate::infer::{infer_lvl_to_dim, is_block_sparsity};
-use crate::ir::{AffineExpr, AffineMap, Encoding, LevelFormat};
+use crate::ir::{AffineExpr, AffineMap, Encoding, LevelFormat, LevelType};
 
 /// Where in an [`Encoding`] a rule failed, so that a front end can point at the offending token
 /// (the parser maps each variant to the span of the level's format, expression, width value, ...).
@@ -218,7 +218,7 @@ pub fn verify(enc: &Encoding) -> Result<(), Vec<VerifyError>> {
     // 4.-8. cross-level rules (MLIR's `SparseTensorEncodingAttr::verify`), on valid levels only
     let before = cx.errors.len();
     if levels_ok {
-        check_lvl_types(&mut cx, enc);
+        check_lvl_types(&mut cx, lts, num_dims, Some(&enc.dim_to_lvl));
     }
     // MLIR stops at its first failed rule: the map rules need valid levels and slices
     if !locals_ok || cx.errors.len() != before {
@@ -282,9 +282,28 @@ fn finish(mut cx: Ctxt) -> Result<(), Vec<VerifyError>> {
     Err(cx.errors.into_iter().map(|(_, e)| e).collect())
 }
 
+/// The cross-level rules alone (rules 4 to 8 of [`verify`]: singleton, SoA, batch, n:m, dense
+/// after nonunique), in MLIR's order, for a front end that checks the level types before it has
+/// a whole [`Encoding`] (the parser, which maps each [`Location::Level`] and
+/// [`Location::LevelExpr`] to its token). `dim_to_lvl` is `None` when a level expression did not
+/// build; the n:m block rule then fails as MLIR's would on a map that is not a block map.
+pub fn verify_level_types(
+    lvl_types: &[LevelType],
+    num_dims: usize,
+    dim_to_lvl: Option<&AffineMap>,
+) -> Vec<VerifyError> {
+    let mut cx = Ctxt { errors: Vec::new() };
+    check_lvl_types(&mut cx, lvl_types, num_dims, dim_to_lvl);
+    finish(cx).err().unwrap_or_default()
+}
+
 /// Rules 4 to 8 of [`verify`].
-fn check_lvl_types(cx: &mut Ctxt, enc: &Encoding) {
-    let lts = &enc.lvl_types;
+fn check_lvl_types(
+    cx: &mut Ctxt,
+    lts: &[LevelType],
+    num_dims: usize,
+    dim_to_lvl: Option<&AffineMap>,
+) {
     if let Some(first) = lts.iter().position(|t| t.format == LevelFormat::Singleton) {
         for (l, lt) in lts.iter().enumerate().skip(first) {
             if lt.format != LevelFormat::Singleton {
@@ -363,18 +382,18 @@ fn check_lvl_types(cx: &mut Ctxt, enc: &Encoding) {
     let LevelFormat::NOutOfM { m, .. } = lts[k].format else {
         return;
     };
-    if enc.dim_rank() == lts.len() {
+    if num_dims == lts.len() {
         return;
     }
-    let map = &enc.dim_to_lvl;
-    if map.results.len() != lts.len() || !is_block_sparsity(map) {
+    let Some(map) = dim_to_lvl.filter(|m| m.results.len() == lts.len() && is_block_sparsity(m))
+    else {
         cx.error(
             rank::NM,
             at,
             "expected 1xm block structure for n_out_of_m level",
         );
         return;
-    }
+    };
     let mut coefficient = 0i64;
     let mut mixed = false;
     for r in &map.results {
