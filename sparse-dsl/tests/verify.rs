@@ -218,6 +218,19 @@ fn breaking_a_rule_in_the_ir_matches_breaking_it_in_the_text() {
         ),
         (
             "map = (i, j) -> (i : dense, j : compressed)",
+            "map = (i, j) -> (i + j : dense, j : compressed), posWidth = 7, crdWidth = 1",
+            |e| {
+                e.dim_to_lvl.results[0] = AffineExpr::Add(
+                    Box::new(AffineExpr::Var(0)),
+                    Box::new(AffineExpr::Var(1)),
+                );
+                e.lvl_to_dim.results.clear();
+                e.pos_width = 7;
+                e.crd_width = 1;
+            },
+        ),
+        (
+            "map = (i, j) -> (i : dense, j : compressed)",
             "map = (i, j) -> (i : dense)",
             |e| {
                 e.lvl_types.pop();

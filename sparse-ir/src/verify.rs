@@ -30,9 +30,11 @@ pub enum Location {
     Slice(usize),
     /// The map as a whole (level list, ranks).
     Map,
-    /// `explicitVal`.
+    /// `explicitVal`. Not produced by [`verify`]: its rule (the value's type is the tensor's
+    /// element type) needs a tensor type; kept for the tensor-level checks to come.
     ExplicitVal,
-    /// `implicitVal`.
+    /// `implicitVal`. Not produced by [`verify`]: its rules (type, zero) are checked against a
+    /// tensor type (MLIR's `verifyEncoding`); kept for the tensor-level checks to come.
     ImplicitVal,
 }
 
