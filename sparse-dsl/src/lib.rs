@@ -3,7 +3,7 @@
 //!
 //! - [`ir`]: the semantic IR ([`ir::Encoding`]) every layer shares (re-exported from the crate
 //!   `sparse-ir`, with [`types`], [`infer`] and [`print`](mod@print), so that the runtime
-//!   depends on the IR without the parser);
+//!   depends on the IR without the parser) and [`verify`](mod@verify), the IR-only checks;
 //! - [`parse`]: the pest grammar and the verifier, text -> `Encoding` with [`diag::Diagnostic`]s;
 //! - [`print`](mod@print): MLIR's canonical text form of an `Encoding`;
 //! - [`types`]: element types, typed values and tensor types around an encoding;
@@ -17,4 +17,4 @@ pub mod codegen;
 pub mod diag;
 pub mod parse;
 
-pub use sparse_ir::{infer, ir, print, types};
+pub use sparse_ir::{infer, ir, print, types, verify};

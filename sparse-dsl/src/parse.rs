@@ -60,13 +60,14 @@ use pest::iterators::Pair;
 use pest::{Parser as _, Span};
 
 use crate::diag::Diagnostic;
-use crate::infer::{infer_lvl_to_dim, is_block_sparsity};
+use crate::infer::infer_lvl_to_dim;
 use crate::ir::{
     AffineExpr, AffineMap, DimSlice, Encoding, LevelFormat, LevelProperties, LevelType,
 };
 pub use crate::types::{
     ElementType, FloatKind, QuantizedType, ScalarValue, Signedness, TensorType, TypedValue,
 };
+use crate::verify::{verify_level_types, Location};
 
 mod grammar {
     #[derive(pest_derive::Parser)]
@@ -2140,138 +2141,32 @@ impl<'t> Cx<'t> {
         Some(LevelType { format, properties })
     }
 
-    /// MLIR's cross-level rules (`SparseTensorEncodingAttr::verify`), each with its rank so that
-    /// the first rule MLIR checks is reported first. Returns `false` if any failed.
+    /// MLIR's cross-level rules (`SparseTensorEncodingAttr::verify`), checked by
+    /// [`verify_level_types`] (the IR verifier's rules 4 to 8, in MLIR's order), each error at its
+    /// level's format (or expression). Returns `false` if any failed.
     fn check_lvl_types(&mut self, lvls: &[LvlInfo<'t>], num_dims: usize) -> bool {
         let lts: Vec<LevelType> = lvls.iter().filter_map(|l| l.lt).collect();
         if lts.len() != lvls.len() {
             return false;
         }
-        let before = self.diags.len();
-        let span = |l: usize| lvls[l].lt_span;
-        // singleton rules
-        if let Some(first) = lts.iter().position(|t| t.format == LevelFormat::Singleton) {
-            for (l, lt) in lts.iter().enumerate().skip(first) {
-                if lt.format != LevelFormat::Singleton {
-                    continue;
-                }
-                let prev = lts[l - 1.min(l)].format;
-                if l == 0
-                    || !matches!(
-                        prev,
-                        LevelFormat::Compressed
-                            | LevelFormat::LooseCompressed
-                            | LevelFormat::Singleton
-                    )
-                {
-                    self.verify_error(
-                        span(l),
-                        rank::SINGLETON,
-                        "expected compressed or loose_compressed level before singleton level",
-                    );
-                } else if lt.properties.soa != lts[first].properties.soa {
-                    self.verify_error(
-                        span(l),
-                        rank::SOA_LAYOUT,
-                        "expected all singleton lvlTypes stored in the same memory layout (SoA vs AoS).",
-                    );
-                }
-            }
+        let exprs: Option<Vec<AffineExpr>> = lvls.iter().map(|l| l.expr.clone()).collect();
+        let map = exprs.map(|results| AffineMap {
+            num_vars: num_dims,
+            num_symbols: 0,
+            results,
+        });
+        let errors = verify_level_types(&lts, num_dims, map.as_ref());
+        // already in MLIR's order: keep it (ranks below `rank::EMPTY`; at most MAX_DIAGS kept)
+        for (k, e) in errors.iter().enumerate() {
+            let span = match e.at {
+                Location::LevelExpr(l) => lvls[l].expr_span,
+                Location::Level(l) => lvls[l].lt_span,
+                _ => lvls[0].lt_span,
+            };
+            let r = rank::LVL_TYPES + u32::try_from(k.min(MAX_DIAGS)).unwrap_or(0);
+            self.verify_error(span, r, e.message.clone());
         }
-        // a batch level after any other level (found once: linear in the number of levels)
-        let first_non_batch = lts
-            .iter()
-            .position(|t| t.format != LevelFormat::Batch)
-            .unwrap_or(lts.len());
-        for (l, lt) in lts.iter().enumerate() {
-            if lt.format == LevelFormat::Batch && l > first_non_batch {
-                self.verify_error(
-                    span(l),
-                    rank::BATCH,
-                    "Batch lvlType can only be leading levels.",
-                );
-            }
-            if lt.properties.soa && lt.format != LevelFormat::Singleton {
-                self.verify_error(
-                    span(l),
-                    rank::SOA,
-                    "SoA is only applicable to singleton lvlTypes.",
-                );
-            }
-            if lt.format == LevelFormat::Dense && l > 0 && !lts[l - 1].is_unique() {
-                self.verify_error(
-                    span(l),
-                    rank::DENSE_AFTER_NONUNIQUE,
-                    "dense level cannot follow a non-unique level",
-                );
-            }
-        }
-        if let Some(k) = lts
-            .iter()
-            .position(|t| matches!(t.format, LevelFormat::NOutOfM { .. }))
-        {
-            if k != lts.len() - 1 {
-                self.verify_error(
-                    span(k),
-                    rank::NM,
-                    "expected n_out_of_m to be the last level type",
-                );
-            } else if !lts[..k].iter().all(|t| t.format == LevelFormat::Dense) {
-                self.verify_error(
-                    span(k),
-                    rank::NM,
-                    "expected all dense lvlTypes before a n_out_of_m level",
-                );
-            } else if let (LevelFormat::NOutOfM { m, .. }, true) =
-                (lts[k].format, num_dims != lts.len())
-            {
-                let exprs: Option<Vec<AffineExpr>> = lvls.iter().map(|l| l.expr.clone()).collect();
-                let map = exprs.map(|results| AffineMap {
-                    num_vars: num_dims,
-                    num_symbols: 0,
-                    results,
-                });
-                match map.as_ref().filter(|m| is_block_sparsity(m)) {
-                    None => {
-                        self.verify_error(
-                            span(k),
-                            rank::NM,
-                            "expected 1xm block structure for n_out_of_m level",
-                        );
-                    }
-                    Some(map) => {
-                        let mut coefficient = 0i64;
-                        let mut mixed = false;
-                        for r in &map.results {
-                            let size = match r {
-                                AffineExpr::Mod(_, b) => b.as_constant().unwrap_or(0),
-                                _ => 0,
-                            };
-                            if size != 0 {
-                                if size != coefficient && coefficient != 0 {
-                                    mixed = true;
-                                }
-                                coefficient = size;
-                            }
-                        }
-                        if mixed {
-                            self.verify_error(
-                                span(k),
-                                rank::NM,
-                                "expected only one blocked level with the same coefficients",
-                            );
-                        } else if coefficient != i64::from(m) {
-                            self.verify_error(
-                                lvls[k].expr_span,
-                                rank::NM,
-                                "expected coeffiencts of Affine expressions to be equal to m of n_out_of_m level",
-                            );
-                        }
-                    }
-                }
-            }
-        }
-        self.diags.len() == before
+        errors.is_empty()
     }
 
     // ---- affine expressions -------------------------------------------------------------------
@@ -2475,18 +2370,15 @@ impl Number {
 mod rank {
     pub const POS_WIDTH: u32 = 10;
     pub const CRD_WIDTH: u32 = 11;
-    pub const SINGLETON: u32 = 20;
-    pub const SOA_LAYOUT: u32 = 21;
-    pub const BATCH: u32 = 22;
-    pub const SOA: u32 = 23;
-    pub const NM: u32 = 24;
-    pub const DENSE_AFTER_NONUNIQUE: u32 = 25;
-    pub const EMPTY: u32 = 30;
-    pub const INFER: u32 = 31;
-    pub const INVERSE: u32 = 32;
-    pub const DIM_GT_LVL: u32 = 33;
-    pub const SLICES: u32 = 34;
-    pub const TENSOR: u32 = 40;
+    /// The cross-level rules of `sparse_ir::verify::verify_level_types`, in its order: the k-th
+    /// error gets `LVL_TYPES + k` (k <= MAX_DIAGS).
+    pub const LVL_TYPES: u32 = 20;
+    pub const EMPTY: u32 = 200;
+    pub const INFER: u32 = 201;
+    pub const INVERSE: u32 = 202;
+    pub const DIM_GT_LVL: u32 = 203;
+    pub const SLICES: u32 = 204;
+    pub const TENSOR: u32 = 300;
 }
 
 /// The alias name of an `alias_def` pair, without `#` / `!`.
@@ -2568,9 +2460,9 @@ enum Culprit {
 }
 
 /// Why MLIR cannot invert `dim_to_lvl` (a map without symbols that is not a permutation or a
-/// block map, see [`is_block_sparsity`]): the first level, in level order, whose expression
-/// breaks the rule, else the first dimension no level stores, with a help text naming the
-/// dimensions as written (`names`). One pass over the levels and one over the dimensions.
+/// block map, see [`crate::infer::is_block_sparsity`]): the first level, in level order, whose
+/// expression breaks the rule, else the first dimension no level stores, with a help text naming
+/// the dimensions as written (`names`). One pass over the levels and one over the dimensions.
 fn why_not_invertible(dim_to_lvl: &AffineMap, names: &[&str]) -> (Option<Culprit>, String) {
     let n = dim_to_lvl.num_vars;
     let name = |d: usize| names.get(d).copied().unwrap_or("d");

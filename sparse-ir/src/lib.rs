@@ -10,7 +10,8 @@
 //! - [`types`]: element types, typed values, tensor types;
 //! - [`level`]: each level format's storage and capabilities as data, one file per format;
 //! - [`infer`]: the inverse (`lvlToDim`) MLIR infers from `dimToLvl`;
-//! - [`print`](mod@print): MLIR's canonical text form (`Display` for `Encoding`).
+//! - [`print`](mod@print): MLIR's canonical text form (`Display` for `Encoding`);
+//! - [`verify`](mod@verify): MLIR's semantic rules on an `Encoding` built in code.
 #![warn(missing_docs)]
 
 pub mod infer;
@@ -18,3 +19,4 @@ pub mod ir;
 pub mod level;
 pub mod print;
 pub mod types;
+pub mod verify;
