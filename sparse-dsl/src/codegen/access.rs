@@ -89,23 +89,12 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
             /// Errors: `StorageError::ShapeOverflow` if the
             /// element count does not fit `usize`.
             pub fn to_dense(&self) -> ::core::result::Result<::std::vec::Vec<V>, #rt::StorageError> {
-                let total = #rt::dynamic::checked_product(&self.dim_shape)?;
-                let mut out = ::std::vec![<V as #rt::num_traits::Zero>::zero(); total];
-                let shape = self.dim_shape;
-                self.for_each(|c, v| {
-                    let flat = c.iter().zip(shape.iter()).fold(0usize, |acc, (c, s)| acc * s + c);
-                    out[flat] += *v;
-                });
-                ::core::result::Result::Ok(out)
+                #rt::generated::to_dense(self)
             }
 
             /// All stored entries (explicit zeros included) as a COO tensor in storage order.
             pub fn to_coo(&self) -> #rt::CooTensor<V> {
-                let mut coo = #rt::CooTensor::new(self.dim_shape.to_vec());
-                coo.coords.reserve(self.nse() * #dim_rank);
-                coo.values.reserve(self.nse());
-                self.for_each(|c, v| coo.push(&c, *v));
-                coo
+                #rt::generated::to_coo(self, self.nse())
             }
 
             /// The same tensor in another format `T` (any struct `sparse_format!` generates with
@@ -115,13 +104,17 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
             ///
             /// Errors: as `T`'s `from_coo` (rank, shape, block size, width, n:m block overflow).
             pub fn convert<T: #rt::storage::FromCoo<V>>(&self) -> ::core::result::Result<T, #rt::StorageError> {
-                let mut coo = #rt::CooTensor::new(self.dim_shape.to_vec());
-                self.for_each(|c, v| {
-                    if !<V as #rt::num_traits::Zero>::is_zero(v) {
-                        coo.push(&c, *v);
-                    }
-                });
-                T::from_coo_tensor(&coo)
+                #rt::generated::convert(self)
+            }
+        }
+
+        impl<V> #rt::generated::Entries<#dim_rank> for #name<V> {
+            type Value = V;
+            fn shape_array(&self) -> [usize; #dim_rank] {
+                self.dim_shape
+            }
+            fn visit(&self, f: impl FnMut([usize; #dim_rank], &V)) {
+                self.for_each(f);
             }
         }
 

@@ -326,22 +326,8 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             /// Errors: `StorageError::RankMismatch` if its rank
             /// is not the dimension rank; otherwise as [`Self::from_coo`].
             pub fn from_coo_tensor(coo: &#rt::CooTensor<V>) -> ::core::result::Result<Self, #rt::StorageError> {
-                let shape: [usize; #dim_rank] = coo
-                    .shape
-                    .as_slice()
-                    .try_into()
-                    .map_err(|_| #rt::StorageError::RankMismatch { expected: #dim_rank, got: coo.shape.len() })?;
-                if coo.coords.len() != coo.values.len() * #dim_rank {
-                    return ::core::result::Result::Err(#rt::StorageError::LengthMismatch { operand: "COO coordinates", expected: coo.values.len() * #dim_rank, got: coo.coords.len() });
-                }
-                Self::from_coo(
-                    shape,
-                    coo.coords.chunks_exact(#dim_rank).zip(coo.values.iter()).map(|(c, v)| {
-                        let mut a = [0usize; #dim_rank];
-                        a.copy_from_slice(c);
-                        (a, *v)
-                    }),
-                )
+                let (shape, entries) = #rt::generated::coo_entries(coo)?;
+                Self::from_coo(shape, entries)
             }
 
             /// Builds the storage from a dense row-major array (last dimension fastest); zeros
@@ -350,20 +336,8 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             /// Errors: `StorageError::LengthMismatch` if
             /// `data.len()` is not the product of `shape`; otherwise as [`Self::from_coo`].
             pub fn from_dense(shape: [usize; #dim_rank], data: &[V]) -> ::core::result::Result<Self, #rt::StorageError> {
-                let total = #rt::dynamic::checked_product(&shape)?;
-                if data.len() != total {
-                    return ::core::result::Result::Err(#rt::StorageError::LengthMismatch { operand: "dense input", expected: total, got: data.len() });
-                }
-                let mut idx = [0usize; #dim_rank];
-                Self::from_coo(
-                    shape,
-                    data.iter().enumerate().filter(|(_, v)| !<V as #rt::num_traits::Zero>::is_zero(*v)).map(move |(flat, v)| {
-                        #rt::dynamic::unflatten(flat, &shape, &mut idx);
-                        (idx, *v)
-                    }),
-                )
+                Self::from_coo(shape, #rt::generated::dense_entries(shape, data)?)
             }
-
 
             /// Builds the storage from arrays and checks them with `validate`.
             ///

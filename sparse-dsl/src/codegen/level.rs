@@ -132,7 +132,6 @@ impl LevelCtx {
         let rt = &self.rt;
         let l = self.l;
         let f = &self.crd.as_ref().expect("level stores coordinates").field;
-        let ty = &self.crd_ty;
         if self.packed() {
             let w = self.crd_width;
             return quote! {
@@ -141,31 +140,16 @@ impl LevelCtx {
                 })?;
             };
         }
-        quote! {
-            let __x = <#ty as #rt::Index>::from_usize(crd).ok_or(#rt::StorageError::WidthOverflow {
-                level: #l, kind: #rt::BufferKind::Coordinate, value: crd, width: <#ty as #rt::Index>::WIDTH,
-            })?;
-            self.#f.push(__x);
-        }
+        quote!(#rt::generated::push_coordinate(&mut self.#f, crd, #l)?;)
     }
     /// Statements pushing `value` (a usize expression) `times` times into the positions array.
     pub fn push_pos(&self, value: TokenStream, times: TokenStream) -> TokenStream {
         let rt = &self.rt;
         let l = self.l;
         let f = self.pos_field.as_ref().expect("level stores positions");
-        let ty = &self.pos_ty;
-        quote! {{
-            let __v: usize = #value;
-            let __x = <#ty as #rt::Index>::from_usize(__v).ok_or(#rt::StorageError::WidthOverflow {
-                level: #l, kind: #rt::BufferKind::Position, value: __v, width: <#ty as #rt::Index>::WIDTH,
-            })?;
-            let __t: usize = #times;
-            self.#f
-                .try_reserve(__t)
-                .map_err(|_| #rt::StorageError::ShapeOverflow { shape: self.lvl_sizes.to_vec() })?;
-            let __n = self.#f.len() + __t;
-            self.#f.resize(__n, __x);
-        }}
+        quote! {
+            #rt::generated::push_positions(&mut self.#f, #value, #times, #l, &self.lvl_sizes)?;
+        }
     }
 }
 

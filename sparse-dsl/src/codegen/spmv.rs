@@ -187,17 +187,11 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
                 #scatter
             }
         };
-        let checks = quote! {
-            if x.len() != self.dim_shape[1] {
-                return ::core::result::Result::Err(#rt::StorageError::LengthMismatch { operand: "x", expected: self.dim_shape[1], got: x.len() });
-            }
-            if y.len() != self.dim_shape[0] {
-                return ::core::result::Result::Err(#rt::StorageError::LengthMismatch { operand: "y", expected: self.dim_shape[0], got: y.len() });
-            }
-        };
+        let checks = quote!(#rt::generated::check_spmv(self.dim_shape, x.len(), y.len())?;);
         let (serial_body, rows_fn, par_body) = match &row_kernel {
             Some((unit, seg, monotonic)) => {
                 let _ = seg;
+                let unit = proc_macro2::Literal::usize_unsuffixed(*unit);
                 let before = match (&ctxs[1].pos_field, *monotonic) {
                     // entries before row r: the compressed level's pos[r] (defined for r <= rows)
                     (Some(pf), true) => quote!(|__r| #rt::Index::index(self.#pf[__r])),
@@ -213,19 +207,7 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
                         }
                     },
                     quote! {
-                        let __units = y.len() / #unit;
-                        let __splits = #rt::storage::balanced_splits(__units, #rt::rayon::current_num_threads() * 4, #before);
-                        #rt::rayon::scope(|__s| {
-                            let mut __rest: &mut [V] = y;
-                            for __w in __splits.windows(2) {
-                                let (__chunk, __tail) = ::core::mem::take(&mut __rest).split_at_mut((__w[1] - __w[0]) * #unit);
-                                __rest = __tail;
-                                let __row0 = __w[0];
-                                if !__chunk.is_empty() {
-                                    __s.spawn(move |_| self.spmv_rows(x, __chunk, __row0));
-                                }
-                            }
-                        });
+                        #rt::generated::par_rows(y, #unit, #before, |__chunk, __row0| self.spmv_rows(x, __chunk, __row0));
                     },
                 )
             }
