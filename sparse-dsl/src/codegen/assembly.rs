@@ -63,6 +63,92 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             }
         })
         .collect();
+    let merge = e.lvl_types.last().is_some_and(|t| t.is_unique());
+    let nonordered: Vec<bool> = e.lvl_types.iter().map(|t| !t.is_ordered()).collect();
+    let has_nm = e
+        .lvl_types
+        .iter()
+        .any(|t| matches!(t.format, LevelFormat::NOutOfM { .. }));
+    let has_loose = e
+        .lvl_types
+        .iter()
+        .any(|t| t.format == LevelFormat::LooseCompressed);
+    let (pending_decl, pending_init) = if has_nm {
+        (
+            quote!(pending: ::std::vec::Vec<(usize, V)>,),
+            quote!(pending: ::std::vec::Vec::new(),),
+        )
+    } else {
+        (quote!(), quote!())
+    };
+    let (loose_decl, loose_init) = if has_loose {
+        (
+            quote!(loose_start: [usize; #lvl_rank],),
+            quote!(loose_start: [0; #lvl_rank],),
+        )
+    } else {
+        (quote!(), quote!())
+    };
+    // Entries in level order, duplicates summed when the last level is unique.
+    let next_entry = if merge {
+        quote! {
+            let mut v = vals[e];
+            k += 1;
+            while k < n && keys[order[k]] == keys[e] {
+                v += vals[order[k]];
+                k += 1;
+            }
+        }
+    } else {
+        quote! {
+            let v = vals[e];
+            k += 1;
+        }
+    };
+    // Level order, as the dynamic storage does it (counting sort on level 0, stable).
+    let order = if nonordered.iter().any(|&b| b) {
+        quote! {
+            const NONORDERED: [bool; #lvl_rank] = [#(#nonordered),*];
+            let order = match #rt::dynamic::nonordered_sort_keys(flat, #lvl_rank, n, &NONORDERED) {
+                ::core::option::Option::Some(sort_keys) => #rt::dynamic::level_order(&sort_keys, #lvl_rank, n, n.max(lvl_sizes[0])),
+                ::core::option::Option::None => #rt::dynamic::level_order(flat, #lvl_rank, n, lvl_sizes[0]),
+            };
+        }
+    } else {
+        quote!(let order = #rt::dynamic::level_order(flat, #lvl_rank, n, lvl_sizes[0]);)
+    };
+    // The struct from its fields: built in place, or completed with the batch counts.
+    let finish = |fields: TokenStream| {
+        if batched {
+            quote! {
+                let mut s = #name { #fields #batch_init_zero };
+                #set_counts
+            }
+        } else {
+            quote!(let s = #name { #fields };)
+        }
+    };
+    let raw_struct = finish(quote! {
+        dim_shape: parts.dim_shape,
+        lvl_sizes: Self::lvl_sizes_for(&parts.dim_shape),
+        #( #field_names: parts.#field_names, )*
+        values: parts.values,
+    });
+    let assembled_struct = finish(quote! {
+        dim_shape: shape,
+        lvl_sizes,
+        #( #field_names: #field_inits, )*
+        values: b.values,
+    });
+    let shape_checks = if static_shape_check.is_empty() && block_checks.is_empty() {
+        quote!()
+    } else {
+        quote! {
+            let shape = parts.dim_shape;
+            #static_shape_check
+            #(#block_checks)*
+        }
+    };
     let init_names: Vec<&Ident> = init.iter().map(|(f, _)| f).collect();
     let init_exprs: Vec<&TokenStream> = init.iter().map(|(_, x)| x).collect();
     let flush_fns: Vec<TokenStream> = bctxs
@@ -96,15 +182,26 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             let len = if cx.lt.format == LevelFormat::LooseCompressed {
                 quote!(__parents.checked_mul(2))
             } else {
-                quote! {
-                    __parents.checked_add(
-                        #rt::dynamic::checked_product(&[#( lvl_sizes[#batch_sizes] ),*]).map_or(1, |b| b.max(1)),
-                    )
+                if batch_sizes.is_empty() {
+                    quote!(__parents.checked_add(1))
+                } else {
+                    quote! {
+                        __parents.checked_add(
+                            #rt::dynamic::checked_product(&[#( lvl_sizes[#batch_sizes] ),*]).map_or(1, |b| b.max(1)),
+                        )
+                    }
                 }
+            };
+            let parents = match above.as_slice() {
+                [] => quote!(let __parents = 1usize;),
+                [l] => quote!(let __parents = lvl_sizes[#l];),
+                _ => quote! {
+                    let __parents = #rt::dynamic::checked_product(&[#( lvl_sizes[#above] ),*]).map_err(|_| __too_large())?;
+                },
             };
             quote! {{
                 let __too_large = || #rt::StorageError::ShapeOverflow { shape: lvl_sizes.to_vec() };
-                let __parents = #rt::dynamic::checked_product(&[#( lvl_sizes[#above] ),*]).map_err(|_| __too_large())?;
+                #parents
                 let __len = #len.ok_or_else(__too_large)?;
                 b.#f.try_reserve_exact(__len.saturating_sub(b.#f.len())).map_err(|_| __too_large())?;
             }}
@@ -140,21 +237,30 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             }
         })
         .collect();
+    // `diff <= l`, the paths that differ at level `l` or above
+    let reaches = |l: usize| {
+        if l == 0 {
+            quote!(diff == 0)
+        } else {
+            let l = proc_macro2::Literal::usize_unsuffixed(l);
+            quote!(diff <= #l)
+        }
+    };
     let end_path_steps: Vec<TokenStream> = (0..lvl_rank)
         .rev()
         .map(|l| {
             let f = format_ident!("finalize_segment_{}", l);
-            quote!(if diff <= #l { self.#f(self.cursor[#l] + 1, 1)?; })
+            let reaches = reaches(l);
+            quote!(if #reaches { self.#f(self.cursor[#l] + 1, 1)?; })
         })
         .collect();
     let insert_steps: Vec<TokenStream> = (0..lvl_rank)
         .map(|l| {
             let f = format_ident!("append_crd_{}", l);
-            quote!(if diff <= #l { self.#f(full, lc[#l])?; full = 0; self.cursor[#l] = lc[#l]; })
+            let reaches = reaches(l);
+            quote!(if #reaches { self.#f(full, lc[#l])?; full = 0; self.cursor[#l] = lc[#l]; })
         })
         .collect();
-    let merge = e.lvl_types.last().is_some_and(|t| t.is_unique());
-    let nonordered: Vec<bool> = e.lvl_types.iter().map(|t| !t.is_ordered()).collect();
     let mut counting_pass = quote!();
     let (rows_decl, rows_push) = match counting {
         Some((_, (cd, _))) => (
@@ -215,45 +321,6 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         };
     }
     Ok(quote! {
-        #[doc(hidden)]
-        #[allow(non_camel_case_types, dead_code)]
-        struct #builder<V> {
-            lvl_sizes: [usize; #lvl_rank],
-            #( #field_names: #builder_field_types, )*
-            values: ::std::vec::Vec<V>,
-            pending: ::std::vec::Vec<(usize, V)>,
-            cursor: [usize; #lvl_rank],
-            count: [usize; #lvl_rank],
-            loose_start: [usize; #lvl_rank],
-        }
-
-        #[allow(unused_variables, unused_mut, unused_assignments, unreachable_code, dead_code, clippy::all)]
-        impl<V: #rt::Value> #builder<V> {
-            #(#append_fns)*
-            #(#finalize_fns)*
-            #(#flush_fns)*
-            fn lex_diff(&self, lc: &[usize; #lvl_rank]) -> usize {
-                #(#lex_diff_steps)*
-                #lvl_rank - 1
-            }
-            fn end_path(&mut self, diff: usize) -> ::core::result::Result<(), #rt::StorageError> {
-                #(#end_path_steps)*
-                ::core::result::Result::Ok(())
-            }
-            fn lex_insert(&mut self, first: bool, lc: &[usize; #lvl_rank], v: V) -> ::core::result::Result<(), #rt::StorageError> {
-                let (diff, mut full) = if first {
-                    (0, 0)
-                } else {
-                    let d = self.lex_diff(lc);
-                    self.end_path(d + 1)?;
-                    (d, self.cursor[d] + 1)
-                };
-                #(#insert_steps)*
-                #push_value
-                ::core::result::Result::Ok(())
-            }
-        }
-
         #[allow(dead_code, clippy::all)]
         impl<V> #name<V> {
             /// Takes the storage apart into its arrays (no copy).
@@ -272,15 +339,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             /// `parts.dim_shape` (as `from_raw_parts` verifies); otherwise later calls may panic
             /// or return wrong results.
             pub unsafe fn from_raw_parts_unchecked(parts: #parts<V>) -> Self {
-                #[allow(unused_mut)]
-                let mut s = #name {
-                    dim_shape: parts.dim_shape,
-                    lvl_sizes: Self::lvl_sizes_for(&parts.dim_shape),
-                    #( #field_names: parts.#field_names, )*
-                    values: parts.values,
-                    #batch_init_zero
-                };
-                #set_counts
+                #raw_struct
                 s
             }
         }
@@ -347,71 +406,11 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             /// them `"array lengths fit usize"` for a shape whose arrays cannot be addressed,
             /// the COO tuple order and uniqueness of singleton levels, and the ELL slice layout).
             /// Never panics.
-            #[allow(unused_variables)]
             pub fn from_raw_parts(parts: #parts<V>) -> ::core::result::Result<Self, #rt::StorageError> {
-                let shape = parts.dim_shape;
-                #static_shape_check
-                #(#block_checks)*
+                #shape_checks
                 // SAFETY: the arrays are validated before the struct is returned.
                 let s = unsafe { Self::from_raw_parts_unchecked(parts) };
                 s.validate()?;
-                ::core::result::Result::Ok(s)
-            }
-
-            fn assemble(
-                shape: [usize; #dim_rank],
-                keys: ::std::vec::Vec<[usize; #lvl_rank]>,
-                vals: ::std::vec::Vec<V>,
-            ) -> ::core::result::Result<Self, #rt::StorageError> {
-                let lvl_sizes = Self::lvl_sizes_for(&shape);
-                let n = keys.len();
-                // Level order, as the dynamic storage does it (counting sort on level 0, stable).
-                let flat: &[usize] = keys.as_flattened();
-                const NONORDERED: [bool; #lvl_rank] = [#(#nonordered),*];
-                let order = match #rt::dynamic::nonordered_sort_keys(flat, #lvl_rank, n, &NONORDERED) {
-                    ::core::option::Option::Some(sort_keys) => #rt::dynamic::level_order(&sort_keys, #lvl_rank, n, n.max(lvl_sizes[0])),
-                    ::core::option::Option::None => #rt::dynamic::level_order(flat, #lvl_rank, n, lvl_sizes[0]),
-                };
-                let mut b = #builder::<V> {
-                    lvl_sizes,
-                    #( #init_names: #init_exprs, )*
-                    values: ::std::vec::Vec::with_capacity(n),
-                    pending: ::std::vec::Vec::new(),
-                    cursor: [0; #lvl_rank],
-                    count: [0; #lvl_rank],
-                    loose_start: [0; #lvl_rank],
-                };
-                #(#reserve_positions)*
-                let mut first = true;
-                let mut k = 0;
-                while k < n {
-                    let e = order[k];
-                    let mut v = vals[e];
-                    k += 1;
-                    if #merge {
-                        while k < n && keys[order[k]] == keys[e] {
-                            v += vals[order[k]];
-                            k += 1;
-                        }
-                    }
-                    b.lex_insert(first, &keys[e], v)?;
-                    first = false;
-                }
-                if n == 0 {
-                    b.finalize_segment_0(0, 1)?;
-                } else {
-                    b.end_path(0)?;
-                }
-                #batch_let
-                #[allow(unused_mut)]
-                let mut s = #name {
-                    dim_shape: shape,
-                    lvl_sizes,
-                    #( #field_names: #field_inits, )*
-                    values: b.values,
-                    #batch_init_zero
-                };
-                #set_counts
                 ::core::result::Result::Ok(s)
             }
         }
@@ -421,5 +420,86 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 #name::from_coo_tensor(coo)
             }
         }
+
+        // The builder and `assemble`, out of the user's namespace (as `serde_derive` does).
+        const _: () = {
+        #[allow(non_camel_case_types)]
+        struct #builder<V> {
+            lvl_sizes: [usize; #lvl_rank],
+            #( #field_names: #builder_field_types, )*
+            values: ::std::vec::Vec<V>,
+            #pending_decl
+            cursor: [usize; #lvl_rank],
+            count: [usize; #lvl_rank],
+            #loose_decl
+        }
+
+        #[allow(unused_variables, unused_mut, unused_assignments, unreachable_code)]
+        impl<V: #rt::Value> #builder<V> {
+            #(#append_fns)*
+            #(#finalize_fns)*
+            #(#flush_fns)*
+            fn lex_diff(&self, lc: &[usize; #lvl_rank]) -> usize {
+                #(#lex_diff_steps)*
+                #lvl_rank - 1
+            }
+            fn end_path(&mut self, diff: usize) -> ::core::result::Result<(), #rt::StorageError> {
+                #(#end_path_steps)*
+                ::core::result::Result::Ok(())
+            }
+            fn lex_insert(&mut self, first: bool, lc: &[usize; #lvl_rank], v: V) -> ::core::result::Result<(), #rt::StorageError> {
+                let (diff, mut full) = if first {
+                    (0, 0)
+                } else {
+                    let d = self.lex_diff(lc);
+                    self.end_path(d + 1)?;
+                    (d, self.cursor[d] + 1)
+                };
+                #(#insert_steps)*
+                #push_value
+                ::core::result::Result::Ok(())
+            }
+        }
+
+
+            impl<V: #rt::Value> #name<V> {
+            fn assemble(
+                shape: [usize; #dim_rank],
+                keys: ::std::vec::Vec<[usize; #lvl_rank]>,
+                vals: ::std::vec::Vec<V>,
+            ) -> ::core::result::Result<Self, #rt::StorageError> {
+                let lvl_sizes = Self::lvl_sizes_for(&shape);
+                let n = keys.len();
+                let flat: &[usize] = keys.as_flattened();
+                #order
+                let mut b = #builder::<V> {
+                    lvl_sizes,
+                    #( #init_names: #init_exprs, )*
+                    values: ::std::vec::Vec::with_capacity(n),
+                    #pending_init
+                    cursor: [0; #lvl_rank],
+                    count: [0; #lvl_rank],
+                    #loose_init
+                };
+                #(#reserve_positions)*
+                let mut first = true;
+                let mut k = 0;
+                while k < n {
+                    let e = order[k];
+                    #next_entry
+                    b.lex_insert(first, &keys[e], v)?;
+                    first = false;
+                }
+                if n == 0 {
+                    b.finalize_segment_0(0, 1)?;
+                } else {
+                    b.end_path(0)?;
+                }
+                #batch_let
+                #assembled_struct
+                ::core::result::Result::Ok(s)
+            }
+            }
+        };
     })
 }

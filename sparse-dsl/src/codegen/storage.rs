@@ -156,6 +156,17 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             .collect::<String>()
     );
 
+    let plain = quote!(self.coordinates(l).map(|c| #rt::packed::IndexView::Plain(<#crd_ty as #rt::Index>::slice(c))));
+    let coordinate_view = if packed_levels.is_empty() {
+        plain
+    } else {
+        quote! {
+            match l {
+                #( #packed_levels => ::core::option::Option::Some(#rt::packed::IndexView::Packed(self.#packed_fields.as_slice())), )*
+                _ => #plain,
+            }
+        }
+    };
     Ok(quote! {
         #(#attrs)*
         #doc_separator
@@ -293,10 +304,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 &self.values
             }
             fn coordinate_view(&self, l: usize) -> ::core::option::Option<#rt::packed::IndexView<'_>> {
-                match l {
-                    #( #packed_levels => ::core::option::Option::Some(#rt::packed::IndexView::Packed(self.#packed_fields.as_slice())), )*
-                    _ => self.coordinates(l).map(|c| #rt::packed::IndexView::Plain(<#crd_ty as #rt::Index>::slice(c))),
-                }
+                #coordinate_view
             }
             #ell_levels
         }
