@@ -50,7 +50,6 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
         };
     }
     quote! {
-        #[allow(dead_code, clippy::all)]
         impl<V> #name<V> {
             /// Stored entries in storage order as `(dimension coordinates, &value)`.
             pub fn iter(&self) -> impl ::core::iter::Iterator<Item = ([usize; #dim_rank], &V)> + '_ {
@@ -82,7 +81,6 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
             }
         }
 
-        #[allow(dead_code, clippy::all)]
         impl<V: #rt::Value> #name<V> {
             /// The dense tensor, row-major (last dimension fastest); stored duplicates are summed.
             ///

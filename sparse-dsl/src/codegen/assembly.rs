@@ -120,12 +120,13 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
     // The struct from its fields: built in place, or completed with the batch counts.
     let finish = |fields: TokenStream| {
         if batched {
-            quote! {
+            quote! {{
                 let mut s = #name { #fields #batch_init_zero };
                 #set_counts
-            }
+                s
+            }}
         } else {
-            quote!(let s = #name { #fields };)
+            quote!(#name { #fields })
         }
     };
     let raw_struct = finish(quote! {
@@ -321,7 +322,6 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         };
     }
     Ok(quote! {
-        #[allow(dead_code, clippy::all)]
         impl<V> #name<V> {
             /// Takes the storage apart into its arrays (no copy).
             pub fn into_raw_parts(self) -> #parts<V> {
@@ -340,11 +340,9 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             /// or return wrong results.
             pub unsafe fn from_raw_parts_unchecked(parts: #parts<V>) -> Self {
                 #raw_struct
-                s
             }
         }
 
-        #[allow(dead_code, clippy::all)]
         impl<V: #rt::Value> #name<V> {
             /// Builds the storage from entries `(dimension coordinates, value)` in any order.
             /// Duplicates are summed when the last level is unique, kept otherwise.
@@ -496,8 +494,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                     b.end_path(0)?;
                 }
                 #batch_let
-                #assembled_struct
-                ::core::result::Result::Ok(s)
+                ::core::result::Result::Ok(#assembled_struct)
             }
             }
         };

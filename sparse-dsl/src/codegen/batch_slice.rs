@@ -44,7 +44,6 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
         }
     };
     quote! {
-        #[allow(dead_code, clippy::all)]
         impl<V> #name<V> {
             #slice_items
 

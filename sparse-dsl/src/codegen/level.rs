@@ -153,6 +153,12 @@ impl LevelCtx {
     }
 }
 
+/// `true` for the parent position of level 0 (the literal `0usize` of [`LevelCtx::parent`]):
+/// segment code folds it instead of emitting `0usize + 1`.
+pub fn is_root(parent: &TokenStream) -> bool {
+    parent.to_string() == "0usize"
+}
+
 /// One level format's code generator. A new level format is one new implementation of this trait
 /// (one file) plus its line in [`level_gen`].
 pub trait LevelGen {

@@ -212,6 +212,9 @@ fn level_type_tokens(e: &Encoding, rt: &TokenStream) -> Vec<TokenStream> {
                 LevelFormat::NOutOfM { n, m } => quote!(NOutOfM { n: #n, m: #m }),
             };
             let (nu, no, soa) = (lt.properties.nonunique, lt.properties.nonordered, lt.properties.soa);
+            if !(nu || no || soa) {
+                return quote!(#rt::sparse_ir::ir::LevelType::new(#rt::sparse_ir::ir::LevelFormat::#format));
+            }
             quote! {
                 #rt::sparse_ir::ir::LevelType {
                     format: #rt::sparse_ir::ir::LevelFormat::#format,
@@ -421,7 +424,7 @@ impl<'a> Ctx<'a> {
             })
             .map(|(dim, block)| {
                 quote! {
-                    if shape[#dim] % #block != 0 {
+                    if !shape[#dim].is_multiple_of(#block) {
                         return ::core::result::Result::Err(#rt::StorageError::BlockShape { dim: #dim, size: shape[#dim], block: #block });
                     }
                 }

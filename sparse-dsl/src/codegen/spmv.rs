@@ -240,7 +240,6 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
         quote!()
     };
     quote! {
-        #[allow(dead_code, clippy::all)]
         impl<V: #rt::Value> #name<V> {
             #spmv
         }

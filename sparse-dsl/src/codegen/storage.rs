@@ -195,7 +195,6 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             pub values: ::std::vec::Vec<V>,
         }
 
-        #[allow(dead_code, clippy::all)]
         impl<V> #name<V> {
             /// Number of dimensions.
             pub const DIM_RANK: usize = #dim_rank;
@@ -282,7 +281,6 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             }
         }
 
-        #[allow(clippy::all)]
         impl<V> #rt::SparseStorage for #name<V> {
             type Value = V;
             fn dim_shape(&self) -> &[usize] {
