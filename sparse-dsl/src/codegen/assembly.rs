@@ -194,7 +194,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 }
             };
             let parents = match above.as_slice() {
-                [] => quote!(let __parents = 1usize;),
+                [] => quote!(let __parents: usize = 1;),
                 [l] => quote!(let __parents = lvl_sizes[#l];),
                 _ => quote! {
                     let __parents = #rt::dynamic::checked_product(&[#( lvl_sizes[#above] ),*]).map_err(|_| __too_large())?;

@@ -566,14 +566,43 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
     let batch_slice = batch_slice::emit(&cx);
     let spmv = spmv::emit(&cx);
     let display = display::emit(&cx);
-    Ok(quote! {
+    Ok(unsuffix(quote! {
         #storage
         #assembly
         #access
         #batch_slice
         #spmv
         #display
-    })
+    }))
+}
+
+/// `2usize` -> `2` everywhere in `tokens`: the `usize` literals the generator splices in
+/// (ranks, levels, block sizes) read as a person writes them; their types are fixed by where
+/// they stand (array lengths, indices, `usize` fields and parameters).
+fn unsuffix(tokens: TokenStream) -> TokenStream {
+    use proc_macro2::{Group, Literal, TokenTree};
+    tokens
+        .into_iter()
+        .map(|tt| match tt {
+            TokenTree::Group(g) => {
+                let mut out = Group::new(g.delimiter(), unsuffix(g.stream()));
+                out.set_span(g.span());
+                TokenTree::Group(out)
+            }
+            TokenTree::Literal(lit) => {
+                let text = lit.to_string();
+                match text.strip_suffix("usize").map(str::parse::<usize>) {
+                    Some(Ok(n)) => {
+                        let mut out = Literal::usize_unsuffixed(n);
+                        out.set_span(lit.span());
+                        TokenTree::Literal(out)
+                    }
+                    _ => TokenTree::Literal(lit),
+                }
+            }
+            other => other,
+        })
+        .collect()
 }
 
 fn width_name(w: u32) -> String {
