@@ -63,14 +63,13 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
 
             /// Calls `f(dimension coordinates, &value)` for every stored entry in storage order
             /// (nested loops, faster than [`Self::iter`]).
-            #[allow(unused_variables)]
             pub fn for_each(&self, mut f: impl FnMut([usize; #dim_rank], &V)) {
                 #for_each_body
             }
 
             /// The value stored at `coords`; `None` if nothing is stored there or `coords` is out
             /// of range. With stored duplicates, the first in storage order.
-            #[allow(unused_variables, unreachable_code)]
+            #[allow(unreachable_code)]
             pub fn get(&self, coords: [usize; #dim_rank]) -> ::core::option::Option<&V> {
                 if coords.iter().zip(self.dim_shape.iter()).any(|(c, s)| c >= s) {
                     return ::core::option::Option::None;

@@ -201,7 +201,7 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
                     quote!(self.spmv_rows(x, y, 0);),
                     quote! {
                         /// The row kernel: `y` holds rows (block rows for BSR) `__row0..`, overwritten.
-                        #[allow(unused_variables, clippy::needless_range_loop)]
+                        #[allow(clippy::needless_range_loop)]
                         fn spmv_rows(&self, x: &[V], y: &mut [V], __row0: usize) {
                             #kernel
                         }
@@ -229,7 +229,7 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
             /// `y = A · x`: `x` has `shape()[1]` elements, `y` has `shape()[0]` and is overwritten.
             ///
             /// Errors: `StorageError::LengthMismatch` naming `"x"` or `"y"` when a length is wrong.
-            #[allow(unused_variables, clippy::needless_range_loop)]
+            #[allow(clippy::needless_range_loop)]
             pub fn spmv(&self, x: &[V], y: &mut [V]) -> ::core::result::Result<(), #rt::StorageError> {
                 #checks
                 #serial_body
