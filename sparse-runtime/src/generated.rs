@@ -227,3 +227,88 @@ pub fn push_coordinate<T: Index>(
     buf.push(x);
     Ok(())
 }
+
+/// The per-level steps of a generated builder (MLIR's `appendCrd` and `finalizeSegment`, one
+/// pair per level), which [`insert_sorted`] drives. `L` is the level rank.
+pub trait LevelBuilder<const L: usize> {
+    /// The value type.
+    type Value: Value;
+    /// Per level: `true` if the level is unique (a new node only when its coordinate changes).
+    const UNIQUE: [bool; L];
+    /// The level coordinates of the last inserted entry (read by n:m levels while appending).
+    fn cursor(&mut self) -> &mut [usize; L];
+    /// Records a new node with coordinate `crd` at level `l`; `full` coordinates `0..full` of
+    /// its segment are already closed.
+    ///
+    /// Errors: [`StorageError::WidthOverflow`], [`StorageError::ShapeOverflow`] and the level
+    /// format's own (n:m block overflow).
+    fn append_crd(&mut self, l: usize, full: usize, crd: usize) -> Result<(), StorageError>;
+    /// Closes `count` segments of level `l`, the first holding coordinates `0..full`.
+    ///
+    /// Errors: as [`LevelBuilder::append_crd`].
+    fn finalize_segment(&mut self, l: usize, full: usize, count: usize)
+        -> Result<(), StorageError>;
+    /// Stores the value of the entry just appended at the last level.
+    fn push_value(&mut self, v: Self::Value);
+}
+
+/// Inserts the entries `keys[order[k]]` (level coordinates) with values `vals[order[k]]` into
+/// the builder `b` in the given (level) order and closes every open segment. With `merge`,
+/// consecutive equal keys become one entry holding their sum (the last level is unique).
+///
+/// Errors: the first error of a [`LevelBuilder`] step.
+pub fn insert_sorted<const L: usize, V: Value, B: LevelBuilder<L, Value = V>>(
+    b: &mut B,
+    keys: &[[usize; L]],
+    vals: &[V],
+    order: &[usize],
+    merge: bool,
+) -> Result<(), StorageError> {
+    fn end_path<const L: usize, B: LevelBuilder<L>>(
+        b: &mut B,
+        diff: usize,
+    ) -> Result<(), StorageError> {
+        for l in (diff..L).rev() {
+            let full = b.cursor()[l] + 1;
+            b.finalize_segment(l, full, 1)?;
+        }
+        Ok(())
+    }
+    let n = order.len();
+    if n == 0 {
+        return b.finalize_segment(0, 0, 1);
+    }
+    let mut k = 0;
+    let mut first = true;
+    while k < n {
+        let e = order[k];
+        let mut v = vals[e];
+        k += 1;
+        if merge {
+            while k < n && keys[order[k]] == keys[e] {
+                v += vals[order[k]];
+                k += 1;
+            }
+        }
+        let lc = &keys[e];
+        // the first level where this entry leaves the previous one's path
+        let (diff, mut full) = if first {
+            (0, 0)
+        } else {
+            let cursor = *b.cursor();
+            let d = (0..L)
+                .find(|&l| !B::UNIQUE[l] || lc[l] != cursor[l])
+                .unwrap_or(L - 1);
+            end_path(b, d + 1)?;
+            (d, cursor[d] + 1)
+        };
+        for (l, &c) in lc.iter().enumerate().skip(diff) {
+            b.append_crd(l, full, c)?;
+            full = 0;
+            b.cursor()[l] = c;
+        }
+        b.push_value(v);
+        first = false;
+    }
+    end_path(b, 0)
+}

@@ -65,6 +65,14 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         .collect();
     let merge = e.lvl_types.last().is_some_and(|t| t.is_unique());
     let nonordered: Vec<bool> = e.lvl_types.iter().map(|t| !t.is_ordered()).collect();
+    let levels: Vec<usize> = (0..lvl_rank).collect();
+    let unique: Vec<bool> = e.lvl_types.iter().map(|t| t.is_unique()).collect();
+    let append_names: Vec<Ident> = (0..lvl_rank)
+        .map(|l| format_ident!("append_crd_{}", l))
+        .collect();
+    let finalize_names: Vec<Ident> = (0..lvl_rank)
+        .map(|l| format_ident!("finalize_segment_{}", l))
+        .collect();
     let has_nm = e
         .lvl_types
         .iter()
@@ -88,22 +96,6 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         )
     } else {
         (quote!(), quote!())
-    };
-    // Entries in level order, duplicates summed when the last level is unique.
-    let next_entry = if merge {
-        quote! {
-            let mut v = vals[e];
-            k += 1;
-            while k < n && keys[order[k]] == keys[e] {
-                v += vals[order[k]];
-                k += 1;
-            }
-        }
-    } else {
-        quote! {
-            let v = vals[e];
-            k += 1;
-        }
     };
     // Level order, as the dynamic storage does it (counting sort on level 0, stable).
     let order = if nonordered.iter().any(|&b| b) {
@@ -225,41 +217,6 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             let f = format_ident!("finalize_segment_{}", cx.l);
             let body = g.finalize_segment(cx);
             quote!(fn #f(&mut self, full: usize, count: usize) -> ::core::result::Result<(), #rt::StorageError> { #body })
-        })
-        .collect();
-    let lex_diff_steps: Vec<TokenStream> = ctxs
-        .iter()
-        .map(|cx| {
-            let l = cx.l;
-            if cx.lt.is_unique() {
-                quote!(if lc[#l] != self.cursor[#l] { return #l; })
-            } else {
-                quote!(return #l;)
-            }
-        })
-        .collect();
-    // `diff <= l`, the paths that differ at level `l` or above
-    let reaches = |l: usize| {
-        if l == 0 {
-            quote!(diff == 0)
-        } else {
-            let l = proc_macro2::Literal::usize_unsuffixed(l);
-            quote!(diff <= #l)
-        }
-    };
-    let end_path_steps: Vec<TokenStream> = (0..lvl_rank)
-        .rev()
-        .map(|l| {
-            let f = format_ident!("finalize_segment_{}", l);
-            let reaches = reaches(l);
-            quote!(if #reaches { self.#f(self.cursor[#l] + 1, 1)?; })
-        })
-        .collect();
-    let insert_steps: Vec<TokenStream> = (0..lvl_rank)
-        .map(|l| {
-            let f = format_ident!("append_crd_{}", l);
-            let reaches = reaches(l);
-            quote!(if #reaches { self.#f(full, lc[#l])?; full = 0; self.cursor[#l] = lc[#l]; })
         })
         .collect();
     let mut counting_pass = quote!();
@@ -437,28 +394,30 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             #(#append_fns)*
             #(#finalize_fns)*
             #(#flush_fns)*
-            fn lex_diff(&self, lc: &[usize; #lvl_rank]) -> usize {
-                #(#lex_diff_steps)*
-                #lvl_rank - 1
-            }
-            fn end_path(&mut self, diff: usize) -> ::core::result::Result<(), #rt::StorageError> {
-                #(#end_path_steps)*
-                ::core::result::Result::Ok(())
-            }
-            fn lex_insert(&mut self, first: bool, lc: &[usize; #lvl_rank], v: V) -> ::core::result::Result<(), #rt::StorageError> {
-                let (diff, mut full) = if first {
-                    (0, 0)
-                } else {
-                    let d = self.lex_diff(lc);
-                    self.end_path(d + 1)?;
-                    (d, self.cursor[d] + 1)
-                };
-                #(#insert_steps)*
-                #push_value
-                ::core::result::Result::Ok(())
-            }
         }
 
+        impl<V: #rt::Value> #rt::generated::LevelBuilder<#lvl_rank> for #builder<V> {
+            type Value = V;
+            const UNIQUE: [bool; #lvl_rank] = [#(#unique),*];
+            fn cursor(&mut self) -> &mut [usize; #lvl_rank] {
+                &mut self.cursor
+            }
+            fn append_crd(&mut self, l: usize, full: usize, crd: usize) -> ::core::result::Result<(), #rt::StorageError> {
+                match l {
+                    #( #levels => self.#append_names(full, crd), )*
+                    _ => ::core::result::Result::Ok(()),
+                }
+            }
+            fn finalize_segment(&mut self, l: usize, full: usize, count: usize) -> ::core::result::Result<(), #rt::StorageError> {
+                match l {
+                    #( #levels => self.#finalize_names(full, count), )*
+                    _ => ::core::result::Result::Ok(()),
+                }
+            }
+            fn push_value(&mut self, v: V) {
+                #push_value
+            }
+        }
 
             impl<V: #rt::Value> #name<V> {
             fn assemble(
@@ -480,19 +439,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                     #loose_init
                 };
                 #(#reserve_positions)*
-                let mut first = true;
-                let mut k = 0;
-                while k < n {
-                    let e = order[k];
-                    #next_entry
-                    b.lex_insert(first, &keys[e], v)?;
-                    first = false;
-                }
-                if n == 0 {
-                    b.finalize_segment_0(0, 1)?;
-                } else {
-                    b.end_path(0)?;
-                }
+                #rt::generated::insert_sorted(&mut b, &keys, &vals, &order, #merge)?;
                 #batch_let
                 ::core::result::Result::Ok(#assembled_struct)
             }
