@@ -29,6 +29,9 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         ..
     } = cx;
     let (dim_rank, lvl_rank, batched, counting) = (cx.dim_rank, cx.lvl_rank, cx.batched, *counting);
+    // Inside the `const _` block the runtime is `__rt` (a `use` there), outside its full path.
+    let pub_rt = rt;
+    let rt = &quote!(__rt);
     let builder_field_types: Vec<TokenStream> = gens
         .iter()
         .zip(bctxs)
@@ -268,7 +271,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 per_row[r] += 1;
             }
             if let ::core::option::Option::Some((row, &count)) = per_row.iter().enumerate().find(|(_, &c)| c > #k) {
-                return ::core::result::Result::Err(#rt::StorageError::EllRowOverflow { row, count, slices: #k });
+                return ::core::result::Result::Err(#pub_rt::StorageError::EllRowOverflow { row, count, slices: #k });
             }
             per_row.iter_mut().for_each(|c| *c = 0);
             for (key, &r) in mk.iter_mut().zip(&mrow) {
@@ -296,11 +299,11 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             /// `parts.dim_shape` (as `from_raw_parts` verifies); otherwise later calls may panic
             /// or return wrong results.
             pub unsafe fn from_raw_parts_unchecked(parts: #parts<V>) -> Self {
-                #raw_struct
+                Self::from_parts(parts)
             }
         }
 
-        impl<V: #rt::Value> #name<V> {
+        impl<V: #pub_rt::Value> #name<V> {
             /// Builds the storage from entries `(dimension coordinates, value)` in any order.
             /// Duplicates are summed when the last level is unique, kept otherwise.
             ///
@@ -309,7 +312,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             /// block size; `StorageError::CoordinateOutOfRange` naming the entry, dimension and
             /// value; `StorageError::WidthOverflow` naming the level when a position or
             /// coordinate does not fit the width.
-            pub fn from_coo<I>(shape: [usize; #dim_rank], entries: I) -> ::core::result::Result<Self, #rt::StorageError>
+            pub fn from_coo<I>(shape: [usize; #dim_rank], entries: I) -> ::core::result::Result<Self, #pub_rt::StorageError>
             where
                 I: ::core::iter::IntoIterator<Item = ([usize; #dim_rank], V)>,
             {
@@ -323,7 +326,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 for (entry, (c, v)) in entries.enumerate() {
                     for dim in 0..#dim_rank {
                         if c[dim] >= shape[dim] {
-                            return ::core::result::Result::Err(#rt::StorageError::CoordinateOutOfRange { entry, dim, coordinate: c[dim], size: shape[dim] });
+                            return ::core::result::Result::Err(#pub_rt::StorageError::CoordinateOutOfRange { entry, dim, coordinate: c[dim], size: shape[dim] });
                         }
                     }
                     keys.push(Self::dim_to_lvl(&c));
@@ -339,8 +342,8 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             ///
             /// Errors: `StorageError::RankMismatch` if its rank
             /// is not the dimension rank; otherwise as [`Self::from_coo`].
-            pub fn from_coo_tensor(coo: &#rt::CooTensor<V>) -> ::core::result::Result<Self, #rt::StorageError> {
-                let (shape, entries) = #rt::generated::coo_entries(coo)?;
+            pub fn from_coo_tensor(coo: &#pub_rt::CooTensor<V>) -> ::core::result::Result<Self, #pub_rt::StorageError> {
+                let (shape, entries) = #pub_rt::generated::coo_entries(coo)?;
                 Self::from_coo(shape, entries)
             }
 
@@ -349,8 +352,8 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             ///
             /// Errors: `StorageError::LengthMismatch` if
             /// `data.len()` is not the product of `shape`; otherwise as [`Self::from_coo`].
-            pub fn from_dense(shape: [usize; #dim_rank], data: &[V]) -> ::core::result::Result<Self, #rt::StorageError> {
-                Self::from_coo(shape, #rt::generated::dense_entries(shape, data)?)
+            pub fn from_dense(shape: [usize; #dim_rank], data: &[V]) -> ::core::result::Result<Self, #pub_rt::StorageError> {
+                Self::from_coo(shape, #pub_rt::generated::dense_entries(shape, data)?)
             }
 
             /// Builds the storage from arrays and checks them with `validate`.
@@ -361,23 +364,24 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             /// them `"array lengths fit usize"` for a shape whose arrays cannot be addressed,
             /// the COO tuple order and uniqueness of singleton levels, and the ELL slice layout).
             /// Never panics.
-            pub fn from_raw_parts(parts: #parts<V>) -> ::core::result::Result<Self, #rt::StorageError> {
+            pub fn from_raw_parts(parts: #parts<V>) -> ::core::result::Result<Self, #pub_rt::StorageError> {
                 #shape_checks
-                // SAFETY: the arrays are validated before the struct is returned.
-                let s = unsafe { Self::from_raw_parts_unchecked(parts) };
+                // the arrays are validated before the struct is returned
+                let s = Self::from_parts(parts);
                 s.validate()?;
                 ::core::result::Result::Ok(s)
             }
         }
 
-        impl<V: #rt::Value> #rt::storage::FromCoo<V> for #name<V> {
-            fn from_coo_tensor(coo: &#rt::CooTensor<V>) -> ::core::result::Result<Self, #rt::StorageError> {
+        impl<V: #pub_rt::Value> #pub_rt::storage::FromCoo<V> for #name<V> {
+            fn from_coo_tensor(coo: &#pub_rt::CooTensor<V>) -> ::core::result::Result<Self, #pub_rt::StorageError> {
                 #name::from_coo_tensor(coo)
             }
         }
 
         // The builder and `assemble`, out of the user's namespace (as `serde_derive` does).
         const _: () = {
+            use #pub_rt as __rt;
         #[allow(non_camel_case_types)]
         struct #builder<V> {
             lvl_sizes: [usize; #lvl_rank],
@@ -418,6 +422,13 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 #push_value
             }
         }
+
+            impl<V> #name<V> {
+                /// The struct over `parts`, unchecked (`from_raw_parts` validates it).
+                fn from_parts(parts: #parts<V>) -> Self {
+                    #raw_struct
+                }
+            }
 
             impl<V: #rt::Value> #name<V> {
             fn assemble(

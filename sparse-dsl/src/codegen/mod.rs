@@ -367,6 +367,8 @@ impl<'a> Ctx<'a> {
             .iter()
             .map(|cx| {
                 let mut b = cx.clone();
+                // the builder lives in a `const _` block that names the runtime `__rt`
+                b.rt = quote!(__rt);
                 if batched {
                     b.pos_ty = quote!(usize);
                 }
