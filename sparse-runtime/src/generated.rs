@@ -228,6 +228,9 @@ pub fn push_coordinate<T: Index>(
     Ok(())
 }
 
+/// The result of one assembly step of a generated builder.
+pub type Step = Result<(), StorageError>;
+
 /// The per-level steps of a generated builder (MLIR's `appendCrd` and `finalizeSegment`, one
 /// pair per level), which [`insert_sorted`] drives. `L` is the level rank.
 pub trait LevelBuilder<const L: usize> {

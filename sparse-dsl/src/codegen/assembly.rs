@@ -210,7 +210,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         .map(|(g, cx)| {
             let f = format_ident!("append_crd_{}", cx.l);
             let body = g.append_crd(cx);
-            quote!(fn #f(&mut self, full: usize, crd: usize) -> ::core::result::Result<(), #rt::StorageError> { #body })
+            quote!(fn #f(&mut self, full: usize, crd: usize) -> #rt::generated::Step { #body })
         })
         .collect();
     let finalize_fns: Vec<TokenStream> = gens
@@ -219,7 +219,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         .map(|(g, cx)| {
             let f = format_ident!("finalize_segment_{}", cx.l);
             let body = g.finalize_segment(cx);
-            quote!(fn #f(&mut self, full: usize, count: usize) -> ::core::result::Result<(), #rt::StorageError> { #body })
+            quote!(fn #f(&mut self, full: usize, count: usize) -> #rt::generated::Step { #body })
         })
         .collect();
     let mut counting_pass = quote!();
@@ -406,13 +406,13 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             fn cursor(&mut self) -> &mut [usize; #lvl_rank] {
                 &mut self.cursor
             }
-            fn append_crd(&mut self, l: usize, full: usize, crd: usize) -> ::core::result::Result<(), #rt::StorageError> {
+            fn append_crd(&mut self, l: usize, full: usize, crd: usize) -> #rt::generated::Step {
                 match l {
                     #( #levels => self.#append_names(full, crd), )*
                     _ => ::core::result::Result::Ok(()),
                 }
             }
-            fn finalize_segment(&mut self, l: usize, full: usize, count: usize) -> ::core::result::Result<(), #rt::StorageError> {
+            fn finalize_segment(&mut self, l: usize, full: usize, count: usize) -> #rt::generated::Step {
                 match l {
                     #( #levels => self.#finalize_names(full, count), )*
                     _ => ::core::result::Result::Ok(()),
