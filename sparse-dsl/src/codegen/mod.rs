@@ -185,11 +185,20 @@ fn lvl_to_dim_expr(e: &AffineExpr) -> Result<TokenStream, CodegenError> {
         }
         AffineExpr::Add(a, b) => {
             let (a, b) = (lvl_to_dim_expr(a)?, lvl_to_dim_expr(b)?);
-            quote!((#a + #b))
+            quote!(#a + #b)
         }
         AffineExpr::Mul(a, b) => {
-            let (a, b) = (lvl_to_dim_expr(a)?, lvl_to_dim_expr(b)?);
-            quote!((#a * #b))
+            // a sum under a product keeps its parentheses
+            let factor = |x: &AffineExpr| -> Result<TokenStream, CodegenError> {
+                let t = lvl_to_dim_expr(x)?;
+                Ok(if matches!(x, AffineExpr::Add(..)) {
+                    quote!((#t))
+                } else {
+                    t
+                })
+            };
+            let (a, b) = (factor(a)?, factor(b)?);
+            quote!(#a * #b)
         }
         _ => {
             return Err(CodegenError(
@@ -349,7 +358,22 @@ impl<'a> Ctx<'a> {
                 l,
                 lvl_rank,
                 lt: *lt,
-                size: quote!(self.lvl_sizes[#l]),
+                // a block level (`d mod b`) and the ELL counting level have constant sizes
+                size: match &e.dim_to_lvl.results[l] {
+                    AffineExpr::Mod(_, b) if b.as_constant().is_some_and(|b| b > 0) => {
+                        let b = proc_macro2::Literal::usize_unsuffixed(
+                            b.as_constant().unwrap_or(1) as usize,
+                        );
+                        quote!(#b)
+                    }
+                    r => match r.as_counting() {
+                        Some((_, k)) => {
+                            let k = proc_macro2::Literal::usize_unsuffixed(k);
+                            quote!(#k)
+                        }
+                        None => quote!(self.lvl_sizes[#l]),
+                    },
+                },
                 pos_field: lt.has_positions().then(|| format_ident!("pos_{}", l)),
                 crd,
                 pos_ty: pos_ty.clone(),
