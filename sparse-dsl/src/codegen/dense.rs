@@ -82,6 +82,16 @@ impl LevelGen for Dense {
                 }
             };
         }
+        if size.to_string().parse::<usize>().is_ok() {
+            // a constant size (block level): no binding for it
+            return quote! {
+                let __lo = #parent * #size;
+                for #c in 0..#size {
+                    let #p = __lo + #c;
+                    #body
+                }
+            };
+        }
         quote! {
             let __sz = #size;
             let __lo = #parent * __sz;
