@@ -393,7 +393,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             #loose_decl
         }
 
-        #[allow(unused_variables, unused_mut, unused_assignments, unreachable_code)]
+        #[allow(unused_variables)]
         impl<V: #rt::Value> #builder<V> {
             #(#append_fns)*
             #(#finalize_fns)*

@@ -87,9 +87,9 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
         } else {
             None
         };
-        // Row formats (CSR, loose CSR, BSR) get `(rows per unit, segment of unit __r, segment
-        // starts are non-decreasing)` here: their kernel runs on any range of rows, in parallel too.
-        let mut row_kernel: Option<(usize, TokenStream, bool)> = None;
+        // Row formats (CSR, loose CSR, BSR) get `(rows per unit, segment starts are
+        // non-decreasing)` here: their kernel runs on any range of rows, in parallel too.
+        let mut row_kernel: Option<(usize, bool)> = None;
         let kernel = if let Some((bb, cc)) = bsr {
             let seg = gens[1].segment(&ctxs[1], quote!(__ib));
             let crd_field = &ctxs[1]
@@ -98,11 +98,7 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
                 .expect("compressed level has coordinates")
                 .field;
             let bc = bb * cc;
-            row_kernel = Some((
-                bb,
-                gens[1].segment(&ctxs[1], quote!(__r)),
-                e.lvl_types[1].format == LevelFormat::Compressed,
-            ));
+            row_kernel = Some((bb, e.lvl_types[1].format == LevelFormat::Compressed));
             quote! {
                 let __vals = &self.values[..];
                 let __crd = &self.#crd_field[..];
@@ -148,11 +144,7 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
                 .as_ref()
                 .expect("compressed level has coordinates")
                 .field;
-            row_kernel = Some((
-                1usize,
-                gens[1].segment(&ctxs[1], quote!(__r)),
-                e.lvl_types[1].format == LevelFormat::Compressed,
-            ));
+            row_kernel = Some((1, e.lvl_types[1].format == LevelFormat::Compressed));
             quote! {
                 let __vals = &self.values[..];
                 let __crd = &self.#crd_field[..];
@@ -189,8 +181,7 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
         };
         let checks = quote!(#rt::generated::check_spmv(self.dim_shape, x.len(), y.len())?;);
         let (serial_body, rows_fn, par_body) = match &row_kernel {
-            Some((unit, seg, monotonic)) => {
-                let _ = seg;
+            Some((unit, monotonic)) => {
                 let unit = proc_macro2::Literal::usize_unsuffixed(*unit);
                 let before = match (&ctxs[1].pos_field, *monotonic) {
                     // entries before row r: the compressed level's pos[r] (defined for r <= rows)
