@@ -382,46 +382,46 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         // The builder and `assemble`, out of the user's namespace (as `serde_derive` does).
         const _: () = {
             use #pub_rt as __rt;
-        #[allow(non_camel_case_types)]
-        struct #builder<V> {
-            lvl_sizes: [usize; #lvl_rank],
-            #( #field_names: #builder_field_types, )*
-            values: ::std::vec::Vec<V>,
-            #pending_decl
-            cursor: [usize; #lvl_rank],
-            count: [usize; #lvl_rank],
-            #loose_decl
-        }
-
-        #[allow(unused_variables)]
-        impl<V: #rt::Value> #builder<V> {
-            #(#append_fns)*
-            #(#finalize_fns)*
-            #(#flush_fns)*
-        }
-
-        impl<V: #rt::Value> #rt::generated::LevelBuilder<#lvl_rank> for #builder<V> {
-            type Value = V;
-            const UNIQUE: [bool; #lvl_rank] = [#(#unique),*];
-            fn cursor(&mut self) -> &mut [usize; #lvl_rank] {
-                &mut self.cursor
+            #[allow(non_camel_case_types)]
+            struct #builder<V> {
+                lvl_sizes: [usize; #lvl_rank],
+                #( #field_names: #builder_field_types, )*
+                values: ::std::vec::Vec<V>,
+                #pending_decl
+                cursor: [usize; #lvl_rank],
+                count: [usize; #lvl_rank],
+                #loose_decl
             }
-            fn append_crd(&mut self, l: usize, full: usize, crd: usize) -> #rt::generated::Step {
-                match l {
-                    #( #levels => self.#append_names(full, crd), )*
-                    _ => ::core::result::Result::Ok(()),
+
+            #[allow(unused_variables)]
+            impl<V: #rt::Value> #builder<V> {
+                #(#append_fns)*
+                #(#finalize_fns)*
+                #(#flush_fns)*
+            }
+
+            impl<V: #rt::Value> #rt::generated::LevelBuilder<#lvl_rank> for #builder<V> {
+                type Value = V;
+                const UNIQUE: [bool; #lvl_rank] = [#(#unique),*];
+                fn cursor(&mut self) -> &mut [usize; #lvl_rank] {
+                    &mut self.cursor
+                }
+                fn append_crd(&mut self, l: usize, full: usize, crd: usize) -> #rt::generated::Step {
+                    match l {
+                        #( #levels => self.#append_names(full, crd), )*
+                        _ => ::core::result::Result::Ok(()),
+                    }
+                }
+                fn finalize_segment(&mut self, l: usize, full: usize, count: usize) -> #rt::generated::Step {
+                    match l {
+                        #( #levels => self.#finalize_names(full, count), )*
+                        _ => ::core::result::Result::Ok(()),
+                    }
+                }
+                fn push_value(&mut self, v: V) {
+                    #push_value
                 }
             }
-            fn finalize_segment(&mut self, l: usize, full: usize, count: usize) -> #rt::generated::Step {
-                match l {
-                    #( #levels => self.#finalize_names(full, count), )*
-                    _ => ::core::result::Result::Ok(()),
-                }
-            }
-            fn push_value(&mut self, v: V) {
-                #push_value
-            }
-        }
 
             impl<V> #name<V> {
                 /// The struct over `parts`, unchecked (`from_raw_parts` validates it).
@@ -431,29 +431,29 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             }
 
             impl<V: #rt::Value> #name<V> {
-            fn assemble(
-                shape: [usize; #dim_rank],
-                keys: ::std::vec::Vec<[usize; #lvl_rank]>,
-                vals: ::std::vec::Vec<V>,
-            ) -> ::core::result::Result<Self, #rt::StorageError> {
-                let lvl_sizes = Self::lvl_sizes_for(&shape);
-                let n = keys.len();
-                let flat: &[usize] = keys.as_flattened();
-                #order
-                let mut b = #builder::<V> {
-                    lvl_sizes,
-                    #( #init_names: #init_exprs, )*
-                    values: ::std::vec::Vec::with_capacity(n),
-                    #pending_init
-                    cursor: [0; #lvl_rank],
-                    count: [0; #lvl_rank],
-                    #loose_init
-                };
-                #(#reserve_positions)*
-                #rt::generated::insert_sorted(&mut b, &keys, &vals, &order, #merge)?;
-                #batch_let
-                ::core::result::Result::Ok(#assembled_struct)
-            }
+                fn assemble(
+                    shape: [usize; #dim_rank],
+                    keys: ::std::vec::Vec<[usize; #lvl_rank]>,
+                    vals: ::std::vec::Vec<V>,
+                ) -> ::core::result::Result<Self, #rt::StorageError> {
+                    let lvl_sizes = Self::lvl_sizes_for(&shape);
+                    let n = keys.len();
+                    let flat: &[usize] = keys.as_flattened();
+                    #order
+                    let mut b = #builder::<V> {
+                        lvl_sizes,
+                        #( #init_names: #init_exprs, )*
+                        values: ::std::vec::Vec::with_capacity(n),
+                        #pending_init
+                        cursor: [0; #lvl_rank],
+                        count: [0; #lvl_rank],
+                        #loose_init
+                    };
+                    #(#reserve_positions)*
+                    #rt::generated::insert_sorted(&mut b, &keys, &vals, &order, #merge)?;
+                    #batch_let
+                    ::core::result::Result::Ok(#assembled_struct)
+                }
             }
         };
     })
