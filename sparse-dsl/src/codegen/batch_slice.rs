@@ -1,5 +1,5 @@
 //! Slices (`SLICES`, `view` for a sliced encoding, `slice_dims` for any) and the batch
-//! bookkeeping of a format with leading `batch` levels (see [`Ctx::set_counts`]).
+//! bookkeeping of a format with leading `batch` levels (`Ctx::set_counts`).
 
 use proc_macro2::TokenStream;
 use quote::quote;

@@ -3,10 +3,12 @@
 //! segments, how a segment is iterated, and how a coordinate is located.
 //!
 //! Variable conventions in the emitted code: `p{l}` is the position at level `l`, `c{l}` its
-//! coordinate; the parent position of level 0 is the literal `0usize`. Assembly code runs in a
-//! method of the generated builder (`self` is the builder, fields named as in the struct, plus
-//! `values`, `cursor`, `count` and `loose_start` arrays), with `full`, `count` and `crd` in scope
-//! as the method's parameters.
+//! coordinate; the parent position of level 0 is the literal `0usize` ([`is_root`]). Assembly
+//! code runs in a method of the generated builder (`self` is the builder, fields named as in the
+//! struct, plus `values`, `cursor` and `count`, and `pending` / `loose_start` when an n:m /
+//! loose compressed level needs them), with `full`, `count` and `crd` in scope as the method's
+//! parameters; the runtime's `generated::insert_sorted` drives these methods. The builder lives
+//! in a `const _` block that names the runtime `__rt`.
 
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};

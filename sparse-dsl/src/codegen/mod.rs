@@ -9,7 +9,7 @@
 //!
 //! Each level format contributes its pieces through [`level::LevelGen`] (one file per format:
 //! [`dense`], [`compressed`], [`loose_compressed`], [`singleton`], [`n_out_of_m`]). This module
-//! reads a declaration into a [`Ctx`] (names, ranks, widths, level contexts) and asks one module
+//! reads a declaration into a `Ctx` (names, ranks, widths, level contexts) and asks one module
 //! per concern for its items: `storage` (the struct, `Parts`, accessors, `SparseStorage`),
 //! `assembly` (the builder, `from_coo`, `from_dense`, raw parts), `access` (iteration, `get`,
 //! `to_dense`, `to_coo`), `batch_slice` (slices and batch bookkeeping), `spmv` (the
