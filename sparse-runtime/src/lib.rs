@@ -16,6 +16,7 @@ pub mod coo;
 pub mod dynamic;
 pub mod error;
 pub mod frostt;
+pub mod generated;
 pub mod index;
 pub(crate) mod level;
 pub mod mmio;

@@ -148,6 +148,9 @@ impl LevelGen for Compressed {
                 (__b * __pc + #rt::Index::index(self.#f[__at]), __b * __pc + #rt::Index::index(self.#f[__at + 1]))
             }};
         }
+        if super::level::is_root(&parent) {
+            return quote!((#rt::Index::index(self.#f[0]), #rt::Index::index(self.#f[1])));
+        }
         quote!((#rt::Index::index(self.#f[#parent]), #rt::Index::index(self.#f[#parent + 1])))
     }
     fn coord(&self, cx: &LevelCtx, _parent: TokenStream, p: TokenStream) -> TokenStream {

@@ -73,6 +73,25 @@ impl LevelGen for Dense {
     }
     fn emit_loop(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
         let (p, c, parent, size) = (cx.p(), cx.c(), cx.parent(), &cx.size);
+        if cx.l == 0 {
+            // the root segment starts at position 0: positions are the coordinates
+            return quote! {
+                for #c in 0..#size {
+                    let #p = #c;
+                    #body
+                }
+            };
+        }
+        if size.to_string().parse::<usize>().is_ok() {
+            // a constant size (block level): no binding for it
+            return quote! {
+                let __lo = #parent * #size;
+                for #c in 0..#size {
+                    let #p = __lo + #c;
+                    #body
+                }
+            };
+        }
         quote! {
             let __sz = #size;
             let __lo = #parent * __sz;
@@ -84,6 +103,12 @@ impl LevelGen for Dense {
     }
     fn emit_locate(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
         let (p, c, parent, size) = (cx.p(), cx.c(), cx.parent(), &cx.size);
+        if cx.l == 0 {
+            return quote! {{
+                let #p = #c;
+                #body
+            }};
+        }
         quote! {{
             let #p = #parent * #size + #c;
             #body

@@ -3,10 +3,12 @@
 //! segments, how a segment is iterated, and how a coordinate is located.
 //!
 //! Variable conventions in the emitted code: `p{l}` is the position at level `l`, `c{l}` its
-//! coordinate; the parent position of level 0 is the literal `0usize`. Assembly code runs in a
-//! method of the generated builder (`self` is the builder, fields named as in the struct, plus
-//! `values`, `cursor`, `count` and `loose_start` arrays), with `full`, `count` and `crd` in scope
-//! as the method's parameters.
+//! coordinate; the parent position of level 0 is the literal `0usize` ([`is_root`]). Assembly
+//! code runs in a method of the generated builder (`self` is the builder, fields named as in the
+//! struct, plus `values`, `cursor` and `count`, and `pending` / `loose_start` when an n:m /
+//! loose compressed level needs them), with `full`, `count` and `crd` in scope as the method's
+//! parameters; the runtime's `generated::insert_sorted` drives these methods. The builder lives
+//! in a `const _` block that names the runtime `__rt`.
 
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
@@ -132,7 +134,6 @@ impl LevelCtx {
         let rt = &self.rt;
         let l = self.l;
         let f = &self.crd.as_ref().expect("level stores coordinates").field;
-        let ty = &self.crd_ty;
         if self.packed() {
             let w = self.crd_width;
             return quote! {
@@ -141,32 +142,23 @@ impl LevelCtx {
                 })?;
             };
         }
-        quote! {
-            let __x = <#ty as #rt::Index>::from_usize(crd).ok_or(#rt::StorageError::WidthOverflow {
-                level: #l, kind: #rt::BufferKind::Coordinate, value: crd, width: <#ty as #rt::Index>::WIDTH,
-            })?;
-            self.#f.push(__x);
-        }
+        quote!(#rt::generated::push_coordinate(&mut self.#f, crd, #l)?;)
     }
     /// Statements pushing `value` (a usize expression) `times` times into the positions array.
     pub fn push_pos(&self, value: TokenStream, times: TokenStream) -> TokenStream {
         let rt = &self.rt;
         let l = self.l;
         let f = self.pos_field.as_ref().expect("level stores positions");
-        let ty = &self.pos_ty;
-        quote! {{
-            let __v: usize = #value;
-            let __x = <#ty as #rt::Index>::from_usize(__v).ok_or(#rt::StorageError::WidthOverflow {
-                level: #l, kind: #rt::BufferKind::Position, value: __v, width: <#ty as #rt::Index>::WIDTH,
-            })?;
-            let __t: usize = #times;
-            self.#f
-                .try_reserve(__t)
-                .map_err(|_| #rt::StorageError::ShapeOverflow { shape: self.lvl_sizes.to_vec() })?;
-            let __n = self.#f.len() + __t;
-            self.#f.resize(__n, __x);
-        }}
+        quote! {
+            #rt::generated::push_positions(&mut self.#f, #value, #times, #l, &self.lvl_sizes)?;
+        }
     }
+}
+
+/// `true` for the parent position of level 0 (the literal `0usize` of [`LevelCtx::parent`]):
+/// segment code folds it instead of emitting `0usize + 1`.
+pub fn is_root(parent: &TokenStream) -> bool {
+    parent.to_string() == "0usize"
 }
 
 /// One level format's code generator. A new level format is one new implementation of this trait

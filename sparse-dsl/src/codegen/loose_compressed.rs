@@ -61,6 +61,9 @@ impl LevelGen for LooseCompressed {
                 (__b * __pc + #rt::Index::index(self.#f[2 * __q]), __b * __pc + #rt::Index::index(self.#f[2 * __q + 1]))
             }};
         }
+        if super::level::is_root(&parent) {
+            return quote!((#rt::Index::index(self.#f[0]), #rt::Index::index(self.#f[1])));
+        }
         quote!((#rt::Index::index(self.#f[2 * #parent]), #rt::Index::index(self.#f[2 * #parent + 1])))
     }
     fn coord(&self, cx: &LevelCtx, _parent: TokenStream, p: TokenStream) -> TokenStream {

@@ -1,0 +1,149 @@
+//! Reading a stored tensor: `iter`, `iter_levels`, `for_each` (nested loops), `get` (locate),
+//! `to_dense`, `to_coo`, `convert`, and the `LevelAccess` / `DimAccess` impls.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+use super::Ctx;
+
+/// Iteration, lookup and the conversions out.
+pub(super) fn emit(cx: &Ctx) -> TokenStream {
+    let Ctx {
+        name,
+        rt,
+        gens,
+        ctxs,
+        counting,
+        cs,
+        p_last,
+        ..
+    } = cx;
+    let (dim_rank, lvl_rank, counting) = (cx.dim_rank, cx.lvl_rank, *counting);
+    let nest = |inner, locate| cx.nest(inner, locate);
+    // Level access (iterator support).
+    let seg_arms: Vec<TokenStream> = gens
+        .iter()
+        .zip(ctxs)
+        .map(|(g, cx)| g.segment(cx, quote!(parent)))
+        .collect();
+    let coord_arms: Vec<TokenStream> = gens
+        .iter()
+        .zip(ctxs)
+        .map(|(g, cx)| g.coord(cx, quote!(parent), quote!(p)))
+        .collect();
+    let levels: Vec<usize> = (0..lvl_rank).collect();
+    let for_each_body = nest(
+        quote!(f(Self::lvl_to_dim(&[#(#cs),*]), &self.values[#p_last]);),
+        false,
+    );
+    let mut get_body = nest(
+        quote!(return ::core::option::Option::Some(&self.values[#p_last]);),
+        true,
+    );
+    if let Some((cl, (_, k))) = counting {
+        // `get` tries every slice of the counting level.
+        let ccl = format_ident!("c{}", cl);
+        get_body = quote! {
+            for #ccl in 0..#k {
+                #get_body
+            }
+        };
+    }
+    quote! {
+        impl<V> #name<V> {
+            /// Stored entries in storage order as `(dimension coordinates, &value)`.
+            pub fn iter(&self) -> impl ::core::iter::Iterator<Item = ([usize; #dim_rank], &V)> + '_ {
+                #rt::storage::LevelIter::new(self).map(move |(lc, p)| (Self::lvl_to_dim(&lc), &self.values[p]))
+            }
+
+            /// Stored entries in storage order as `(level coordinates, &value)`.
+            pub fn iter_levels(&self) -> impl ::core::iter::Iterator<Item = ([usize; #lvl_rank], &V)> + '_ {
+                #rt::storage::LevelIter::new(self).map(move |(lc, p)| (lc, &self.values[p]))
+            }
+
+            /// Calls `f(dimension coordinates, &value)` for every stored entry in storage order
+            /// (nested loops, faster than [`Self::iter`]).
+            pub fn for_each(&self, mut f: impl FnMut([usize; #dim_rank], &V)) {
+                #for_each_body
+            }
+
+            /// The value stored at `coords`; `None` if nothing is stored there or `coords` is out
+            /// of range. With stored duplicates, the first in storage order.
+            #[allow(unreachable_code)]
+            pub fn get(&self, coords: [usize; #dim_rank]) -> ::core::option::Option<&V> {
+                if coords.iter().zip(self.dim_shape.iter()).any(|(c, s)| c >= s) {
+                    return ::core::option::Option::None;
+                }
+                let [#(#cs),*] = Self::dim_to_lvl(&coords);
+                #get_body
+                ::core::option::Option::None
+            }
+        }
+
+        impl<V: #rt::Value> #name<V> {
+            /// The dense tensor, row-major (last dimension fastest); stored duplicates are summed.
+            ///
+            /// Errors: `StorageError::ShapeOverflow` if the
+            /// element count does not fit `usize`.
+            pub fn to_dense(&self) -> ::core::result::Result<::std::vec::Vec<V>, #rt::StorageError> {
+                #rt::generated::to_dense(self)
+            }
+
+            /// All stored entries (explicit zeros included) as a COO tensor in storage order.
+            pub fn to_coo(&self) -> #rt::CooTensor<V> {
+                #rt::generated::to_coo(self, self.nse())
+            }
+
+            /// The same tensor in another format `T` (any struct `sparse_format!` generates with
+            /// the same value type), re-assembled from the stored entries that are not zero:
+            /// explicit zeros of this format (blocks, padding, dense levels) are not carried over,
+            /// as in `DynamicStorage::convert`.
+            ///
+            /// Errors: as `T`'s `from_coo` (rank, shape, block size, width, n:m block overflow).
+            pub fn convert<T: #rt::storage::FromCoo<V>>(&self) -> ::core::result::Result<T, #rt::StorageError> {
+                #rt::generated::convert(self)
+            }
+        }
+
+        impl<V> #rt::generated::Entries<#dim_rank> for #name<V> {
+            type Value = V;
+            fn shape_array(&self) -> [usize; #dim_rank] {
+                self.dim_shape
+            }
+            fn visit(&self, f: impl FnMut([usize; #dim_rank], &V)) {
+                self.for_each(f);
+            }
+        }
+
+        impl<V> #rt::slice::DimAccess for #name<V> {
+            type Value = V;
+            fn dims(&self) -> &[usize] {
+                &self.dim_shape
+            }
+            fn entries(&self) -> ::std::boxed::Box<dyn ::core::iter::Iterator<Item = (::std::vec::Vec<usize>, &V)> + '_> {
+                ::std::boxed::Box::new(self.iter().map(|(c, v)| (c.to_vec(), v)))
+            }
+            fn lookup(&self, coords: &[usize]) -> ::core::option::Option<&V> {
+                self.get(<[usize; #dim_rank]>::try_from(coords).ok()?)
+            }
+        }
+
+        #[allow(unused_variables)]
+        impl<V> #rt::storage::LevelAccess<#lvl_rank> for #name<V> {
+            #[inline(always)]
+            fn segment(&self, l: usize, parent: usize) -> (usize, usize) {
+                match l {
+                    #( #levels => #seg_arms, )*
+                    _ => (0, 0),
+                }
+            }
+            #[inline(always)]
+            fn coord(&self, l: usize, parent: usize, p: usize) -> usize {
+                match l {
+                    #( #levels => #coord_arms, )*
+                    _ => 0,
+                }
+            }
+        }
+    }
+}
