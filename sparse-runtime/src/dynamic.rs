@@ -141,9 +141,15 @@ fn unsupported(reason: impl Into<String>) -> StorageError {
     }
 }
 
-/// Checks that the storage layer can hold `encoding` with `dim_shape` (slices aside) and derives
-/// the level sizes, batches and counting level.
+/// Checks that `encoding` obeys the language's rules (`Encoding::verify`: an encoding built in
+/// code gets the parser's checks) and that the storage layer can hold it with `dim_shape` (slices
+/// aside), and derives the level sizes, batches and counting level.
 fn analyze(encoding: &Encoding, dim_shape: &[usize]) -> Result<Layout, StorageError> {
+    encoding
+        .verify()
+        .map_err(|errors| StorageError::InvalidEncoding {
+            messages: errors.iter().map(ToString::to_string).collect(),
+        })?;
     if dim_shape.len() != encoding.dim_rank() {
         return Err(StorageError::RankMismatch {
             expected: encoding.dim_rank(),
@@ -492,7 +498,8 @@ impl<V: Value> DynamicStorage<V> {
     /// [`StorageError::EllRowOverflow`] naming a row with more elements than ELL slices;
     /// [`StorageError::BatchNse`] when batches differ in their number of stored positions;
     /// [`StorageError::Unsupported`] for what cannot be stored (an encoding with slices is a view:
-    /// build the parent and call [`Self::slice`]).
+    /// build the parent and call [`Self::slice`]); [`StorageError::InvalidEncoding`] with MLIR's
+    /// messages for an encoding (built in code) that breaks a rule of the language.
     pub fn from_coo(encoding: &Encoding, coo: &CooTensor<V>) -> Result<Self, StorageError> {
         if encoding.dim_slices.is_some() {
             return Err(unsupported("an encoding with dimension slices is a view: build the parent storage and call DynamicStorage::slice"));

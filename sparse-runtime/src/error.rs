@@ -23,6 +23,15 @@ impl std::fmt::Display for BufferKind {
 /// Why building, checking or using a sparse tensor failed.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum StorageError {
+    /// The encoding breaks a rule of the language: an [`Encoding`](sparse_ir::ir::Encoding)
+    /// built in code is checked by [`sparse_ir::verify::verify`] before anything is stored, and
+    /// gets MLIR's messages, as the parser gives them for the same text (all of them, in MLIR's
+    /// order, each with its help when it has one).
+    #[error("invalid encoding: {}", messages.join("; "))]
+    InvalidEncoding {
+        /// One message per broken rule.
+        messages: Vec<String>,
+    },
     /// A shape or coordinate tuple has the wrong number of dimensions.
     #[error("rank mismatch: expected {expected} dimensions, got {got}")]
     RankMismatch {

@@ -253,3 +253,45 @@ fn index_buffer_from_native() {
         .unwrap();
     assert_eq!((wide.len(), wide.capacity()), (1000, 1000));
 }
+
+/// An encoding built in code that breaks a rule gets, before anything is stored, the messages
+/// the parser gives for the same text.
+#[test]
+fn encoding_built_in_code_is_verified_like_text() {
+    use sparse_runtime::{CooTensor, DynamicStorage, StorageError};
+    let text = "#sparse_tensor.encoding<{ map = (i, j) -> (i : singleton, j : compressed), posWidth = 7 }>";
+    let parsed: Vec<String> = sparse_dsl::parse::parse_encoding(text)
+        .expect_err("the text breaks two rules")
+        .iter()
+        .map(|d| d.message.clone())
+        .collect();
+    let enc = Encoding {
+        lvl_types: vec![LevelType::new(F::Singleton), LevelType::new(F::Compressed)],
+        dim_to_lvl: AffineMap::identity(2),
+        lvl_to_dim: AffineMap::identity(2),
+        pos_width: 7,
+        crd_width: 0,
+        dim_slices: None,
+        explicit_val: None,
+        implicit_val: None,
+    };
+    let coo = CooTensor::<f64>::new(vec![2, 2]);
+    let err = DynamicStorage::from_coo(&enc, &coo).expect_err("invalid encoding");
+    let StorageError::InvalidEncoding { messages } = &err else {
+        panic!("expected InvalidEncoding, got {err:?}");
+    };
+    let messages: Vec<String> = messages
+        .iter()
+        .map(|m| m.split(" (help: ").next().unwrap_or(m).to_string())
+        .collect();
+    assert_eq!(messages, parsed);
+    assert_eq!(
+        parsed,
+        [
+            "unexpected position bitwidth: 7",
+            "expected compressed or loose_compressed level before singleton level",
+        ]
+    );
+    let raw = DynamicStorage::<f64>::from_raw_parts(&enc, &[2, 2], vec![], vec![], vec![]);
+    assert!(matches!(raw, Err(StorageError::InvalidEncoding { .. })));
+}
