@@ -5,8 +5,8 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
-use super::{n_out_of_m, CodegenError, Ctx};
-use crate::ir::LevelFormat;
+use super::{encoding_data, n_out_of_m, CodegenError, Ctx};
+use sparse_ir::level::{PositionCount, PositionsArray};
 
 /// The builder and the constructors.
 pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
@@ -52,11 +52,11 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             if batched && cx.pos_field.as_ref() == Some(&f) {
                 let l = cx.l;
                 let ty = &cx.pos_ty;
-                let format = if cx.lt.format == LevelFormat::LooseCompressed { quote!(LooseCompressed) } else { quote!(Compressed) };
+                let lt = encoding_data::level_type(&cx.lt, &quote!(#rt::sparse_ir::ir::));
                 // rebased and narrowed in place: no second positions buffer
                 quote! {{
                     let mut __p: ::std::vec::Vec<usize> = b.#f;
-                    #rt::dynamic::rebase_batches_in_place(#l, #rt::sparse_ir::ir::LevelFormat::#format, &mut __p, batches)?;
+                    #rt::dynamic::rebase_batches_in_place(#l, #lt.format, &mut __p, batches)?;
                     #rt::index::narrow_vec::<#ty>(__p).map_err(|value| #rt::StorageError::WidthOverflow {
                         level: #l, kind: #rt::BufferKind::Position, value, width: <#ty as #rt::Index>::WIDTH,
                     })?
@@ -79,11 +79,11 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
     let has_nm = e
         .lvl_types
         .iter()
-        .any(|t| matches!(t.format, LevelFormat::NOutOfM { .. }));
+        .any(|t| t.capabilities().count == PositionCount::NPerParent);
     let has_loose = e
         .lvl_types
         .iter()
-        .any(|t| t.format == LevelFormat::LooseCompressed);
+        .any(|t| t.capabilities().positions == PositionsArray::LoHiPairs);
     let (pending_decl, pending_init) = if has_nm {
         (
             quote!(pending: ::std::vec::Vec<(usize, V)>,),
@@ -149,13 +149,14 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
     let init_exprs: Vec<&TokenStream> = init.iter().map(|(_, x)| x).collect();
     let flush_fns: Vec<TokenStream> = bctxs
         .iter()
-        .filter(|c| matches!(c.lt.format, LevelFormat::NOutOfM { .. }))
+        .filter(|c| c.lt.capabilities().count == PositionCount::NPerParent)
         .map(n_out_of_m::NOutOfM::flush_method)
         .collect();
-    let push_value = if matches!(
-        e.lvl_types.last().map(|t| t.format),
-        Some(LevelFormat::NOutOfM { .. })
-    ) {
+    let push_value = if e
+        .lvl_types
+        .last()
+        .is_some_and(|t| t.capabilities().count == PositionCount::NPerParent)
+    {
         quote!(self.pending.last_mut().expect("n:m appended an entry").1 = v;)
     } else {
         quote!(self.values.push(v);)
@@ -166,7 +167,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
     let batch_sizes: Vec<usize> = (0..e
         .lvl_types
         .iter()
-        .take_while(|t| t.format == LevelFormat::Batch)
+        .take_while(|t| t.capabilities().batch)
         .count())
         .collect();
     let reserve_positions: Vec<TokenStream> = ctxs
@@ -175,7 +176,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         .map(|cx| {
             let f = cx.pos_field.as_ref().expect("positions");
             let above: Vec<usize> = (0..cx.l).collect();
-            let len = if cx.lt.format == LevelFormat::LooseCompressed {
+            let len = if cx.lt.capabilities().positions == PositionsArray::LoHiPairs {
                 quote!(__parents.checked_mul(2))
             } else {
                 if batch_sizes.is_empty() {

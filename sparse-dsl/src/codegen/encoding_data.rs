@@ -16,7 +16,7 @@ use crate::types::{ElementType, FloatKind, QuantizedType, ScalarValue, Signednes
 
 /// The statements `use ir::ir::*; Encoding { .. }` (a function body) whose value equals `enc`.
 pub(crate) fn encoding_expr(enc: &Encoding, ir: &TokenStream) -> TokenStream {
-    let lvl_types = enc.lvl_types.iter().map(level_type);
+    let lvl_types = enc.lvl_types.iter().map(|t| level_type(t, &quote!()));
     let dim_to_lvl = affine_map(&enc.dim_to_lvl);
     let lvl_to_dim = affine_map(&enc.lvl_to_dim);
     let pos_width = Literal::u32_unsuffixed(enc.pos_width);
@@ -55,7 +55,10 @@ fn option<T>(v: Option<&T>, f: impl FnOnce(&T) -> TokenStream) -> TokenStream {
     }
 }
 
-fn level_type(t: &LevelType) -> TokenStream {
+/// The expression for one level type, the one spelling of level types in generated code (the
+/// encoding's value here and the storage's `LVL_TYPES` constant). `ir` is the path prefix of the
+/// IR types: empty where `ir::ir::*` is imported, else `<crate>::sparse_ir::ir::`.
+pub(crate) fn level_type(t: &LevelType, ir: &TokenStream) -> TokenStream {
     let format = match t.format {
         LevelFormat::Dense => quote!(Dense),
         LevelFormat::Batch => quote!(Batch),
@@ -69,13 +72,13 @@ fn level_type(t: &LevelType) -> TokenStream {
     };
     let p = t.properties;
     if p == LevelProperties::default() {
-        return quote!(LevelType::new(LevelFormat::#format));
+        return quote!(#ir LevelType::new(#ir LevelFormat::#format));
     }
     let (nonunique, nonordered, soa) = (p.nonunique, p.nonordered, p.soa);
     quote! {
-        LevelType {
-            format: LevelFormat::#format,
-            properties: LevelProperties {
+        #ir LevelType {
+            format: #ir LevelFormat::#format,
+            properties: #ir LevelProperties {
                 nonunique: #nonunique,
                 nonordered: #nonordered,
                 soa: #soa,

@@ -32,9 +32,10 @@ mod storage;
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::ir::{AffineExpr, Encoding, LevelFormat};
+use crate::ir::{AffineExpr, Encoding};
 use crate::parse::Declared;
 use level::{level_gen, CrdLoc, LevelCtx, LevelGen};
+use sparse_ir::level::PositionsArray;
 
 /// One `pub Name = <encoding>;` declaration of `sparse_format!`.
 #[derive(Clone, Debug)]
@@ -209,28 +210,10 @@ fn lvl_to_dim_expr(e: &AffineExpr) -> Result<TokenStream, CodegenError> {
 }
 
 fn level_type_tokens(e: &Encoding, rt: &TokenStream) -> Vec<TokenStream> {
+    let ir = quote!(#rt::sparse_ir::ir::);
     e.lvl_types
         .iter()
-        .map(|lt| {
-            let format = match lt.format {
-                LevelFormat::Dense => quote!(Dense),
-                LevelFormat::Batch => quote!(Batch),
-                LevelFormat::Compressed => quote!(Compressed),
-                LevelFormat::LooseCompressed => quote!(LooseCompressed),
-                LevelFormat::Singleton => quote!(Singleton),
-                LevelFormat::NOutOfM { n, m } => quote!(NOutOfM { n: #n, m: #m }),
-            };
-            let (nu, no, soa) = (lt.properties.nonunique, lt.properties.nonordered, lt.properties.soa);
-            if !(nu || no || soa) {
-                return quote!(#rt::sparse_ir::ir::LevelType::new(#rt::sparse_ir::ir::LevelFormat::#format));
-            }
-            quote! {
-                #rt::sparse_ir::ir::LevelType {
-                    format: #rt::sparse_ir::ir::LevelFormat::#format,
-                    properties: #rt::sparse_ir::ir::LevelProperties { nonunique: #nu, nonordered: #no, soa: #soa },
-                }
-            }
-        })
+        .map(|lt| encoding_data::level_type(lt, &ir))
         .collect()
 }
 
@@ -334,10 +317,7 @@ impl<'a> Ctx<'a> {
         let pos_ty = width_type(e.pos_width)?;
         let crd_ty = width_type(e.crd_width)?;
 
-        let batched = e
-            .lvl_types
-            .first()
-            .is_some_and(|t| t.format == LevelFormat::Batch);
+        let batched = e.lvl_types.first().is_some_and(|t| t.capabilities().batch);
         // Level contexts and generators.
         let mut gens = Vec::with_capacity(lvl_rank);
         let mut ctxs = Vec::with_capacity(lvl_rank);
@@ -464,7 +444,7 @@ impl<'a> Ctx<'a> {
         for (g, cx) in gens.iter().zip(&ctxs) {
             for (f, ty) in g.fields(cx) {
                 let doc = if cx.pos_field.as_ref() == Some(&f) {
-                    let what = if cx.lt.format == LevelFormat::LooseCompressed {
+                    let what = if cx.lt.capabilities().positions == PositionsArray::LoHiPairs {
                         "(lo, hi) position pairs"
                     } else {
                         "positions"
@@ -498,7 +478,7 @@ impl<'a> Ctx<'a> {
             let sizes: Vec<usize> = (0..e
                 .lvl_types
                 .iter()
-                .take_while(|t| t.format == LevelFormat::Batch)
+                .take_while(|t| t.capabilities().batch)
                 .count())
                 .collect();
             quote!(#rt::dynamic::checked_product(&[#( lvl_sizes[#sizes] ),*]))

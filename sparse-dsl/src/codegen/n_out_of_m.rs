@@ -17,6 +17,8 @@ use crate::ir::LevelFormat;
 /// The n:m level format.
 pub struct NOutOfM;
 
+/// The unit's own format parameters (`n` is also `LevelFormat::n_per_parent`; `m`, the block
+/// size, is a parameter of this format only, not a capability).
 fn n_m(cx: &LevelCtx) -> (usize, usize) {
     match cx.lt.format {
         LevelFormat::NOutOfM { n, m } => (n as usize, m as usize),

@@ -1,6 +1,11 @@
 //! The hand-written SpMV per format family (`spmv`, `spmv_par`): CSR-like row loops, BSR
 //! block-row loops, the AoS COO pair walk, and nested loops scattering into `y` for the rest.
 //! They are the baseline a future sparsifier must match (same results, same speed).
+//!
+//! The family detection below is the one place in the code generator besides the registration
+//! in `level.rs` (and the spelling of level types in `encoding_data.rs`) that tests format
+//! names: each family is a hand-written kernel for a named format pattern (CSR, BSR, COO), not a
+//! capability-driven lowering. It goes when the sparsifier replaces these kernels.
 
 use proc_macro2::TokenStream;
 use quote::quote;
