@@ -69,7 +69,7 @@ enum Command {
         matrix: PathBuf,
         /// x, one number per column: a file holding the numbers, `-` (standard input), or the
         /// numbers themselves; separated by whitespace and/or commas (e.g. `--x 1,2,0.5`).
-        /// Default: x[j] = 1 + (j % 7).
+        /// Default: `x[j] = 1 + (j % 7)`.
         #[arg(long, allow_hyphen_values = true, value_name = "FILE|-|NUMBERS")]
         x: Option<String>,
     },

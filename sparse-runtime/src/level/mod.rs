@@ -7,7 +7,7 @@
 //! - reading: which positions `(lo, hi)` of the level lie under a parent position
 //!   ([`LevelKind::segment`] on [`Arrays`]);
 //! - validation: which invariants the level's arrays obey ([`LevelKind::check`] on a
-//!   [`SparseStorage`](crate::storage::SparseStorage) view).
+//!   [`SparseStorage`] view).
 //!
 //! Positions are *global* (counted over all batches, batch-major); the positions *stored* in a
 //! `pos` array below `batch` levels are local to their batch (see [`crate::dynamic`]).
