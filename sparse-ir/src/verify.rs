@@ -451,20 +451,35 @@ fn check_inverse(cx: &mut Ctxt, enc: &Encoding) {
         cx.error(rank::INVERSE, Location::Map, inverse);
         return;
     }
-    for (d, ok) in inverse_samples_ok(fwd, inv).into_iter().enumerate() {
+    let xs: Vec<(usize, &AffineExpr)> = inv.results.iter().enumerate().collect();
+    let symbols = fwd.num_symbols.max(inv.num_symbols);
+    for (d, ok) in inverse_samples_ok(fwd, &xs, symbols)
+        .into_iter()
+        .enumerate()
+    {
         if !ok {
             cx.error(rank::INVERSE, Location::Dimension(d), inverse);
         }
     }
 }
 
-/// For every result `d` of `inv`: `true` if `inv(fwd(x))[d] == x[d]` on 300 sample points (the
-/// same points the parser checks an explicit inverse on; symbols are 1). All `false` if no
-/// sample evaluates.
-fn inverse_samples_ok(fwd: &AffineMap, inv: &AffineMap) -> Vec<bool> {
+/// Checks on sample coordinates that each dimension expression `(d, x)` (over the level
+/// variables of `fwd`'s results) recovers dimension `d` from the levels `fwd` computes: one flag
+/// per expression, `true` if `x(fwd(p)) == p[d]` on all of 300 fixed sample points `p` that
+/// evaluate (`num_symbols` symbols, all 1). All `false` if no sample evaluates. The samples are
+/// evaluated once for all expressions: linear in the size of the map. The parser checks an
+/// explicit inverse with this too, so both give the same verdicts.
+pub fn inverse_samples_ok(
+    fwd: &AffineMap,
+    xs: &[(usize, &AffineExpr)],
+    num_symbols: usize,
+) -> Vec<bool> {
     let n = fwd.num_vars;
-    let mut ok = vec![true; inv.results.len()];
-    let symbols = vec![1i64; fwd.num_symbols.max(inv.num_symbols)];
+    let mut ok = vec![true; xs.len()];
+    if xs.is_empty() {
+        return ok;
+    }
+    let symbols = vec![1i64; num_symbols];
     let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut next = || {
         state = state
@@ -485,8 +500,8 @@ fn inverse_samples_ok(fwd: &AffineMap, inv: &AffineMap) -> Vec<bool> {
             continue;
         };
         checked += 1;
-        for (d, flag) in ok.iter_mut().enumerate() {
-            if *flag && inv.results[d].eval(&lvls, &symbols) != dims.get(d).copied() {
+        for (flag, (d, x)) in ok.iter_mut().zip(xs) {
+            if *flag && x.eval(&lvls, &symbols) != dims.get(*d).copied() {
                 *flag = false;
             }
         }

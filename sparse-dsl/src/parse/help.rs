@@ -262,46 +262,10 @@ pub(super) fn nth(n: usize) -> String {
 
 /// Checks on sample coordinates that each explicit dimension expression `(d, x)` (over level
 /// variables) recovers dimension `d` from the levels `dim_to_lvl` computes; one flag per
-/// expression. Symbols are given the value 1. The samples are evaluated once for all
-/// expressions: linear in the size of the map (times the fixed number of samples).
+/// expression (the verifier's [`inverse_samples_ok`](sparse_ir::verify::inverse_samples_ok)).
 pub(super) fn explicit_inverses_ok(
     dim_to_lvl: &AffineMap,
     xs: &[(usize, &AffineExpr)],
 ) -> Vec<bool> {
-    let n = dim_to_lvl.num_vars;
-    let mut ok = vec![true; xs.len()];
-    if xs.is_empty() {
-        return ok;
-    }
-    let symbols = vec![1i64; dim_to_lvl.num_symbols];
-    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut next = || {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (state >> 33) % 97
-    };
-    let mut checked = 0;
-    for sample in 0..300 {
-        let dims: Vec<i64> = (0..n)
-            .map(|k| match sample {
-                0 => 0,
-                1..=20 => ((sample + k * 7) % 13) as i64,
-                _ => next() as i64,
-            })
-            .collect();
-        let Some(lvls) = dim_to_lvl.eval(&dims, &symbols) else {
-            continue;
-        };
-        checked += 1;
-        for (flag, (d, x)) in ok.iter_mut().zip(xs) {
-            if *flag && x.eval(&lvls, &symbols) != dims.get(*d).copied() {
-                *flag = false;
-            }
-        }
-    }
-    if checked == 0 && n != 0 {
-        ok.iter_mut().for_each(|f| *f = false);
-    }
-    ok
+    sparse_ir::verify::inverse_samples_ok(dim_to_lvl, xs, dim_to_lvl.num_symbols)
 }
