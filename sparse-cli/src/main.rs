@@ -8,6 +8,7 @@
 //! `check`, whose contract lines go to stdout; nothing aborts or panics, whatever the input (a
 //! huge declared shape is an allocation error, a closed stdout ends the output).
 
+mod eval;
 mod input;
 mod render;
 mod summary;
@@ -87,6 +88,9 @@ enum Command {
         /// input.
         file: PathBuf,
     },
+    /// Run a kernel in TACO index notation through the sparsifier's interpreter; print the
+    /// left-hand tensor (`sparse_tensor.print` form if sparse, `vector.print` form if dense).
+    Eval(eval::EvalArgs),
 }
 
 fn main() -> ExitCode {
@@ -110,6 +114,7 @@ fn main() -> ExitCode {
         } => spmv(&encoding, &matrix, x.as_deref()),
         Command::Fmt { file, pretty } => fmt(&file, pretty),
         Command::Expand { file } => expand(&file),
+        Command::Eval(args) => eval::eval(&args, eval::stdout_text),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -864,6 +864,37 @@ impl<V> DynamicStorage<V> {
         self.coordinates.get(l)?.as_ref().map(|b| b.view())
     }
 
+    /// The `(lo, hi)` range of global positions of level `l` under the global position `parent`
+    /// of level `l - 1` (`0` for level 0), as the level's format defines it (dense: `parent *
+    /// size ..`, compressed: `pos[parent] .. pos[parent + 1]` rebased per batch, singleton:
+    /// `parent .. parent + 1`, n:m: `n` per parent). For the sparsifier's interpreter, which
+    /// walks levels one at a time. Out-of-range arguments give an empty or meaningless range,
+    /// never a panic.
+    pub fn level_segment(&self, l: usize, parent: usize) -> (usize, usize) {
+        if l >= self.encoding.lvl_rank() {
+            return (0, 0);
+        }
+        let a = self.arrays();
+        self.segment(&a, l, parent)
+    }
+
+    /// The level coordinate of level `l` at global position `p`, whose parent position is
+    /// `parent` (dense levels derive it from `p - parent * size`; the others read their
+    /// coordinate buffer, an n:m level giving the in-block coordinate). `usize::MAX` for a
+    /// position outside the buffer; never panics.
+    pub fn level_coordinate(&self, l: usize, parent: usize, p: usize) -> usize {
+        if l >= self.encoding.lvl_rank() {
+            return usize::MAX;
+        }
+        match self.encoding.crd_location(l) {
+            None => parent
+                .checked_mul(self.lvl_sizes[l])
+                .and_then(|base| p.checked_sub(base))
+                .unwrap_or(usize::MAX),
+            Some(_) => self.crd(l, parent, p),
+        }
+    }
+
     fn arrays(&self) -> Arrays<'_> {
         Arrays {
             lvl_sizes: &self.lvl_sizes,

@@ -1,0 +1,390 @@
+//! `sparse eval 'STATEMENT' --tensor NAME=TYPE ... [--input NAME=FILE|NUMBER ...]
+//! [--print storage|dense] [--emit loops|rust]`: a kernel in TACO index notation, compiled by the
+//! sparsifier and run by its interpreter (issue 9's contract).
+//!
+//! Output: the left-hand tensor only. Sparse: the `sparse_tensor.print` form `sparse inspect`
+//! prints (the output assembled in its own format); dense: MLIR's `vector.print` form, nested
+//! parentheses row-major (`( ( 46, 115 ), ( 0, 0 ) )`); 0-d: the number alone. `--print dense`
+//! shows a sparse output densely. Values print their shortest round-trip text (Rust's
+//! `Display`), integers without a point. Errors: `error: MESSAGE`, exit status 1.
+
+use std::io::Write;
+use std::path::Path;
+
+use sparse_dsl::parse::{parse_declaration, Declared};
+use sparse_runtime::frostt::{read_frostt, TnsError};
+use sparse_runtime::mmio::{read_matrix_market, MmError};
+use sparse_runtime::{CooTensor, DynamicStorage};
+use sparse_sparsifier::interp::{run, Num, Operand, Output};
+use sparse_sparsifier::{compile, print, Program, TensorDecl, ValueType};
+
+use crate::input;
+
+/// The arguments of `sparse eval`.
+#[derive(clap::Args)]
+pub struct EvalArgs {
+    /// The statement in TACO index notation, e.g. `C(i,j) = A(i,k) * B(k,j)`.
+    #[arg(allow_hyphen_values = true)]
+    statement: String,
+    /// `NAME=TYPE`: an MLIR tensor type (`tensor<4x8xf64, #sparse_tensor.encoding<{...}>>`,
+    /// `tensor<4x8xf64>` dense row-major, `tensor<f64>` 0-d), or `NAME=@FILE` holding one.
+    #[arg(long = "tensor", value_name = "NAME=TYPE")]
+    tensors: Vec<String>,
+    /// `NAME=FILE` (`.mtx` rank 2, `.tns` FROSTT any rank, duplicates summed) or `NAME=NUMBER`
+    /// for a 0-d tensor. A tensor without input starts empty (all zero).
+    #[arg(
+        long = "input",
+        value_name = "NAME=FILE|NUMBER",
+        allow_hyphen_values = true
+    )]
+    inputs: Vec<String>,
+    /// `storage` (default: a sparse output as `sparse_tensor.print`) or `dense`.
+    #[arg(long)]
+    print: Option<String>,
+    /// `loops`: print the loop program instead of running it; `rust`: the generated Rust.
+    #[arg(long)]
+    emit: Option<String>,
+}
+
+/// A value type `sparse eval` reads and prints.
+trait Read: Num {
+    /// A value read from a file (f64) in this type, if exact.
+    fn from_f64(x: f64) -> Option<Self>;
+    /// A number written on the command line.
+    fn parse(s: &str) -> Option<Self>;
+}
+
+impl Read for f64 {
+    fn from_f64(x: f64) -> Option<Self> {
+        Some(x)
+    }
+    fn parse(s: &str) -> Option<Self> {
+        s.trim().parse().ok()
+    }
+}
+impl Read for f32 {
+    fn from_f64(x: f64) -> Option<Self> {
+        Some(x as f32)
+    }
+    fn parse(s: &str) -> Option<Self> {
+        s.trim().parse().ok()
+    }
+}
+impl Read for i64 {
+    fn from_f64(x: f64) -> Option<Self> {
+        (x.fract() == 0.0 && (-9.223372036854776e18..9.223372036854776e18).contains(&x))
+            .then_some(x as i64)
+    }
+    fn parse(s: &str) -> Option<Self> {
+        s.trim().parse().ok()
+    }
+}
+impl Read for i32 {
+    fn from_f64(x: f64) -> Option<Self> {
+        (x.fract() == 0.0 && x >= i32::MIN as f64 && x <= i32::MAX as f64).then_some(x as i32)
+    }
+    fn parse(s: &str) -> Option<Self> {
+        s.trim().parse().ok()
+    }
+}
+
+fn split_arg<'a>(flag: &str, arg: &'a str, what: &str) -> Result<(&'a str, &'a str), String> {
+    match arg.split_once('=') {
+        Some((n, v)) if !n.trim().is_empty() => Ok((n.trim(), v)),
+        _ => Err(format!("{flag} {arg}: expected NAME={what}")),
+    }
+}
+
+fn declare(arg: &str) -> Result<TensorDecl, String> {
+    let (name, ty) = split_arg("--tensor", arg, "TYPE")?;
+    let (from, text) = match ty.strip_prefix('@') {
+        Some(path) => (input::name(path.as_ref()), input::read_text(path.as_ref())?),
+        None => (format!("--tensor {name}"), ty.to_string()),
+    };
+    let parsed = parse_declaration(&text).map_err(|d| match d.first() {
+        Some(d) => format!("{from}: {d}"),
+        None => format!("{from}: not a tensor type"),
+    })?;
+    let Declared::Tensor(t) = parsed.declared else {
+        return Err(format!(
+            "{from}: expected a tensor type such as tensor<4x8xf64, #sparse_tensor.encoding<{{...}}>>, found an encoding"
+        ));
+    };
+    let value = ValueType::from_element(&t.element).ok_or_else(|| {
+        format!(
+            "{from}: value type {} is not supported by sparse eval (f64, f32, i64, i32)",
+            t.element
+        )
+    })?;
+    if t.encoding.as_ref().is_some_and(|e| e.dim_slices.is_some()) {
+        return Err(format!(
+            "{from}: slices are not supported by sparse eval yet; declare the parent tensor"
+        ));
+    }
+    let shape = t
+        .shape
+        .iter()
+        .map(|d| match d {
+            None => Ok(None),
+            Some(n) => usize::try_from(*n)
+                .map(Some)
+                .map_err(|_| format!("{from}: size {n} does not fit this machine")),
+        })
+        .collect::<Result<_, String>>()?;
+    Ok(TensorDecl {
+        name: name.to_string(),
+        shape,
+        value,
+        encoding: t.encoding,
+    })
+}
+
+/// Runs `sparse eval`.
+pub fn eval(
+    args: &EvalArgs,
+    write_stdout: impl FnOnce(&str) -> Result<(), String>,
+) -> Result<(), String> {
+    let dense_print = match args.print.as_deref() {
+        None | Some("storage") => false,
+        Some("dense") => true,
+        Some(o) => return Err(format!("--print {o}: expected storage or dense")),
+    };
+    let mut decls: Vec<TensorDecl> = Vec::new();
+    for a in &args.tensors {
+        let d = declare(a)?;
+        if decls.iter().any(|x| x.name == d.name) {
+            return Err(format!("--tensor {}: declared twice", d.name));
+        }
+        decls.push(d);
+    }
+    // dynamic sizes come from the inputs: compile after reading them
+    let mut inputs: Vec<(String, String)> = Vec::new();
+    for a in &args.inputs {
+        let (n, v) = split_arg("--input", a, "FILE|NUMBER")?;
+        if inputs.iter().any(|(m, _)| m == n) {
+            return Err(format!("--input {n}: given twice"));
+        }
+        if !decls.iter().any(|d| d.name == n) {
+            return Err(format!(
+                "--input {n}: no tensor {n} is declared (add --tensor {n}=TYPE)"
+            ));
+        }
+        inputs.push((n.to_string(), v.to_string()));
+    }
+    let program = compile(&args.statement, &decls).map_err(|e| e.to_string())?;
+    match args.emit.as_deref() {
+        None => {}
+        Some("loops") => return write_stdout(&print::print(&program)),
+        Some("rust") => return Err("--emit rust is not available yet".into()),
+        Some(o) => return Err(format!("--emit {o}: expected loops or rust")),
+    }
+    let text = match program.kernel.value {
+        ValueType::F64 => typed::<f64>(&program, &inputs, dense_print)?,
+        ValueType::F32 => typed::<f32>(&program, &inputs, dense_print)?,
+        ValueType::I64 => typed::<i64>(&program, &inputs, dense_print)?,
+        ValueType::I32 => typed::<i32>(&program, &inputs, dense_print)?,
+    };
+    write_stdout(&text)
+}
+
+fn read_entries(path: &str, decl: &TensorDecl) -> Result<CooTensor<f64>, String> {
+    let p = Path::new(path);
+    let ext = p
+        .extension()
+        .map(|x| x.to_string_lossy().to_ascii_lowercase());
+    let coo = match ext.as_deref() {
+        Some("mtx") => {
+            if decl.shape.len() != 2 {
+                return Err(format!(
+                    "--input {}: {path} is a matrix, but `{}` has {} dimensions",
+                    decl.name,
+                    decl.name,
+                    decl.shape.len()
+                ));
+            }
+            read_matrix_market(p)
+                .map_err(|e| match e {
+                    MmError::Open { .. } => e.to_string(),
+                    _ => format!("{path}: {e}"),
+                })?
+                .tensor
+        }
+        Some("tns") => {
+            let shape: Option<Vec<usize>> = decl.shape.iter().copied().collect();
+            read_frostt(p, shape.as_deref()).map_err(|e| match e {
+                TnsError::Open { .. } => e.to_string(),
+                _ => format!("{path}: {e}"),
+            })?
+        }
+        _ => {
+            return Err(format!(
+                "--input {}: {path}: unknown file type (expected .mtx or .tns)",
+                decl.name
+            ))
+        }
+    };
+    if coo.shape.len() != decl.shape.len() {
+        return Err(format!(
+            "--input {}: {path} has {} dimensions, but `{}` has {}",
+            decl.name,
+            coo.shape.len(),
+            decl.name,
+            decl.shape.len()
+        ));
+    }
+    for (d, (want, got)) in decl.shape.iter().zip(&coo.shape).enumerate() {
+        if want.is_some_and(|w| w != *got) {
+            return Err(format!(
+                "--input {}: {path} has size {got} in dimension {d}, but `{}` has {}",
+                decl.name,
+                decl.name,
+                want.unwrap_or(0)
+            ));
+        }
+    }
+    Ok(coo)
+}
+
+fn operand<V: Read>(decl: &TensorDecl, input: Option<&str>) -> Result<Operand<V>, String> {
+    let name = &decl.name;
+    let (shape, entries): (Vec<usize>, Vec<(Vec<usize>, V)>) = match input {
+        Some(num) if decl.shape.is_empty() => {
+            let v = V::parse(num).ok_or_else(|| {
+                format!(
+                    "--input {name}={num}: not a number of type {}",
+                    decl.value.name()
+                )
+            })?;
+            (Vec::new(), vec![(Vec::new(), v)])
+        }
+        Some(path) => {
+            let coo = read_entries(path, decl)?;
+            let mut entries = Vec::with_capacity(coo.len());
+            for (c, x) in coo.iter() {
+                let v = V::from_f64(*x).ok_or_else(|| {
+                    format!(
+                        "--input {name}: {path}: value {x} is not an exact {}",
+                        decl.value.name()
+                    )
+                })?;
+                entries.push((c.to_vec(), v));
+            }
+            (coo.shape.clone(), entries)
+        }
+        None => {
+            let shape = decl
+                .shape
+                .iter()
+                .map(|d| {
+                    d.ok_or_else(|| {
+                        format!("`{name}` has a dynamic size (?) and no --input to take it from")
+                    })
+                })
+                .collect::<Result<Vec<usize>, String>>()?;
+            (shape, Vec::new())
+        }
+    };
+    // duplicates summed
+    let mut entries = entries;
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut merged: Vec<(Vec<usize>, V)> = Vec::with_capacity(entries.len());
+    for (c, v) in entries {
+        match merged.last_mut() {
+            Some((lc, lv)) if *lc == c => *lv += v,
+            _ => merged.push((c, v)),
+        }
+    }
+    match &decl.encoding {
+        None => {
+            let n = shape
+                .iter()
+                .try_fold(1usize, |a, &s| a.checked_mul(s))
+                .ok_or_else(|| format!("`{name}`: the shape overflows"))?;
+            let mut values = Vec::new();
+            values
+                .try_reserve_exact(n)
+                .map_err(|_| format!("cannot allocate `{name}`: {n} values"))?;
+            values.resize(n, V::zero());
+            for (c, v) in merged {
+                let at = c.iter().zip(&shape).fold(0, |a, (c, s)| a * s + c);
+                values[at] += v;
+            }
+            Ok(Operand::Dense { shape, values })
+        }
+        Some(enc) => {
+            let mut coo = CooTensor::new(shape);
+            for (c, v) in &merged {
+                coo.push(c, *v);
+            }
+            DynamicStorage::from_coo(enc, &coo)
+                .map(|s| Operand::Storage(Box::new(s)))
+                .map_err(|e| format!("cannot store `{name}` in its format: {e}"))
+        }
+    }
+}
+
+fn typed<V: Read>(
+    p: &Program,
+    inputs: &[(String, String)],
+    dense_print: bool,
+) -> Result<String, String> {
+    for (n, _) in inputs {
+        if !p.kernel.tensors.iter().any(|t| &t.name == n) {
+            return Err(format!(
+                "--input {n}: `{n}` does not appear in the statement"
+            ));
+        }
+    }
+    let mut ops = Vec::new();
+    for t in &p.kernel.tensors {
+        let input = inputs
+            .iter()
+            .find(|(n, _)| *n == t.name)
+            .map(|(_, v)| v.as_str());
+        ops.push(operand::<V>(t, input)?);
+    }
+    let out = run(p, &ops).map_err(|e| e.to_string())?;
+    Ok(match out {
+        Output::Sparse(s) if !dense_print => s.to_string(),
+        Output::Sparse(s) => {
+            let values = s.to_dense().map_err(|e| e.to_string())?;
+            dense_text(s.shape(), &values)
+        }
+        Output::Dense { shape, values } => dense_text(&shape, &values),
+    })
+}
+
+/// MLIR's `vector.print` form: `( ( 46, 115 ), ( 0, 0 ) )`; 0-d: the number alone.
+fn dense_text<V: std::fmt::Display>(shape: &[usize], values: &[V]) -> String {
+    fn rec<V: std::fmt::Display>(out: &mut String, shape: &[usize], values: &[V]) {
+        match shape.split_first() {
+            None => out.push_str(&values.first().map(|v| v.to_string()).unwrap_or_default()),
+            Some((0, _)) => out.push_str("( )"),
+            Some((&n, rest)) => {
+                let chunk: usize = rest.iter().product();
+                out.push_str("( ");
+                for i in 0..n {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    rec(out, rest, &values[i * chunk..(i + 1) * chunk]);
+                }
+                out.push_str(" )");
+            }
+        }
+    }
+    let mut out = String::new();
+    rec(&mut out, shape, values);
+    out.push('\n');
+    out
+}
+
+/// Writes `text` to standard output (for [`eval`]).
+pub fn stdout_text(text: &str) -> Result<(), String> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(format!("cannot write to standard output: {e}")),
+    }
+}

@@ -1,0 +1,599 @@
+//! Checks a parsed statement against the declared tensors and normalises it into a
+//! [`Kernel`]: operands declared, ranks agree, each index has one extent, one value type,
+//! bitwise operators only on integers; TACO's einsum rule makes implicit sums explicit.
+//!
+//! Einsum rule (TACO `einsum`): an index that appears on the right but not on the left, and is
+//! not bound by an explicit reduction, is summed over the smallest term that holds all its
+//! occurrences: `r(i) = b(i) - A(i,k) * x(k)` is `b(i) - sum(k, A(i,k) * x(k))`. The sum is
+//! widened through enclosing products and negations (`sum(k, X) * y = sum(k, X * y)` for `y`
+//! free of `k`), so `y(i) = A(i,j) * x(j) * 2` is one sum over the whole product.
+//!
+//! Messages name the tensor, index or operator and suit both the CLI (`error: MESSAGE`) and,
+//! through their spans, the macro's spanned compile errors.
+
+use std::collections::HashMap;
+
+use sparse_ir::ir::Encoding;
+use sparse_ir::types::{ElementType, FloatKind};
+
+use crate::error::{Error, Span};
+use crate::notation::{self, AssignOp, BinOp, ExprKind, Literal, ReduceOp, Statement};
+
+/// The value types the sparsifier computes in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ValueType {
+    /// `f64`.
+    F64,
+    /// `f32`.
+    F32,
+    /// `i64` (wrapping arithmetic, as MLIR's `arith` integer ops).
+    I64,
+    /// `i32` (wrapping arithmetic).
+    I32,
+}
+
+impl ValueType {
+    /// The value type of an MLIR element type: `f64`, `f32`, `i64`/`si64`, `i32`/`si32`;
+    /// `None` for the others (not supported by the sparsifier yet).
+    pub fn from_element(e: &ElementType) -> Option<ValueType> {
+        use sparse_ir::types::Signedness;
+        match e {
+            ElementType::Float(FloatKind::F64) => Some(ValueType::F64),
+            ElementType::Float(FloatKind::F32) => Some(ValueType::F32),
+            ElementType::Int {
+                width: 64,
+                signedness,
+            } if *signedness != Signedness::Unsigned => Some(ValueType::I64),
+            ElementType::Int {
+                width: 32,
+                signedness,
+            } if *signedness != Signedness::Unsigned => Some(ValueType::I32),
+            _ => None,
+        }
+    }
+    /// `true` for the integer types.
+    pub fn is_integer(self) -> bool {
+        matches!(self, ValueType::I64 | ValueType::I32)
+    }
+    /// MLIR's name (`f64`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            ValueType::F64 => "f64",
+            ValueType::F32 => "f32",
+            ValueType::I64 => "i64",
+            ValueType::I32 => "i32",
+        }
+    }
+}
+
+/// A declared tensor: `tensor<4x8xf64, #enc>` bound to a name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorDecl {
+    /// The name the statement uses.
+    pub name: String,
+    /// Dimension sizes, `None` for a size known only at run time (`?`).
+    pub shape: Vec<Option<usize>>,
+    /// The value type.
+    pub value: ValueType,
+    /// The encoding; `None` for a dense row-major tensor (`tensor<4x8xf64>`) or a 0-d one.
+    pub encoding: Option<Encoding>,
+}
+
+impl TensorDecl {
+    /// `true` if every level is full and locatable (dense, batch) or there is no encoding: the
+    /// tensor is read by computing a position from its coordinates (random access), and adds no
+    /// edge to the iteration graph.
+    pub fn is_random_access(&self) -> bool {
+        match &self.encoding {
+            None => true,
+            Some(e) => {
+                e.dim_to_lvl.results.iter().all(|r| !has_symbol(r))
+                    && e.lvl_types.iter().all(|lt| {
+                        let c = lt.capabilities();
+                        c.full && c.locate
+                    })
+            }
+        }
+    }
+}
+
+pub(crate) fn has_symbol(e: &sparse_ir::ir::AffineExpr) -> bool {
+    use sparse_ir::ir::AffineExpr as A;
+    match e {
+        A::Symbol(_) => true,
+        A::Var(_) | A::Constant(_) => false,
+        A::Add(a, b) | A::Mul(a, b) | A::FloorDiv(a, b) | A::CeilDiv(a, b) | A::Mod(a, b) => {
+            has_symbol(a) || has_symbol(b)
+        }
+    }
+}
+
+/// An index variable of the kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexVar {
+    /// Its name.
+    pub name: String,
+    /// Its extent, when a static shape fixes it.
+    pub extent: Option<usize>,
+    /// A tensor dimension it indexes, `(tensor, dimension)`: where the extent is read at run
+    /// time.
+    pub source: (usize, usize),
+}
+
+/// One occurrence of a tensor in the statement (each occurrence iterates on its own).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Access {
+    /// The tensor (index into [`Kernel::tensors`]).
+    pub tensor: usize,
+    /// One index variable per dimension.
+    pub indices: Vec<usize>,
+    /// Where it is written.
+    pub span: Span,
+}
+
+/// The checked expression: accesses by id, explicit reductions everywhere (einsum applied).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// An access (index into [`Kernel::accesses`]).
+    Access(usize),
+    /// A literal.
+    Literal(Literal),
+    /// Unary minus.
+    Neg(Box<Expr>),
+    /// A binary operation.
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// A reduction over index variables (ids).
+    Reduce(ReduceOp, Vec<usize>, Box<Expr>),
+    /// Nothing stored (a lattice case where an operand is absent).
+    Zero,
+    /// The value of a reduction computed by an inner loop nest (temporary id).
+    Temp(usize),
+}
+
+impl Expr {
+    /// `true` if a [`Expr::Reduce`] occurs in the expression.
+    pub fn has_reduce(&self) -> bool {
+        match self {
+            Expr::Reduce(..) => true,
+            Expr::Neg(a) => a.has_reduce(),
+            Expr::Binary(_, a, b) => a.has_reduce() || b.has_reduce(),
+            _ => false,
+        }
+    }
+    /// The accesses in the expression, in order.
+    pub fn accesses(&self, out: &mut Vec<usize>) {
+        match self {
+            Expr::Access(a) => out.push(*a),
+            Expr::Neg(a) => a.accesses(out),
+            Expr::Binary(_, a, b) => {
+                a.accesses(out);
+                b.accesses(out);
+            }
+            Expr::Reduce(_, _, b) => b.accesses(out),
+            _ => {}
+        }
+    }
+}
+
+/// A checked kernel: what the iteration order, the lattices and the loop builder read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kernel {
+    /// The tensors of the statement (output first).
+    pub tensors: Vec<TensorDecl>,
+    /// The index variables, in order of first appearance.
+    pub indices: Vec<IndexVar>,
+    /// Every tensor occurrence on the right-hand side.
+    pub accesses: Vec<Access>,
+    /// The output access (its tensor is `tensors[0]`).
+    pub output: Access,
+    /// The right-hand side.
+    pub expr: Expr,
+    /// `+=` into a random-access output: the result starts from the output's values.
+    pub accumulate: bool,
+    /// The one value type of every tensor.
+    pub value: ValueType,
+}
+
+struct Cx<'a> {
+    decls: &'a [TensorDecl],
+    tensors: Vec<TensorDecl>,
+    by_name: HashMap<String, usize>,
+    indices: Vec<IndexVar>,
+    index_at: HashMap<String, usize>,
+    /// Per index: the access and dimension that fixed its extent (for messages).
+    fixed_by: Vec<Option<(String, usize, usize)>>,
+    accesses: Vec<Access>,
+    value: Option<(ValueType, String)>,
+}
+
+impl Cx<'_> {
+    fn tensor(&mut self, name: &notation::Ident) -> Result<usize, Error> {
+        if let Some(&t) = self.by_name.get(&name.name) {
+            return Ok(t);
+        }
+        let Some(d) = self.decls.iter().find(|d| d.name == name.name) else {
+            return Err(Error::new(
+                name.span,
+                format!("unknown tensor `{}`: it is not declared", name.name),
+            )
+            .with_help(format!(
+                "declare it, e.g. --tensor {}=tensor<...>",
+                name.name
+            )));
+        };
+        match &self.value {
+            None => self.value = Some((d.value, d.name.clone())),
+            Some((v, first)) if *v != d.value => {
+                return Err(Error::new(
+                    name.span,
+                    format!(
+                        "value type mismatch: `{}` holds {} but `{first}` holds {}",
+                        d.name,
+                        d.value.name(),
+                        v.name()
+                    ),
+                ))
+            }
+            _ => {}
+        }
+        let t = self.tensors.len();
+        self.tensors.push(d.clone());
+        self.by_name.insert(name.name.clone(), t);
+        Ok(t)
+    }
+
+    fn index(&mut self, id: &notation::Ident, tensor: usize, dim: usize) -> Result<usize, Error> {
+        let extent = self.tensors[tensor].shape[dim];
+        let tname = self.tensors[tensor].name.clone();
+        let v = match self.index_at.get(&id.name) {
+            Some(&v) => v,
+            None => {
+                let v = self.indices.len();
+                self.indices.push(IndexVar {
+                    name: id.name.clone(),
+                    extent: None,
+                    source: (tensor, dim),
+                });
+                self.fixed_by.push(None);
+                self.index_at.insert(id.name.clone(), v);
+                v
+            }
+        };
+        if let Some(e) = extent {
+            match (&self.indices[v].extent, &self.fixed_by[v]) {
+                (Some(old), Some((t0, d0, _))) if *old != e => {
+                    return Err(Error::new(
+                        id.span,
+                        format!(
+                            "index `{}` has extent {old} in `{t0}` (dimension {d0}) but {e} in `{tname}` (dimension {dim})",
+                            id.name
+                        ),
+                    ))
+                }
+                (None, _) => {
+                    self.indices[v].extent = Some(e);
+                    self.indices[v].source = (tensor, dim);
+                    self.fixed_by[v] = Some((tname, dim, e));
+                }
+                _ => {}
+            }
+        }
+        Ok(v)
+    }
+
+    fn access(&mut self, a: &notation::Access) -> Result<(usize, Vec<usize>), Error> {
+        let t = self.tensor(&a.name)?;
+        let rank = self.tensors[t].shape.len();
+        if a.indices.len() != rank {
+            let msg = if a.indices.is_empty() {
+                format!(
+                    "`{}` has {rank} dimensions but is written without indices",
+                    a.name.name
+                )
+            } else {
+                format!(
+                    "`{}` has {rank} dimension{} but is indexed with {} ind{}",
+                    a.name.name,
+                    if rank == 1 { "" } else { "s" },
+                    a.indices.len(),
+                    if a.indices.len() == 1 { "ex" } else { "ices" }
+                )
+            };
+            return Err(Error::new(a.span, msg));
+        }
+        let mut idx = Vec::with_capacity(rank);
+        for (d, id) in a.indices.iter().enumerate() {
+            if a.indices[..d].iter().any(|p| p.name == id.name) {
+                return Err(Error::new(
+                    id.span,
+                    format!(
+                        "index `{}` appears twice in `{a}`: diagonal accesses are not supported",
+                        id.name
+                    ),
+                ));
+            }
+            idx.push(self.index(id, t, d)?);
+        }
+        Ok((t, idx))
+    }
+
+    fn expr(&mut self, e: &notation::Expr, bound: &mut Vec<usize>) -> Result<Expr, Error> {
+        Ok(match &e.kind {
+            ExprKind::Access(a) => {
+                let (tensor, indices) = self.access(a)?;
+                self.accesses.push(Access {
+                    tensor,
+                    indices,
+                    span: a.span,
+                });
+                Expr::Access(self.accesses.len() - 1)
+            }
+            ExprKind::Literal(l) => {
+                if let (Literal::Float(_), Some((v, name))) = (l, &self.value) {
+                    if v.is_integer() {
+                        return Err(Error::new(
+                            e.span,
+                            format!(
+                                "the literal `{l}` is not an integer, but `{name}` holds {}",
+                                v.name()
+                            ),
+                        ));
+                    }
+                }
+                Expr::Literal(l.clone())
+            }
+            ExprKind::Neg(a) => Expr::Neg(Box::new(self.expr(a, bound)?)),
+            ExprKind::Binary(op, a, b) => {
+                let a = self.expr(a, bound)?;
+                let b = self.expr(b, bound)?;
+                if op.is_bitwise() {
+                    self.integer_only(e.span, &format!("the operator `{}`", op.symbol()))?;
+                }
+                Expr::Binary(*op, Box::new(a), Box::new(b))
+            }
+            ExprKind::Reduce(op, vars, body) => {
+                if op.is_bitwise() {
+                    self.integer_only(e.span, &format!("the reduction `{}`", op.name()))?;
+                }
+                let mut ids = Vec::new();
+                for v in vars {
+                    if vars.iter().filter(|w| w.name == v.name).count() > 1 {
+                        return Err(Error::new(
+                            v.span,
+                            format!("index `{}` is listed twice in `{}`", v.name, op.name()),
+                        ));
+                    }
+                    if let Some(&id) = self.index_at.get(&v.name) {
+                        if bound.contains(&id) {
+                            return Err(Error::new(
+                                v.span,
+                                format!(
+                                    "index `{}` is already reduced by an enclosing reduction",
+                                    v.name
+                                ),
+                            ));
+                        }
+                    }
+                }
+                let before = self.accesses.len();
+                let mark = bound.len();
+                // the ids of the reduction's vars are known only once the body names them
+                let body_e = self.expr(body, bound)?;
+                for v in vars {
+                    let used = self.index_at.get(&v.name).copied().filter(|id| {
+                        self.accesses[before..]
+                            .iter()
+                            .any(|a| a.indices.contains(id))
+                    });
+                    match used {
+                        Some(id) => ids.push(id),
+                        None => {
+                            return Err(Error::new(
+                                v.span,
+                                format!(
+                                    "reduction index `{}` is not used in the expression of `{}`",
+                                    v.name,
+                                    op.name()
+                                ),
+                            ))
+                        }
+                    }
+                }
+                bound.truncate(mark);
+                bound.extend(&ids);
+                Expr::Reduce(*op, ids, Box::new(body_e))
+            }
+        })
+    }
+
+    fn integer_only(&self, span: Span, what: &str) -> Result<(), Error> {
+        match &self.value {
+            Some((v, name)) if !v.is_integer() => Err(Error::new(
+                span,
+                format!(
+                    "{what} needs integer values, but `{name}` holds {}",
+                    v.name()
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Checks `stmt` against the declared tensors `decls` and returns the kernel.
+///
+/// Errors (each at the offending token): an unknown tensor; a rank that differs from the
+/// declaration; an index written twice in one access; an index with two extents; a value type
+/// that differs from the first tensor's; a float literal or a bitwise operator / reduction with
+/// float values; a reduction index that also indexes the output, is listed twice, is reduced by
+/// an enclosing reduction, or is not used in its expression; an output index written twice.
+pub fn check(stmt: &Statement, decls: &[TensorDecl]) -> Result<Kernel, Error> {
+    let mut cx = Cx {
+        decls,
+        tensors: Vec::new(),
+        by_name: HashMap::new(),
+        indices: Vec::new(),
+        index_at: HashMap::new(),
+        fixed_by: Vec::new(),
+        accesses: Vec::new(),
+        value: None,
+    };
+    let (out_t, out_idx) = cx.access(&stmt.lhs)?;
+    let output = Access {
+        tensor: out_t,
+        indices: out_idx.clone(),
+        span: stmt.lhs.span,
+    };
+    let out_random = cx.tensors[out_t].is_random_access() && cx.tensors[out_t].encoding.is_none();
+    let mut bound = Vec::new();
+    let mut rhs = cx.expr(&stmt.rhs, &mut bound)?;
+    // reductions must not reduce an output index
+    check_reduce_vars(&rhs, &out_idx, &cx.indices, &stmt.rhs)?;
+    let accumulate = stmt.op == AssignOp::AddAssign && out_random;
+    if stmt.op == AssignOp::AddAssign && !out_random {
+        // a sparse output keeps its old entries where the right side stores nothing: C + E
+        cx.accesses.push(output.clone());
+        let old = Expr::Access(cx.accesses.len() - 1);
+        rhs = Expr::Binary(BinOp::Add, Box::new(old), Box::new(rhs));
+    }
+    let expr = einsum(rhs, &out_idx, &cx.accesses);
+    let value = cx.value.map(|v| v.0).unwrap_or(ValueType::F64);
+    Ok(Kernel {
+        tensors: cx.tensors,
+        indices: cx.indices,
+        accesses: cx.accesses,
+        output,
+        expr,
+        accumulate,
+        value,
+    })
+}
+
+fn check_reduce_vars(
+    e: &Expr,
+    out: &[usize],
+    indices: &[IndexVar],
+    src: &notation::Expr,
+) -> Result<(), Error> {
+    match e {
+        Expr::Reduce(op, vars, body) => {
+            for v in vars {
+                if out.contains(v) {
+                    return Err(Error::new(
+                        src.span,
+                        format!(
+                            "reduction index `{}` of `{}` also indexes the output",
+                            indices[*v].name,
+                            op.name()
+                        ),
+                    ));
+                }
+            }
+            check_reduce_vars(body, out, indices, src)
+        }
+        Expr::Neg(a) => check_reduce_vars(a, out, indices, src),
+        Expr::Binary(_, a, b) => {
+            check_reduce_vars(a, out, indices, src)?;
+            check_reduce_vars(b, out, indices, src)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Free (unreduced) occurrences of each index in `e`.
+fn free_counts(e: &Expr, accesses: &[Access], bound: &mut Vec<usize>, out: &mut Vec<usize>) {
+    match e {
+        Expr::Access(a) => {
+            for &v in &accesses[*a].indices {
+                if !bound.contains(&v) {
+                    if out.len() <= v {
+                        out.resize(v + 1, 0);
+                    }
+                    out[v] += 1;
+                }
+            }
+        }
+        Expr::Neg(a) => free_counts(a, accesses, bound, out),
+        Expr::Binary(_, a, b) => {
+            free_counts(a, accesses, bound, out);
+            free_counts(b, accesses, bound, out);
+        }
+        Expr::Reduce(_, vars, body) => {
+            let mark = bound.len();
+            bound.extend(vars);
+            free_counts(body, accesses, bound, out);
+            bound.truncate(mark);
+        }
+        _ => {}
+    }
+}
+
+/// Applies the einsum rule (see the module docs).
+fn einsum(e: Expr, out: &[usize], accesses: &[Access]) -> Expr {
+    let mut total = Vec::new();
+    free_counts(&e, accesses, &mut Vec::new(), &mut total);
+    let implicit: Vec<usize> = (0..total.len())
+        .filter(|v| total[*v] > 0 && !out.contains(v))
+        .collect();
+    if implicit.is_empty() {
+        return e;
+    }
+    let (e, pending) = place(e, &implicit, &total, accesses);
+    wrap(e, pending)
+}
+
+fn wrap(e: Expr, mut vars: Vec<usize>) -> Expr {
+    if vars.is_empty() {
+        return e;
+    }
+    vars.sort_unstable();
+    Expr::Reduce(ReduceOp::Sum, vars, Box::new(e))
+}
+
+/// Returns the node with the sums placed below it, and the implicit indices whose occurrences
+/// are all inside it but whose sum is not placed yet (it may widen through a product).
+fn place(e: Expr, implicit: &[usize], total: &[usize], accesses: &[Access]) -> (Expr, Vec<usize>) {
+    let complete = |e: &Expr| -> Vec<usize> {
+        let mut c = Vec::new();
+        free_counts(e, accesses, &mut Vec::new(), &mut c);
+        implicit
+            .iter()
+            .copied()
+            .filter(|&v| c.get(v).copied().unwrap_or(0) == total[v])
+            .collect()
+    };
+    match e {
+        Expr::Access(_) => {
+            let p = complete(&e);
+            (e, p)
+        }
+        Expr::Neg(a) => {
+            let (a, p) = place(*a, implicit, total, accesses);
+            (Expr::Neg(Box::new(a)), p)
+        }
+        Expr::Binary(op, a, b) => {
+            let (a, pa) = place(*a, implicit, total, accesses);
+            let (b, pb) = place(*b, implicit, total, accesses);
+            if op == BinOp::Mul {
+                let node = Expr::Binary(op, Box::new(a), Box::new(b));
+                let p = complete(&node);
+                (node, p)
+            } else {
+                let node = Expr::Binary(op, Box::new(wrap(a, pa)), Box::new(wrap(b, pb)));
+                let mut p = complete(&node);
+                // the children's complete indices are placed already
+                p.retain(|v| {
+                    let mut c = Vec::new();
+                    free_counts(&node, accesses, &mut Vec::new(), &mut c);
+                    c.get(*v).copied().unwrap_or(0) > 0
+                });
+                (node, p)
+            }
+        }
+        Expr::Reduce(op, vars, body) => {
+            let (body, p) = place(*body, implicit, total, accesses);
+            (Expr::Reduce(op, vars, Box::new(wrap(body, p))), Vec::new())
+        }
+        other => (other, Vec::new()),
+    }
+}

@@ -1,0 +1,652 @@
+//! The interpreter: walks the loop IR over [`DynamicStorage`] operands (the CLI's `sparse eval`
+//! and the oracle of the tests). It reads levels one at a time through
+//! [`DynamicStorage::level_segment`] and [`DynamicStorage::level_coordinate`], exactly as the
+//! loop IR says; a sparse output is assembled in its own format from entries that arrive in
+//! level order (append, workspace) or from a coordinate buffer sorted once, through
+//! [`DynamicStorage::from_coo`], never through a dense intermediate.
+//!
+//! Arithmetic: floats as IEEE; integers wrap (MLIR's `arith` ops), an integer division by zero
+//! is an [`Error`], never a panic.
+
+use sparse_runtime::{CooTensor, DynamicStorage, SparseStorage, Value};
+
+use crate::check::Expr;
+use crate::error::Error;
+use crate::loops::{Combine, Driver, Loop, Program, Stmt, Strategy, Target};
+use crate::notation::{BinOp, Literal, ReduceOp};
+use crate::order::{Extent, IndexLoops};
+
+/// A value type the interpreter computes in: `f64`, `f32`, `i64`, `i32`.
+pub trait Num: Value + PartialOrd {
+    /// The literal as a value. Errors: a float literal for an integer type, or an integer
+    /// literal out of the type's range.
+    fn literal(l: &Literal) -> Result<Self, Error>;
+    /// `a + b` (wrapping for integers).
+    fn plus(self, b: Self) -> Self;
+    /// `a - b` (wrapping for integers).
+    fn minus(self, b: Self) -> Self;
+    /// `a * b` (wrapping for integers).
+    fn times(self, b: Self) -> Self;
+    /// `a / b`; an integer division by zero is an error.
+    fn over(self, b: Self) -> Result<Self, Error>;
+    /// `-a` (wrapping for integers).
+    fn negate(self) -> Self;
+    /// Bitwise `&`, `|`, `^` (integers; the checks reject them for floats).
+    fn bit(self, op: BinOp, b: Self) -> Self;
+}
+
+macro_rules! float_num {
+    ($t:ty) => {
+        impl Num for $t {
+            fn literal(l: &Literal) -> Result<Self, Error> {
+                Ok(match l {
+                    Literal::Int(v) => *v as $t,
+                    Literal::Float(v) => *v as $t,
+                })
+            }
+            fn plus(self, b: Self) -> Self {
+                self + b
+            }
+            fn minus(self, b: Self) -> Self {
+                self - b
+            }
+            fn times(self, b: Self) -> Self {
+                self * b
+            }
+            fn over(self, b: Self) -> Result<Self, Error> {
+                Ok(self / b)
+            }
+            fn negate(self) -> Self {
+                -self
+            }
+            fn bit(self, _op: BinOp, _b: Self) -> Self {
+                self
+            }
+        }
+    };
+}
+float_num!(f64);
+float_num!(f32);
+
+macro_rules! int_num {
+    ($t:ty) => {
+        impl Num for $t {
+            fn literal(l: &Literal) -> Result<Self, Error> {
+                match l {
+                    Literal::Int(v) => <$t>::try_from(*v).map_err(|_| {
+                        Error::plain(format!("the literal {v} does not fit {}", stringify!($t)))
+                    }),
+                    Literal::Float(_) => Err(Error::plain(format!(
+                        "the literal {l} is not an integer, but the values are {}",
+                        stringify!($t)
+                    ))),
+                }
+            }
+            fn plus(self, b: Self) -> Self {
+                self.wrapping_add(b)
+            }
+            fn minus(self, b: Self) -> Self {
+                self.wrapping_sub(b)
+            }
+            fn times(self, b: Self) -> Self {
+                self.wrapping_mul(b)
+            }
+            fn over(self, b: Self) -> Result<Self, Error> {
+                if b == 0 {
+                    Err(Error::plain("integer division by zero"))
+                } else {
+                    Ok(self.wrapping_div(b))
+                }
+            }
+            fn negate(self) -> Self {
+                self.wrapping_neg()
+            }
+            fn bit(self, op: BinOp, b: Self) -> Self {
+                match op {
+                    BinOp::And => self & b,
+                    BinOp::Or => self | b,
+                    _ => self ^ b,
+                }
+            }
+        }
+    };
+}
+int_num!(i64);
+int_num!(i32);
+
+/// An operand of [`run`], one per tensor of the kernel (`Program::kernel.tensors`, the output
+/// first: pass its previous value, or an empty tensor).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Operand<V> {
+    /// A tensor with an encoding.
+    Storage(Box<DynamicStorage<V>>),
+    /// A dense row-major tensor (`tensor<4x8xf64>`): shape and values.
+    Dense {
+        /// Dimension sizes.
+        shape: Vec<usize>,
+        /// `product(shape)` values, row-major.
+        values: Vec<V>,
+    },
+}
+
+impl<V> Operand<V> {
+    /// Dimension sizes.
+    pub fn shape(&self) -> &[usize] {
+        match self {
+            Operand::Storage(s) => s.shape(),
+            Operand::Dense { shape, .. } => shape,
+        }
+    }
+}
+
+/// The result of [`run`]: the output tensor.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Output<V> {
+    /// A sparse output, assembled in its own format.
+    Sparse(Box<DynamicStorage<V>>),
+    /// A dense (or 0-d: one value, empty shape) output.
+    Dense {
+        /// Dimension sizes.
+        shape: Vec<usize>,
+        /// Row-major values.
+        values: Vec<V>,
+    },
+}
+
+struct It {
+    p: usize,
+    end: usize,
+    crd: usize,
+    next: usize,
+}
+
+struct St<'a, V> {
+    p: &'a Program,
+    ops: &'a [Operand<V>],
+    var: Vec<usize>,
+    pos: Vec<(usize, usize)>,
+    temps: Vec<(V, bool)>,
+    extents: Vec<usize>,
+    dense: Vec<V>,
+    visited: Vec<bool>,
+    coo: Vec<(Vec<usize>, V)>,
+    ws: Vec<V>,
+    ws_visited: Vec<bool>,
+    touched: Vec<usize>,
+    out_op: ReduceOp,
+}
+
+fn combine<V: Num>(op: ReduceOp, a: V, b: V) -> V {
+    match op {
+        ReduceOp::Sum => a.plus(b),
+        ReduceOp::Prod => a.times(b),
+        ReduceOp::Min => {
+            if b < a {
+                b
+            } else {
+                a
+            }
+        }
+        ReduceOp::Max => {
+            if b > a {
+                b
+            } else {
+                a
+            }
+        }
+        ReduceOp::And => a.bit(BinOp::And, b),
+        ReduceOp::Or => a.bit(BinOp::Or, b),
+        ReduceOp::Xor => a.bit(BinOp::Xor, b),
+    }
+}
+
+fn store<V: Num>(slot: &mut V, visited: &mut bool, c: Combine, v: V) {
+    match c {
+        Combine::Reduce(op) if *visited => *slot = combine(op, *slot, v),
+        _ => *slot = v,
+    }
+    *visited = true;
+}
+
+impl<V: Num> St<'_, V> {
+    fn storage(&self, a: usize) -> Option<&DynamicStorage<V>> {
+        match &self.ops[self.p.kernel.accesses[a].tensor] {
+            Operand::Storage(s) => Some(s),
+            Operand::Dense { .. } => None,
+        }
+    }
+
+    fn index_value(&self, ix: usize) -> usize {
+        match self.p.levels.index_loops[ix] {
+            IndexLoops::Plain(v) => self.var[v],
+            IndexLoops::Split { hi, lo, block } => block * self.var[hi] + self.var[lo],
+        }
+    }
+
+    fn parent(&self, it: usize) -> (usize, usize) {
+        let li = &self.p.levels.iters[it];
+        if li.level == 0 {
+            (0, 1)
+        } else {
+            let its = self.p.levels.access_iters[li.access]
+                .as_ref()
+                .expect("an iterator's access has iterators");
+            self.pos[its[li.level - 1]]
+        }
+    }
+
+    fn segment(&self, it: usize) -> (usize, usize) {
+        let li = &self.p.levels.iters[it];
+        let s = self
+            .storage(li.access)
+            .expect("iterated operand is a storage");
+        let (plo, phi) = self.parent(it);
+        if phi <= plo {
+            (0, 0)
+        } else if phi == plo + 1 {
+            s.level_segment(li.level, plo)
+        } else {
+            (
+                s.level_segment(li.level, plo).0,
+                s.level_segment(li.level, phi - 1).1,
+            )
+        }
+    }
+
+    fn start(&self, it: usize) -> It {
+        let (lo, hi) = self.segment(it);
+        let mut x = It {
+            p: lo,
+            end: hi,
+            crd: 0,
+            next: lo,
+        };
+        self.settle(it, &mut x);
+        x
+    }
+
+    /// Reads the coordinate at `x.p` and the end of its group of equal coordinates.
+    fn settle(&self, it: usize, x: &mut It) {
+        if x.p >= x.end {
+            return;
+        }
+        let li = &self.p.levels.iters[it];
+        let s = self
+            .storage(li.access)
+            .expect("iterated operand is a storage");
+        let parent = self.parent(it).0;
+        x.crd = s.level_coordinate(li.level, parent, x.p);
+        let lt = s.encoding().lvl_types[li.level];
+        x.next = x.p + 1;
+        if !lt.is_unique() {
+            while x.next < x.end && s.level_coordinate(li.level, parent, x.next) == x.crd {
+                x.next += 1;
+            }
+        }
+    }
+
+    fn run(&mut self, body: &[Stmt]) -> Result<(), Error> {
+        for s in body {
+            match s {
+                Stmt::Loop(l) => self.run_loop(l)?,
+                Stmt::Locate(it) => {
+                    let li = &self.p.levels.iters[*it];
+                    let (lo, hi) = self.segment(*it);
+                    let c = self.var[li.var];
+                    self.pos[*it] = if lo + c < hi {
+                        (lo + c, lo + c + 1)
+                    } else {
+                        (0, 0)
+                    };
+                }
+                Stmt::InitTemp(t) => self.temps[*t] = (V::zero(), false),
+                Stmt::AppendTemp(t) => {
+                    let (v, seen) = self.temps[*t];
+                    if seen {
+                        let c = self.out_coords();
+                        self.coo.push((c, v));
+                    }
+                }
+                Stmt::Expand => {
+                    for &j in &self.touched {
+                        self.ws_visited[j] = false;
+                    }
+                    self.touched.clear();
+                }
+                Stmt::Compress => {
+                    let Strategy::Workspace { var } = self.p.strategy else {
+                        return Err(Error::plain("compress without a workspace"));
+                    };
+                    let mut touched = std::mem::take(&mut self.touched);
+                    touched.sort_unstable();
+                    let saved = self.var[var];
+                    for &j in &touched {
+                        self.var[var] = j;
+                        let c = self.out_coords();
+                        self.coo.push((c, self.ws[j]));
+                        self.ws_visited[j] = false;
+                    }
+                    self.var[var] = saved;
+                }
+                Stmt::Compute {
+                    target,
+                    combine: c,
+                    expr,
+                } => {
+                    let v = self.eval(expr)?;
+                    match target {
+                        Target::Output => {
+                            let at = self.out_flat();
+                            store(&mut self.dense[at], &mut self.visited[at], *c, v);
+                        }
+                        Target::Temp(t) => {
+                            let (slot, seen) = &mut self.temps[*t];
+                            store(slot, seen, *c, v);
+                        }
+                        Target::Append | Target::Buffer => {
+                            let coords = self.out_coords();
+                            self.coo.push((coords, v));
+                        }
+                        Target::Workspace => {
+                            let Strategy::Workspace { var } = self.p.strategy else {
+                                return Err(Error::plain("workspace without a strategy"));
+                            };
+                            let j = self.var[var];
+                            if !self.ws_visited[j] {
+                                self.touched.push(j);
+                            }
+                            store(&mut self.ws[j], &mut self.ws_visited[j], *c, v);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn run_loop(&mut self, l: &Loop) -> Result<(), Error> {
+        let mut its: Vec<(usize, It)> = l.iters.iter().map(|&i| (i, self.start(i))).collect();
+        let mut c = 0usize;
+        let extent = self.extents[l.var];
+        loop {
+            match l.driver {
+                Driver::Range => {
+                    if c >= extent {
+                        return Ok(());
+                    }
+                    for (i, x) in its.iter_mut() {
+                        while x.p < x.end && x.crd < c {
+                            x.p = x.next;
+                            self.settle(*i, x);
+                        }
+                    }
+                }
+                Driver::Merge => {
+                    let alive = |i: usize| its.iter().any(|(j, x)| *j == i && x.p < x.end);
+                    if !l.cases.iter().any(|k| k.iters.iter().all(|&i| alive(i))) {
+                        return Ok(());
+                    }
+                    c = match its
+                        .iter()
+                        .filter(|(_, x)| x.p < x.end)
+                        .map(|(_, x)| x.crd)
+                        .min()
+                    {
+                        Some(m) => m,
+                        None => return Ok(()),
+                    };
+                }
+            }
+            let here: Vec<usize> = its
+                .iter()
+                .filter(|(_, x)| x.p < x.end && x.crd == c)
+                .map(|(i, _)| *i)
+                .collect();
+            if let Some(case) = l
+                .cases
+                .iter()
+                .find(|k| k.iters.iter().all(|i| here.contains(i)))
+            {
+                for (i, x) in &its {
+                    if case.iters.contains(i) {
+                        self.pos[*i] = (x.p, x.next);
+                    }
+                }
+                self.var[l.var] = c;
+                self.run(&case.body)?;
+            }
+            for (i, x) in its.iter_mut() {
+                if here.contains(i) {
+                    x.p = x.next;
+                    self.settle(*i, x);
+                }
+            }
+            if l.driver == Driver::Range {
+                c += 1;
+            }
+        }
+    }
+
+    fn out_coords(&self) -> Vec<usize> {
+        self.p
+            .kernel
+            .output
+            .indices
+            .iter()
+            .map(|&ix| self.index_value(ix))
+            .collect()
+    }
+
+    fn out_flat(&self) -> usize {
+        let shape = self.ops[self.p.kernel.output.tensor].shape();
+        self.out_coords()
+            .iter()
+            .zip(shape)
+            .fold(0, |acc, (c, s)| acc * s + c)
+    }
+
+    fn load(&self, a: usize) -> V {
+        let acc = &self.p.kernel.accesses[a];
+        if let Some(its) = &self.p.levels.access_iters[a] {
+            let s = self.storage(a).expect("iterated operand is a storage");
+            let (lo, hi) = match its.last() {
+                Some(&last) => self.pos[last],
+                None => (0, 1),
+            };
+            let mut v = V::zero();
+            for p in lo..hi.min(s.values().len()) {
+                v += s.values()[p];
+            }
+            return v;
+        }
+        let coords: Vec<usize> = acc.indices.iter().map(|&ix| self.index_value(ix)).collect();
+        match &self.ops[acc.tensor] {
+            Operand::Dense { shape, values } => {
+                let at = coords.iter().zip(shape).fold(0, |acc, (c, s)| acc * s + c);
+                values.get(at).copied().unwrap_or_else(V::zero)
+            }
+            Operand::Storage(s) => {
+                let mut lc = vec![0; s.encoding().lvl_rank()];
+                if s.encoding().dim_to_lvl_coords(&coords, &mut lc).is_none() {
+                    return V::zero();
+                }
+                let at = lc
+                    .iter()
+                    .zip(s.lvl_sizes())
+                    .fold(0, |acc, (c, n)| acc * n + c);
+                s.values().get(at).copied().unwrap_or_else(V::zero)
+            }
+        }
+    }
+
+    fn eval(&self, e: &Expr) -> Result<V, Error> {
+        Ok(match e {
+            Expr::Access(a) => self.load(*a),
+            Expr::Literal(l) => V::literal(l)?,
+            Expr::Temp(t) => {
+                let (v, seen) = self.temps[*t];
+                if seen {
+                    v
+                } else {
+                    V::zero()
+                }
+            }
+            Expr::Zero => V::zero(),
+            Expr::Neg(a) => self.eval(a)?.negate(),
+            Expr::Binary(op, a, b) => {
+                let (a, b) = (self.eval(a)?, self.eval(b)?);
+                match op {
+                    BinOp::Add => a.plus(b),
+                    BinOp::Sub => a.minus(b),
+                    BinOp::Mul => a.times(b),
+                    BinOp::Div => a.over(b)?,
+                    op => a.bit(*op, b),
+                }
+            }
+            Expr::Reduce(..) => return Err(Error::plain("a reduction left in a compute")),
+        })
+    }
+}
+
+/// Runs the program on `operands` (one per `p.kernel.tensors`, in that order; the output's
+/// entry gives its shape and, for `+=` into a dense output or when the output is also read,
+/// its previous values).
+///
+/// Errors: a wrong number of operands, an operand whose rank or shape disagrees with its
+/// declaration, a dense operand given for an encoded tensor or the reverse, an index whose
+/// extents disagree at run time (each naming the tensor); an integer division by zero; a
+/// storage error while assembling the sparse output (naming it).
+pub fn run<V: Num>(p: &Program, operands: &[Operand<V>]) -> Result<Output<V>, Error> {
+    let k = &p.kernel;
+    if operands.len() != k.tensors.len() {
+        return Err(Error::plain(format!(
+            "{} operands for {} tensors",
+            operands.len(),
+            k.tensors.len()
+        )));
+    }
+    for (t, op) in k.tensors.iter().zip(operands) {
+        if op.shape().len() != t.shape.len() {
+            return Err(Error::plain(format!(
+                "`{}` has {} dimensions but its operand has {}",
+                t.name,
+                t.shape.len(),
+                op.shape().len()
+            )));
+        }
+        for (d, (want, got)) in t.shape.iter().zip(op.shape()).enumerate() {
+            if want.is_some_and(|w| w != *got) {
+                return Err(Error::plain(format!(
+                    "`{}` has size {} in dimension {d} but its operand has {got}",
+                    t.name,
+                    want.unwrap_or(0)
+                )));
+            }
+        }
+        match (op, &t.encoding) {
+            (Operand::Storage(_), None) | (Operand::Dense { .. }, Some(_)) => {
+                return Err(Error::plain(format!(
+                    "`{}`: the operand's kind (dense or encoded) differs from its declaration",
+                    t.name
+                )))
+            }
+            _ => {}
+        }
+    }
+    // extents: every use of an index agrees
+    let mut index_extent: Vec<Option<usize>> = vec![None; k.indices.len()];
+    let uses = k.accesses.iter().chain(std::iter::once(&k.output));
+    for acc in uses {
+        for (d, &ix) in acc.indices.iter().enumerate() {
+            let n = operands[acc.tensor].shape()[d];
+            match index_extent[ix] {
+                Some(m) if m != n => {
+                    return Err(Error::plain(format!(
+                        "index `{}` has extent {m} but `{}` has size {n} in dimension {d}",
+                        k.indices[ix].name, k.tensors[acc.tensor].name
+                    )))
+                }
+                _ => index_extent[ix] = Some(n),
+            }
+        }
+    }
+    let extents: Vec<usize> = p
+        .levels
+        .vars
+        .iter()
+        .map(|v| match v.extent {
+            Extent::Const(c) => c,
+            Extent::Index { index, div, .. } => index_extent[index].unwrap_or(0) / div.max(1),
+        })
+        .collect();
+    let out_shape = operands[k.output.tensor].shape().to_vec();
+    let (mut dense, mut visited) = (Vec::new(), Vec::new());
+    if p.strategy == Strategy::InPlace {
+        let n: usize = out_shape.iter().product();
+        if k.accumulate {
+            match &operands[k.output.tensor] {
+                Operand::Dense { values, .. } => dense = values.clone(),
+                Operand::Storage(_) => dense = vec![V::zero(); n],
+            }
+            visited = vec![true; n];
+        } else {
+            dense = vec![V::zero(); n];
+            visited = vec![false; n];
+        }
+    }
+    let (mut ws, mut ws_visited) = (Vec::new(), Vec::new());
+    if let Strategy::Workspace { var } = p.strategy {
+        ws = vec![V::zero(); extents[var]];
+        ws_visited = vec![false; extents[var]];
+    }
+    let out_op = match &k.expr {
+        Expr::Reduce(op, ..) => *op,
+        _ => ReduceOp::Sum,
+    };
+    let mut st = St {
+        p,
+        ops: operands,
+        var: vec![0; p.levels.vars.len()],
+        pos: vec![(0, 0); p.levels.iters.len()],
+        temps: vec![(V::zero(), false); p.temps],
+        extents,
+        dense,
+        visited,
+        coo: Vec::new(),
+        ws,
+        ws_visited,
+        touched: Vec::new(),
+        out_op,
+    };
+    st.run(&p.body)?;
+    if p.strategy == Strategy::InPlace {
+        return Ok(Output::Dense {
+            shape: out_shape,
+            values: st.dense,
+        });
+    }
+    let mut entries = std::mem::take(&mut st.coo);
+    if p.strategy == Strategy::Buffer {
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut merged: Vec<(Vec<usize>, V)> = Vec::with_capacity(entries.len());
+        for (c, v) in entries {
+            match merged.last_mut() {
+                Some((lc, lv)) if *lc == c => *lv = combine(st.out_op, *lv, v),
+                _ => merged.push((c, v)),
+            }
+        }
+        entries = merged;
+    }
+    let mut coo = CooTensor::new(out_shape);
+    for (c, v) in &entries {
+        coo.push(c, *v);
+    }
+    let out_t = &k.tensors[k.output.tensor];
+    let enc = out_t
+        .encoding
+        .as_ref()
+        .expect("a sparse output has an encoding");
+    DynamicStorage::from_coo(enc, &coo)
+        .map(|s| Output::Sparse(Box::new(s)))
+        .map_err(|e| Error::plain(format!("cannot assemble `{}`: {e}", out_t.name)))
+}

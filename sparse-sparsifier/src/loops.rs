@@ -1,0 +1,443 @@
+//! The loop IR: one small tree between the notation and the back ends (the printer, the
+//! interpreter, and later the Rust back end of `sparse_format!`), and the builder that lowers a
+//! checked kernel into it (TACO's lowering of concrete index notation, MLIR's sparsifier).
+//!
+//! A [`Program`] is a list of [`Stmt`]s. A [`Loop`] binds one loop variable: its [`Driver`] is
+//! a dense range (every coordinate, sparse iterators tested by coordinate) or a merge of the
+//! iterators (two-pointer / k-way over ordered levels); its [`Case`]s are the lattice points,
+//! tried in order at each coordinate: the first case whose iterators all stand there runs.
+//! [`Stmt::Locate`] computes a located level's position; [`Stmt::Compute`] assigns or reduces
+//! (with a "visited" flag) into a target; temporaries hold nested reductions; the output is
+//! appended in order, through a workspace (expand/compress) or through a coordinate buffer
+//! sorted once ([`Strategy`]). Everything a back end needs is data here; nothing refers to
+//! Rust.
+
+use crate::check::{Expr, Kernel};
+use crate::error::Error;
+use crate::lattice::lattice;
+use crate::notation::ReduceOp;
+use crate::order::{self, loops_of, Graph, Levels};
+
+/// How a computed value is combined into its target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Combine {
+    /// Overwrite (each target element is written once).
+    Assign,
+    /// Combine with the reduction: the first visit stores, later visits combine (MLIR's
+    /// `sparse_tensor.reduce` over visited values only).
+    Reduce(ReduceOp),
+}
+
+/// Where [`Stmt::Compute`] writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The random-access output at the output's coordinates (dense or 0-d), with a visited
+    /// flag per element.
+    Output,
+    /// A temporary register with a visited flag.
+    Temp(usize),
+    /// Append one entry to the sparse output at the output's coordinates (in level order).
+    Append,
+    /// The workspace, at the coordinate of the output's last index.
+    Workspace,
+    /// Push `(output coordinates, value)` into the coordinate buffer.
+    Buffer,
+}
+
+/// How the sparse output is assembled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// The output is random access (dense or 0-d): written in place.
+    InPlace,
+    /// Entries arrive in the output's level order: appended.
+    Append,
+    /// All output levels but the last arrive in order; the last is scattered into a dense
+    /// workspace with a list of touched coordinates, sorted and appended when the enclosing
+    /// loop body ends (Gustavson; MLIR's expand/compress). `var` is its loop variable.
+    Workspace {
+        /// Loop variable of the output's last index.
+        var: usize,
+    },
+    /// Entries arrive out of order: buffered, sorted once by the output's coordinates
+    /// (combining duplicates with the reduction) and assembled at the end (MLIR inserts a
+    /// conversion).
+    Buffer,
+}
+
+/// How a loop visits coordinates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Driver {
+    /// Every coordinate `0..extent`; iterators are tested against it (if-coordinate).
+    Range,
+    /// Only coordinates where the iterators stand (merge of ordered levels, the smallest
+    /// coordinate first); ends when no case can be met any more.
+    Merge,
+}
+
+/// One lattice point of a loop.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Case {
+    /// Iterators that must all stand at the coordinate.
+    pub iters: Vec<usize>,
+    /// What runs then.
+    pub body: Vec<Stmt>,
+}
+
+/// A loop over one loop variable.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Loop {
+    /// The loop variable.
+    pub var: usize,
+    /// Dense range or merge.
+    pub driver: Driver,
+    /// The iterators co-iterated here (the union of the cases').
+    pub iters: Vec<usize>,
+    /// The cases, most specific first.
+    pub cases: Vec<Case>,
+}
+
+/// A statement of the loop IR.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stmt {
+    /// A loop.
+    Loop(Loop),
+    /// `pos(it) = locate(level, pos(parent), coordinate of its variable)`.
+    Locate(usize),
+    /// Clear a temporary (not visited).
+    InitTemp(usize),
+    /// Evaluate `expr` and combine it into `target`.
+    Compute {
+        /// Where.
+        target: Target,
+        /// How.
+        combine: Combine,
+        /// What.
+        expr: Expr,
+    },
+    /// Append the temporary to the sparse output at the output's coordinates, if visited.
+    AppendTemp(usize),
+    /// Clear the workspace (MLIR's `expand`).
+    Expand,
+    /// Sort the workspace's touched coordinates and append them (MLIR's `compress`).
+    Compress,
+}
+
+/// A compiled kernel: the checked kernel, its loop variables and level iterators, the output
+/// strategy and the loop tree.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    /// The checked kernel.
+    pub kernel: Kernel,
+    /// Loop variables and level iterators.
+    pub levels: Levels,
+    /// The loop order chosen.
+    pub order: Vec<usize>,
+    /// How the output is assembled.
+    pub strategy: Strategy,
+    /// Number of temporaries.
+    pub temps: usize,
+    /// The loop tree.
+    pub body: Vec<Stmt>,
+}
+
+struct Builder<'a> {
+    k: &'a Kernel,
+    lv: &'a Levels,
+    order: Vec<usize>,
+    temps: usize,
+    target: Target,
+    combine: Combine,
+}
+
+/// Lowers a checked kernel to the loop IR.
+///
+/// Errors: as [`order::levels`] and [`order::operand_graph`] (an operand whose level order
+/// conflicts with the others', naming it and suggesting the transposed format or a
+/// conversion); a reduction nested in an expression whose operands need one of its variables
+/// before an output variable; a merge over a level that is not ordered.
+pub fn build(k: Kernel) -> Result<Program, Error> {
+    let lv = order::levels(&k)?;
+    let n = lv.vars.len();
+    let base = order::operand_graph(&k, &lv)?;
+    let out_vars: Vec<usize> = k
+        .output
+        .indices
+        .iter()
+        .flat_map(|&ix| loops_of(&lv, ix))
+        .collect();
+    // flatten `out = op(R, body)` into one nest when body holds no other reduction
+    let (flat, top_op, expr) = match &k.expr {
+        Expr::Reduce(op, vars, body)
+            if !body.has_reduce() && (!k.accumulate || *op == ReduceOp::Sum) =>
+        {
+            (Some(vars.clone()), *op, (**body).clone())
+        }
+        e => (None, ReduceOp::Sum, e.clone()),
+    };
+    let red_vars: Vec<usize> = flat
+        .iter()
+        .flatten()
+        .flat_map(|&ix| loops_of(&lv, ix))
+        .collect();
+    let mut g = base.clone();
+    order::nested_edges(&expr, &out_vars, &lv, &mut g);
+    let Some(free_order) = g.order(n, &out_vars) else {
+        let first = k.accesses.first().map(|a| a.span).unwrap_or(k.output.span);
+        return Err(Error::new(
+            first,
+            "no iteration order computes the nested reduction inside the loops of the output: an operand needs a reduced index before an output index",
+        )
+        .with_help("convert that operand to the transposed format, or write the reduction as the whole right-hand side"));
+    };
+    let out_t = &k.tensors[k.output.tensor];
+    let random_out = out_t.encoding.is_none();
+    let out_level_vars: Option<Vec<usize>> = out_t.encoding.as_ref().and_then(|e| {
+        let perm = e.dim_permutation()?;
+        perm.iter()
+            .map(|&d| match lv.index_loops[k.output.indices[d]] {
+                order::IndexLoops::Plain(v) => Some(v),
+                _ => None,
+            })
+            .collect()
+    });
+    let chain = |g: &mut Graph, vars: &[usize]| {
+        for w in vars.windows(2) {
+            g.edges.insert((w[0], w[1]));
+        }
+    };
+    let before = |g: &mut Graph, a: &[usize], b: &[usize]| {
+        for &x in a {
+            for &y in b {
+                if x != y {
+                    g.edges.insert((x, y));
+                }
+            }
+        }
+    };
+    let (strategy, order) = if random_out {
+        (Strategy::InPlace, free_order)
+    } else {
+        let mut pick = None;
+        if let Some(olv) = &out_level_vars {
+            let mut h = g.clone();
+            chain(&mut h, olv);
+            before(&mut h, olv, &red_vars);
+            if let Some(o) = h.order(n, olv) {
+                pick = Some((Strategy::Append, o));
+            } else if let (Some(_), Some((last, init))) = (&flat, olv.split_last()) {
+                let mut h = g.clone();
+                chain(&mut h, init);
+                before(&mut h, init, &red_vars);
+                before(&mut h, init, &[*last]);
+                if let Some(o) = h.order(n, olv) {
+                    pick = Some((Strategy::Workspace { var: *last }, o));
+                }
+            }
+        }
+        pick.unwrap_or((Strategy::Buffer, free_order))
+    };
+    let (target, combine) = match strategy {
+        Strategy::InPlace if flat.is_some() => (Target::Output, Combine::Reduce(top_op)),
+        Strategy::InPlace if k.accumulate => (Target::Output, Combine::Reduce(ReduceOp::Sum)),
+        Strategy::InPlace => (Target::Output, Combine::Assign),
+        Strategy::Append => (Target::Append, Combine::Assign),
+        Strategy::Workspace { .. } => (Target::Workspace, Combine::Reduce(top_op)),
+        Strategy::Buffer => (Target::Buffer, Combine::Reduce(top_op)),
+    };
+    let mut b = Builder {
+        k: &k,
+        lv: &lv,
+        order: order.clone(),
+        temps: 0,
+        target,
+        combine,
+    };
+    let mut nest: Vec<usize> = order
+        .iter()
+        .copied()
+        .filter(|v| out_vars.contains(v) || red_vars.contains(v))
+        .collect();
+    // output indices that appear only on the left still loop over their extent
+    nest.dedup();
+    let body = b.nest(&expr, &nest, 0, strategy, &red_vars, top_op)?;
+    let temps = b.temps;
+    Ok(Program {
+        levels: lv,
+        order,
+        strategy,
+        temps,
+        body,
+        kernel: k,
+    })
+}
+
+impl Builder<'_> {
+    /// The iterator of access `a` at loop variable `v` that must be merged, if any.
+    fn merged(&self, a: usize, v: usize) -> Option<usize> {
+        self.lv.access_iters[a]
+            .as_ref()?
+            .iter()
+            .copied()
+            .find(|&i| self.lv.iters[i].var == v && self.lv.iters[i].iterate)
+    }
+
+    fn located(&self, e: &Expr, v: usize) -> Vec<usize> {
+        let mut acc = Vec::new();
+        e.accesses(&mut acc);
+        let mut out = Vec::new();
+        for a in acc {
+            if let Some(its) = &self.lv.access_iters[a] {
+                for &i in its {
+                    if self.lv.iters[i].var == v && !self.lv.iters[i].iterate {
+                        out.push(i);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Lowers `e` over the loop variables `nest[d..]` (the top nest when `top`).
+    fn nest(
+        &mut self,
+        e: &Expr,
+        nest: &[usize],
+        d: usize,
+        strategy: Strategy,
+        red_vars: &[usize],
+        top_op: ReduceOp,
+    ) -> Result<Vec<Stmt>, Error> {
+        // output-assembly hooks of the top nest
+        if strategy == Strategy::Append
+            && self.target == Target::Append
+            && !red_vars.is_empty()
+            && nest[d..].iter().all(|v| red_vars.contains(v))
+        {
+            let t = self.temps;
+            self.temps += 1;
+            let saved = (self.target, self.combine);
+            self.target = Target::Temp(t);
+            self.combine = Combine::Reduce(top_op);
+            let mut body = vec![Stmt::InitTemp(t)];
+            body.extend(self.nest(e, nest, d, Strategy::InPlace, red_vars, top_op)?);
+            body.push(Stmt::AppendTemp(t));
+            (self.target, self.combine) = saved;
+            return Ok(body);
+        }
+        if let Strategy::Workspace { var } = strategy {
+            if nest[d..].iter().all(|v| red_vars.contains(v) || *v == var) {
+                let mut body = vec![Stmt::Expand];
+                body.extend(self.nest(e, nest, d, Strategy::InPlace, red_vars, top_op)?);
+                body.push(Stmt::Compress);
+                return Ok(body);
+            }
+        }
+        if d == nest.len() {
+            return self.compute(e);
+        }
+        let v = nest[d];
+        let points = lattice(e, &|a| self.merged(a, v));
+        if points.is_empty() {
+            return Ok(Vec::new());
+        }
+        let driver = if points.iter().any(|p| p.iters.is_empty()) {
+            Driver::Range
+        } else {
+            Driver::Merge
+        };
+        let mut iters: Vec<usize> = points.iter().flat_map(|p| p.iters.clone()).collect();
+        iters.sort_unstable();
+        iters.dedup();
+        if iters.len() > 1 || (driver == Driver::Range && !iters.is_empty()) {
+            if let Some(&bad) = iters.iter().find(|&&i| !self.lv.iters[i].ordered) {
+                let it = &self.lv.iters[bad];
+                let acc = &self.k.accesses[it.access];
+                let name = &self.k.tensors[acc.tensor].name;
+                return Err(Error::new(
+                    acc.span,
+                    format!(
+                        "level {} of `{name}` is not ordered, but it must be merged with other operands at `{}`",
+                        it.level, self.lv.vars[v].name
+                    ),
+                )
+                .with_help(format!("convert `{name}` to an ordered format")));
+            }
+        }
+        let mut cases = Vec::new();
+        for p in points {
+            let mut body: Vec<Stmt> = self
+                .located(&p.expr, v)
+                .into_iter()
+                .map(Stmt::Locate)
+                .collect();
+            body.extend(self.nest(&p.expr, nest, d + 1, strategy, red_vars, top_op)?);
+            cases.push(Case {
+                iters: p.iters,
+                body,
+            });
+        }
+        Ok(vec![Stmt::Loop(Loop {
+            var: v,
+            driver,
+            iters,
+            cases,
+        })])
+    }
+
+    /// The innermost body: nested reductions become inner nests into temporaries, then the
+    /// value is combined into the target.
+    fn compute(&mut self, e: &Expr) -> Result<Vec<Stmt>, Error> {
+        let mut pre = Vec::new();
+        let e = self.lift(e, &mut pre)?;
+        pre.push(Stmt::Compute {
+            target: self.target,
+            combine: self.combine,
+            expr: e,
+        });
+        Ok(pre)
+    }
+
+    fn lift(&mut self, e: &Expr, pre: &mut Vec<Stmt>) -> Result<Expr, Error> {
+        Ok(match e {
+            Expr::Reduce(op, vars, body) => {
+                let t = self.temps;
+                self.temps += 1;
+                let inner: Vec<usize> = vars.iter().flat_map(|&ix| loops_of(self.lv, ix)).collect();
+                let nest: Vec<usize> = self
+                    .order
+                    .iter()
+                    .copied()
+                    .filter(|v| inner.contains(v))
+                    .collect();
+                let saved = (self.target, self.combine);
+                self.target = Target::Temp(t);
+                self.combine = Combine::Reduce(*op);
+                pre.push(Stmt::InitTemp(t));
+                let stmts = self.nest(body, &nest, 0, Strategy::InPlace, &[], *op)?;
+                pre.extend(stmts);
+                (self.target, self.combine) = saved;
+                Expr::Temp(t)
+            }
+            Expr::Neg(a) => Expr::Neg(Box::new(self.lift(a, pre)?)),
+            Expr::Binary(op, a, b) => {
+                let a = self.lift(a, pre)?;
+                let b = self.lift(b, pre)?;
+                Expr::Binary(*op, Box::new(a), Box::new(b))
+            }
+            other => other.clone(),
+        })
+    }
+}
+
+impl Program {
+    /// The loop variables of the output's indices, in dimension order (both variables of a
+    /// blocked index).
+    pub fn output_vars(&self) -> Vec<usize> {
+        self.kernel
+            .output
+            .indices
+            .iter()
+            .flat_map(|&ix| loops_of(&self.levels, ix))
+            .collect()
+    }
+}

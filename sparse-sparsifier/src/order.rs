@@ -1,0 +1,388 @@
+//! Loop variables over *levels*, the iteration graph and the iteration order.
+//!
+//! Loops run over level variables, not dimensions: an index that some iterated operand stores
+//! through a block map (`i floordiv 2`, `i mod 2`, BSR and n:m) becomes two loop variables
+//! `i/2` and `i%2`, and the dimension coordinate is rebuilt as `2 * (i/2) + (i%2)` wherever a
+//! located operand or the output needs it (MLIR's `sparse-reinterpret-map`). Each level of an
+//! iterated operand is bound to one loop variable and is either *iterated* (a segment of
+//! stored positions: compressed, loose_compressed, singleton, n:m) or *located* (computed
+//! from the coordinate: dense, batch), read from [`LevelCapabilities`] (`full`, `locate`),
+//! never from a format's name. Operands whose levels are all full and locatable, and dense
+//! tensors, are *random access*: read at the coordinates, adding no constraint.
+//!
+//! The iteration graph (MLIR's sparse iteration order, TACO's concrete index notation) has an
+//! edge from each level's variable to the next level's, for every iterated operand; a
+//! reduction nested inside an expression adds edges from the output's variables to its
+//! variables. A topological order (output variables first on ties) is the loop order. The
+//! output then picks how it is assembled (MLIR's way, only a statement no strategy serves is
+//! an error): in order (append), through a workspace of its last level (Gustavson, MLIR's
+//! expand/compress) or through a coordinate buffer sorted once.
+//!
+//! [`LevelCapabilities`]: sparse_ir::level::LevelCapabilities
+
+use std::collections::BTreeSet;
+
+use sparse_ir::ir::AffineExpr;
+
+use crate::check::{Expr, Kernel};
+use crate::error::Error;
+
+/// How an index variable maps onto loop variables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IndexLoops {
+    /// One loop variable.
+    Plain(usize),
+    /// Blocked by `block`: `index = block * hi + lo`.
+    Split {
+        /// Loop variable of `index floordiv block`.
+        hi: usize,
+        /// Loop variable of `index mod block`.
+        lo: usize,
+        /// The block size.
+        block: usize,
+    },
+}
+
+/// The extent of a loop variable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Extent {
+    /// `extent(index) / div` (`div` is 1 for a plain index); `value` when statically known.
+    Index {
+        /// The index variable.
+        index: usize,
+        /// The divisor (block size of a split's outer variable, else 1).
+        div: usize,
+        /// The static value, if the shapes fix it.
+        value: Option<usize>,
+    },
+    /// A constant (a block size).
+    Const(usize),
+}
+
+/// A loop variable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoopVar {
+    /// Printable name: `i`, or `i/2` and `i%2` for a split index.
+    pub name: String,
+    /// Its extent.
+    pub extent: Extent,
+    /// The index variable it belongs to.
+    pub index: usize,
+}
+
+/// One level of one iterated access: its loop variable and whether it is iterated or located.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LevelIter {
+    /// The access (index into `Kernel::accesses`).
+    pub access: usize,
+    /// The level.
+    pub level: usize,
+    /// The loop variable the level's coordinate is.
+    pub var: usize,
+    /// `true`: a segment of stored positions is iterated; `false`: the position is located.
+    pub iterate: bool,
+    /// The level is ordered (merging needs it).
+    pub ordered: bool,
+}
+
+/// The loop variables and level bindings of a kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Levels {
+    /// Loop variables.
+    pub vars: Vec<LoopVar>,
+    /// Per index variable: its loop variables.
+    pub index_loops: Vec<IndexLoops>,
+    /// All level iterators.
+    pub iters: Vec<LevelIter>,
+    /// Per access: its level iterators in level order, or `None` for a random-access operand.
+    pub access_iters: Vec<Option<Vec<usize>>>,
+}
+
+#[derive(Clone, Copy)]
+enum LevelExpr {
+    Whole(usize),
+    Hi(usize, usize),
+    Lo(usize, usize),
+}
+
+fn level_expr(r: &AffineExpr) -> Option<LevelExpr> {
+    match r {
+        AffineExpr::Var(d) => Some(LevelExpr::Whole(*d)),
+        AffineExpr::FloorDiv(a, b) => Some(LevelExpr::Hi(
+            a.as_var()?,
+            usize::try_from(b.as_constant()?).ok()?,
+        )),
+        AffineExpr::Mod(a, b) => Some(LevelExpr::Lo(
+            a.as_var()?,
+            usize::try_from(b.as_constant()?).ok()?,
+        )),
+        _ => None,
+    }
+}
+
+/// Builds the loop variables and level bindings.
+///
+/// Errors: a level expression other than `d`, `d floordiv B`, `d mod B` on an iterated operand
+/// (ELL counting levels, sums of dimensions), naming the operand and level; an index blocked
+/// by two different sizes, or read whole by one iterated operand and blocked by another.
+pub fn levels(k: &Kernel) -> Result<Levels, Error> {
+    let mut splits: Vec<Option<(usize, usize)>> = vec![None; k.indices.len()];
+    let mut exprs: Vec<Option<Vec<LevelExpr>>> = Vec::new();
+    for (a, acc) in k.accesses.iter().enumerate() {
+        let t = &k.tensors[acc.tensor];
+        if t.is_random_access() {
+            exprs.push(None);
+            continue;
+        }
+        let enc = t
+            .encoding
+            .as_ref()
+            .expect("not random access: has an encoding");
+        let mut lv = Vec::new();
+        for (l, r) in enc.dim_to_lvl.results.iter().enumerate() {
+            let e = level_expr(r).ok_or_else(|| {
+                Error::new(
+                    acc.span,
+                    format!(
+                        "level {l} of `{}` ({}) cannot be iterated by the sparsifier yet",
+                        t.name,
+                        r.to_mlir_string("d")
+                    ),
+                )
+                .with_help(format!(
+                    "convert `{}` to a format whose levels are dimensions or blocks of them",
+                    t.name
+                ))
+            })?;
+            if let LevelExpr::Hi(d, b) | LevelExpr::Lo(d, b) = e {
+                let ix = acc.indices[d];
+                match splits[ix] {
+                    Some((b0, a0)) if b0 != b => {
+                        return Err(Error::new(
+                            acc.span,
+                            format!(
+                                "`{}` blocks index `{}` by {b} but `{}` blocks it by {b0}",
+                                t.name, k.indices[ix].name, k.tensors[k.accesses[a0].tensor].name
+                            ),
+                        )
+                        .with_help("convert one of them to the other's block size"))
+                    }
+                    None if b == 0 => {
+                        return Err(Error::new(acc.span, "a block size of 0".to_string()))
+                    }
+                    None => splits[ix] = Some((b, a)),
+                    _ => {}
+                }
+            }
+            lv.push(e);
+        }
+        exprs.push(Some(lv));
+    }
+    let mut vars = Vec::new();
+    let mut index_loops = Vec::new();
+    for (ix, iv) in k.indices.iter().enumerate() {
+        match splits[ix] {
+            None => {
+                index_loops.push(IndexLoops::Plain(vars.len()));
+                vars.push(LoopVar {
+                    name: iv.name.clone(),
+                    extent: Extent::Index {
+                        index: ix,
+                        div: 1,
+                        value: iv.extent,
+                    },
+                    index: ix,
+                });
+            }
+            Some((b, _)) => {
+                index_loops.push(IndexLoops::Split {
+                    hi: vars.len(),
+                    lo: vars.len() + 1,
+                    block: b,
+                });
+                vars.push(LoopVar {
+                    name: format!("{}/{b}", iv.name),
+                    extent: Extent::Index {
+                        index: ix,
+                        div: b,
+                        value: iv.extent.map(|e| e / b),
+                    },
+                    index: ix,
+                });
+                vars.push(LoopVar {
+                    name: format!("{}%{b}", iv.name),
+                    extent: Extent::Const(b),
+                    index: ix,
+                });
+            }
+        }
+    }
+    let mut iters = Vec::new();
+    let mut access_iters = Vec::new();
+    for (a, lv) in exprs.iter().enumerate() {
+        let Some(lv) = lv else {
+            access_iters.push(None);
+            continue;
+        };
+        let acc = &k.accesses[a];
+        let t = &k.tensors[acc.tensor];
+        let enc = t
+            .encoding
+            .as_ref()
+            .expect("iterated operand has an encoding");
+        let mut ids = Vec::new();
+        for (l, e) in lv.iter().enumerate() {
+            let var = match (*e, index_loops[acc.indices[dim_of(*e)]]) {
+                (LevelExpr::Whole(_), IndexLoops::Plain(v)) => v,
+                (LevelExpr::Hi(..), IndexLoops::Split { hi, .. }) => hi,
+                (LevelExpr::Lo(..), IndexLoops::Split { lo, .. }) => lo,
+                (_, IndexLoops::Split { block, .. }) => {
+                    let ix = acc.indices[dim_of(*e)];
+                    return Err(Error::new(
+                        acc.span,
+                        format!(
+                            "`{}` stores index `{}` whole at level {l}, but another operand blocks it by {block}",
+                            t.name, k.indices[ix].name
+                        ),
+                    )
+                    .with_help(format!("convert `{}` to the same block size", t.name)));
+                }
+                (_, IndexLoops::Plain(_)) => unreachable!("a blocked level splits its index"),
+            };
+            let lt = enc.lvl_types[l];
+            let caps = lt.capabilities();
+            ids.push(iters.len());
+            iters.push(LevelIter {
+                access: a,
+                level: l,
+                var,
+                iterate: !(caps.full && caps.locate),
+                ordered: lt.is_ordered(),
+            });
+        }
+        access_iters.push(Some(ids));
+    }
+    Ok(Levels {
+        vars,
+        index_loops,
+        iters,
+        access_iters,
+    })
+}
+
+fn dim_of(e: LevelExpr) -> usize {
+    match e {
+        LevelExpr::Whole(d) | LevelExpr::Hi(d, _) | LevelExpr::Lo(d, _) => d,
+    }
+}
+
+/// The loop variables of an index.
+pub fn loops_of(lv: &Levels, index: usize) -> Vec<usize> {
+    match lv.index_loops[index] {
+        IndexLoops::Plain(v) => vec![v],
+        IndexLoops::Split { hi, lo, .. } => vec![hi, lo],
+    }
+}
+
+/// A set of ordering constraints between loop variables.
+#[derive(Clone, Debug, Default)]
+pub struct Graph {
+    /// `(before, after)` pairs.
+    pub edges: BTreeSet<(usize, usize)>,
+}
+
+impl Graph {
+    /// A topological order of `n` variables, preferring the variables in `prefer` (in that
+    /// order), then lower ids; `None` on a cycle.
+    pub fn order(&self, n: usize, prefer: &[usize]) -> Option<Vec<usize>> {
+        let mut indeg = vec![0usize; n];
+        for &(_, b) in &self.edges {
+            indeg[b] += 1;
+        }
+        let rank = |v: usize| {
+            prefer
+                .iter()
+                .position(|&p| p == v)
+                .unwrap_or(prefer.len() + v)
+        };
+        let mut done = vec![false; n];
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            let next = (0..n)
+                .filter(|&v| !done[v] && indeg[v] == 0)
+                .min_by_key(|&v| rank(v))?;
+            done[next] = true;
+            out.push(next);
+            for &(a, b) in &self.edges {
+                if a == next {
+                    indeg[b] -= 1;
+                }
+            }
+        }
+        Some(out)
+    }
+}
+
+/// Edges from the level chains of the iterated operands; on a cycle, the error names the
+/// access whose levels close it.
+pub fn operand_graph(k: &Kernel, lv: &Levels) -> Result<Graph, Error> {
+    let mut g = Graph::default();
+    for (a, its) in lv.access_iters.iter().enumerate() {
+        let Some(its) = its else { continue };
+        let mut h = g.clone();
+        for w in its.windows(2) {
+            let (x, y) = (lv.iters[w[0]].var, lv.iters[w[1]].var);
+            if x != y {
+                h.edges.insert((x, y));
+            }
+        }
+        if h.order(lv.vars.len(), &[]).is_none() {
+            let acc = &k.accesses[a];
+            let t = &k.tensors[acc.tensor];
+            let names: Vec<&str> = its
+                .iter()
+                .map(|&i| lv.vars[lv.iters[i].var].name.as_str())
+                .collect();
+            return Err(Error::new(
+                acc.span,
+                format!(
+                    "no iteration order visits every operand in its level order: `{}` is stored with levels ({}), against the order the other operands need",
+                    t.name,
+                    names.join(", ")
+                ),
+            )
+            .with_help(format!(
+                "store `{}` in the transposed format (permute its dim_to_lvl), or convert it first",
+                t.name
+            )));
+        }
+        g = h;
+    }
+    Ok(g)
+}
+
+/// Adds edges putting every variable of a reduction nested in `e` after the variables that
+/// enclose it (`outer`).
+pub fn nested_edges(e: &Expr, outer: &[usize], lv: &Levels, g: &mut Graph) {
+    match e {
+        Expr::Reduce(_, vars, body) => {
+            let inner: Vec<usize> = vars.iter().flat_map(|&ix| loops_of(lv, ix)).collect();
+            for &o in outer {
+                for &i in &inner {
+                    if o != i {
+                        g.edges.insert((o, i));
+                    }
+                }
+            }
+            let mut all = outer.to_vec();
+            all.extend(&inner);
+            nested_edges(body, &all, lv, g);
+        }
+        Expr::Neg(a) => nested_edges(a, outer, lv, g),
+        Expr::Binary(_, a, b) => {
+            nested_edges(a, outer, lv, g);
+            nested_edges(b, outer, lv, g);
+        }
+        _ => {}
+    }
+}
