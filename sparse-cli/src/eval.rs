@@ -336,7 +336,7 @@ fn typed<V: Read>(
         }
     }
     let mut ops = Vec::new();
-    for t in &p.kernel.tensors {
+    for t in &p.kernel.tensors[..p.inputs()] {
         let input = inputs
             .iter()
             .find(|(n, _)| *n == t.name)

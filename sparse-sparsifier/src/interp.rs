@@ -518,13 +518,28 @@ impl<V: Num> St<'_, V> {
 /// storage error while assembling the sparse output (naming it).
 pub fn run<V: Num>(p: &Program, operands: &[Operand<V>]) -> Result<Output<V>, Error> {
     let k = &p.kernel;
-    if operands.len() != k.tensors.len() {
+    if operands.len() != p.inputs() {
         return Err(Error::plain(format!(
             "{} operands for {} tensors",
             operands.len(),
-            k.tensors.len()
+            p.inputs()
         )));
     }
+    let mut all = operands.to_vec();
+    for c in &p.conversions {
+        let to = &k.tensors[c.to];
+        let enc = to
+            .encoding
+            .as_ref()
+            .ok_or_else(|| Error::plain("conversion to no format"))?;
+        let Operand::Storage(s) = &operands[c.from] else {
+            return Err(Error::plain(format!("`{}` is not stored", to.name)));
+        };
+        let conv = DynamicStorage::from_coo(enc, &s.to_coo())
+            .map_err(|e| Error::plain(format!("cannot convert `{}`: {e}", to.name)))?;
+        all.push(Operand::Storage(Box::new(conv)));
+    }
+    let operands = &all[..];
     for (t, op) in k.tensors.iter().zip(operands) {
         if op.shape().len() != t.shape.len() {
             return Err(Error::plain(format!(

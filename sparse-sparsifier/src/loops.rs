@@ -122,12 +122,25 @@ pub enum Stmt {
     Compress,
 }
 
+/// A conversion before the loops: tensor `to` (appended to the kernel's tensors) is tensor
+/// `from` in another format (MLIR's `sparse_tensor.convert`, inserted when an operand cannot be
+/// iterated in its stored level order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Conversion {
+    /// The declared tensor.
+    pub from: usize,
+    /// The converted tensor the accesses read.
+    pub to: usize,
+}
+
 /// A compiled kernel: the checked kernel, its loop variables and level iterators, the output
 /// strategy and the loop tree.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Program {
-    /// The checked kernel.
+    /// The checked kernel (converted tensors appended after the declared ones).
     pub kernel: Kernel,
+    /// Conversions run before the loops.
+    pub conversions: Vec<Conversion>,
     /// Loop variables and level iterators.
     pub levels: Levels,
     /// The loop order chosen.
@@ -155,16 +168,9 @@ struct Builder<'a> {
 /// conflicts with the others', naming it and suggesting the transposed format or a
 /// conversion); a reduction nested in an expression whose operands need one of its variables
 /// before an output variable; a merge over a level that is not ordered.
-pub fn build(k: Kernel) -> Result<Program, Error> {
-    let lv = order::levels(&k)?;
-    let n = lv.vars.len();
-    let base = order::operand_graph(&k, &lv)?;
-    let out_vars: Vec<usize> = k
-        .output
-        .indices
-        .iter()
-        .flat_map(|&ix| loops_of(&lv, ix))
-        .collect();
+pub fn build(mut k: Kernel) -> Result<Program, Error> {
+    // an operand whose level order conflicts with the others' is converted first (MLIR inserts
+    // a `sparse_tensor.convert`): its levels permuted to follow the others' order
     // flatten `out = op(R, body)` into one nest when body holds no other reduction
     let (flat, top_op, expr) = match &k.expr {
         Expr::Reduce(op, vars, body)
@@ -174,20 +180,76 @@ pub fn build(k: Kernel) -> Result<Program, Error> {
         }
         e => (None, ReduceOp::Sum, e.clone()),
     };
+    let mut conversions = Vec::new();
+    let mut rounds = 0;
+    let (lv, g) = loop {
+        rounds += 1;
+        if rounds > 2 * k.accesses.len() + 2 {
+            return Err(Error::new(
+                k.output.span,
+                "no conversion makes the operands iterable together",
+            ));
+        }
+        let lv = match order::levels(&k) {
+            Ok(lv) => lv,
+            Err(e) => {
+                let targets = match &e {
+                    order::LevelsError::Access { access, .. } => vec![*access],
+                    order::LevelsError::Block { index, .. } => order::blocking(&k, *index),
+                };
+                let mut converted = false;
+                for a in targets {
+                    let t = &k.tensors[k.accesses[a].tensor];
+                    if let Some(enc) = t.encoding.as_ref().and_then(order::unblocked) {
+                        convert(&mut k, &mut conversions, a, enc);
+                        converted = true;
+                    }
+                }
+                if !converted {
+                    return Err(e.error());
+                }
+                continue;
+            }
+        };
+        let mut nested = Graph::default();
+        let outer: Vec<usize> = k
+            .output
+            .indices
+            .iter()
+            .flat_map(|&ix| loops_of(&lv, ix))
+            .collect();
+        order::nested_edges(&expr, &outer, &lv, &mut nested);
+        match order::operand_graph(&k, &lv, nested) {
+            Ok(g) => break (lv, g),
+            Err(c) => {
+                let unblock = || {
+                    let t = &k.tensors[k.accesses[c.access].tensor];
+                    let e = t.encoding.as_ref()?;
+                    let u = order::unblocked(e)?;
+                    (u != *e).then_some(u)
+                };
+                let reorder = order::reordered(&k, &lv, c.access, &c.before);
+                let Some(enc) = reorder.or_else(unblock) else {
+                    return Err(c.error);
+                };
+                convert(&mut k, &mut conversions, c.access, enc);
+            }
+        }
+    };
+    let n = lv.vars.len();
+    let out_vars: Vec<usize> = k
+        .output
+        .indices
+        .iter()
+        .flat_map(|&ix| loops_of(&lv, ix))
+        .collect();
     let red_vars: Vec<usize> = flat
         .iter()
         .flatten()
         .flat_map(|&ix| loops_of(&lv, ix))
         .collect();
-    let mut g = base.clone();
-    order::nested_edges(&expr, &out_vars, &lv, &mut g);
     let Some(free_order) = g.order(n, &out_vars) else {
-        let first = k.accesses.first().map(|a| a.span).unwrap_or(k.output.span);
-        return Err(Error::new(
-            first,
-            "no iteration order computes the nested reduction inside the loops of the output: an operand needs a reduced index before an output index",
-        )
-        .with_help("convert that operand to the transposed format, or write the reduction as the whole right-hand side"));
+        return Err(Error::new(k.output.span, "no iteration order exists"));
     };
     let out_t = &k.tensors[k.output.tensor];
     let random_out = out_t.encoding.is_none();
@@ -262,6 +324,7 @@ pub fn build(k: Kernel) -> Result<Program, Error> {
     let body = b.nest(&expr, &nest, 0, strategy, &red_vars, top_op)?;
     let temps = b.temps;
     Ok(Program {
+        conversions,
         levels: lv,
         order,
         strategy,
@@ -269,6 +332,27 @@ pub fn build(k: Kernel) -> Result<Program, Error> {
         body,
         kernel: k,
     })
+}
+
+/// Makes access `a` read its tensor converted to `enc` (a new tensor, `NAME'`).
+fn convert(
+    k: &mut Kernel,
+    conversions: &mut Vec<Conversion>,
+    a: usize,
+    enc: sparse_ir::ir::Encoding,
+) {
+    let mut from = k.accesses[a].tensor;
+    // convert the declared tensor, not an earlier conversion of it
+    if let Some(c) = conversions.iter().find(|c| c.to == from) {
+        from = c.from;
+    }
+    let mut t = k.tensors[from].clone();
+    t.name = format!("{}'", t.name);
+    t.encoding = Some(enc);
+    k.tensors.push(t);
+    let to = k.tensors.len() - 1;
+    k.accesses[a].tensor = to;
+    conversions.push(Conversion { from, to });
 }
 
 impl Builder<'_> {
@@ -430,6 +514,12 @@ impl Builder<'_> {
 }
 
 impl Program {
+    /// The number of declared tensors: the operands a caller passes (`kernel.tensors[..n]`;
+    /// the rest are conversions).
+    pub fn inputs(&self) -> usize {
+        self.kernel.tensors.len() - self.conversions.len()
+    }
+
     /// The loop variables of the output's indices, in dimension order (both variables of a
     /// blocked index).
     pub fn output_vars(&self) -> Vec<usize> {

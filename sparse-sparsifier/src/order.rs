@@ -22,7 +22,7 @@
 
 use std::collections::BTreeSet;
 
-use sparse_ir::ir::AffineExpr;
+use sparse_ir::ir::{AffineExpr, Encoding};
 
 use crate::check::{Expr, Kernel};
 use crate::error::Error;
@@ -98,6 +98,99 @@ pub struct Levels {
     pub access_iters: Vec<Option<Vec<usize>>>,
 }
 
+/// Why [`levels`] failed: what a conversion may fix.
+#[derive(Clone, Debug)]
+pub enum LevelsError {
+    /// An access whose levels cannot be loop variables (ELL counting, other maps).
+    Access {
+        /// The access.
+        access: usize,
+        /// The error if no conversion serves.
+        error: Error,
+    },
+    /// Operands block an index differently (or one reads it whole).
+    Block {
+        /// The index.
+        index: usize,
+        /// The error if no conversion serves.
+        error: Error,
+    },
+}
+
+impl LevelsError {
+    /// The error to report.
+    pub fn error(self) -> Error {
+        match self {
+            LevelsError::Access { error, .. } | LevelsError::Block { error, .. } => error,
+        }
+    }
+}
+
+/// The accesses that block `index` (store it through `floordiv`/`mod` levels).
+pub fn blocking(k: &Kernel, index: usize) -> Vec<usize> {
+    (0..k.accesses.len())
+        .filter(|&a| {
+            let acc = &k.accesses[a];
+            let t = &k.tensors[acc.tensor];
+            !t.is_random_access()
+                && t.encoding.as_ref().is_some_and(|e| {
+                    e.dim_to_lvl.results.iter().any(|r| {
+                        matches!(level_expr(r), Some(LevelExpr::Hi(d, _) | LevelExpr::Lo(d, _)) if acc.indices.get(d) == Some(&index))
+                    })
+                })
+        })
+        .collect()
+}
+
+/// The encoding of `enc` without blocks or counting levels: a blocked dimension becomes one
+/// level of its outer block level's format (compressed when an inner block level stores
+/// entries sparsely), inner block levels and ELL counting levels are dropped (BSR becomes
+/// CSR, ELL becomes CSR, 2:4 becomes CSR). The target of the conversion inserted when
+/// operands block an index differently. `None` if the result is not a valid permutation
+/// encoding.
+pub fn unblocked(enc: &Encoding) -> Option<Encoding> {
+    use sparse_ir::ir::{LevelFormat, LevelType};
+    let mut dims = Vec::new();
+    let mut types: Vec<LevelType> = Vec::new();
+    for (l, r) in enc.dim_to_lvl.results.iter().enumerate() {
+        match level_expr(r) {
+            Some(LevelExpr::Whole(d)) => {
+                dims.push(d);
+                types.push(enc.lvl_types[l]);
+            }
+            Some(LevelExpr::Hi(d, _)) => {
+                let sparse_inner = enc.dim_to_lvl.results.iter().enumerate().any(|(m, r2)| {
+                    matches!(level_expr(r2), Some(LevelExpr::Lo(d2, _)) if d2 == d)
+                        && !enc.lvl_types[m].capabilities().full
+                });
+                let mut lt = enc.lvl_types[l];
+                if sparse_inner && lt.capabilities().full {
+                    lt.format = LevelFormat::Compressed;
+                }
+                dims.push(d);
+                types.push(lt);
+            }
+            _ => {}
+        }
+    }
+    if dims.len() != enc.dim_rank() {
+        return None;
+    }
+    let mut e = enc.clone();
+    e.lvl_types = types;
+    e.dim_to_lvl.results = dims.iter().map(|&d| AffineExpr::Var(d)).collect();
+    e.dim_to_lvl.num_symbols = 0;
+    let mut inverse = vec![AffineExpr::Var(0); dims.len()];
+    for (l, &d) in dims.iter().enumerate() {
+        inverse[d] = AffineExpr::Var(l);
+    }
+    e.lvl_to_dim.results = inverse;
+    e.lvl_to_dim.num_vars = dims.len();
+    e.lvl_to_dim.num_symbols = 0;
+    e.verify().ok()?;
+    Some(e)
+}
+
 #[derive(Clone, Copy)]
 enum LevelExpr {
     Whole(usize),
@@ -125,7 +218,7 @@ fn level_expr(r: &AffineExpr) -> Option<LevelExpr> {
 /// Errors: a level expression other than `d`, `d floordiv B`, `d mod B` on an iterated operand
 /// (ELL counting levels, sums of dimensions), naming the operand and level; an index blocked
 /// by two different sizes, or read whole by one iterated operand and blocked by another.
-pub fn levels(k: &Kernel) -> Result<Levels, Error> {
+pub fn levels(k: &Kernel) -> Result<Levels, LevelsError> {
     let mut splits: Vec<Option<(usize, usize)>> = vec![None; k.indices.len()];
     let mut exprs: Vec<Option<Vec<LevelExpr>>> = Vec::new();
     for (a, acc) in k.accesses.iter().enumerate() {
@@ -140,8 +233,9 @@ pub fn levels(k: &Kernel) -> Result<Levels, Error> {
             .expect("not random access: has an encoding");
         let mut lv = Vec::new();
         for (l, r) in enc.dim_to_lvl.results.iter().enumerate() {
-            let e = level_expr(r).ok_or_else(|| {
-                Error::new(
+            let e = level_expr(r).ok_or_else(|| LevelsError::Access {
+                access: a,
+                error: Error::new(
                     acc.span,
                     format!(
                         "level {l} of `{}` ({}) cannot be iterated by the sparsifier yet",
@@ -152,23 +246,31 @@ pub fn levels(k: &Kernel) -> Result<Levels, Error> {
                 .with_help(format!(
                     "convert `{}` to a format whose levels are dimensions or blocks of them",
                     t.name
-                ))
+                )),
             })?;
             if let LevelExpr::Hi(d, b) | LevelExpr::Lo(d, b) = e {
                 let ix = acc.indices[d];
                 match splits[ix] {
                     Some((b0, a0)) if b0 != b => {
-                        return Err(Error::new(
-                            acc.span,
-                            format!(
-                                "`{}` blocks index `{}` by {b} but `{}` blocks it by {b0}",
-                                t.name, k.indices[ix].name, k.tensors[k.accesses[a0].tensor].name
-                            ),
-                        )
-                        .with_help("convert one of them to the other's block size"))
+                        return Err(LevelsError::Block {
+                            index: ix,
+                            error: Error::new(
+                                acc.span,
+                                format!(
+                                    "`{}` blocks index `{}` by {b} but `{}` blocks it by {b0}",
+                                    t.name,
+                                    k.indices[ix].name,
+                                    k.tensors[k.accesses[a0].tensor].name
+                                ),
+                            )
+                            .with_help("convert one of them to the other's block size"),
+                        })
                     }
                     None if b == 0 => {
-                        return Err(Error::new(acc.span, "a block size of 0".to_string()))
+                        return Err(LevelsError::Access {
+                            access: a,
+                            error: Error::new(acc.span, "a block size of 0".to_string()),
+                        })
                     }
                     None => splits[ix] = Some((b, a)),
                     _ => {}
@@ -238,14 +340,14 @@ pub fn levels(k: &Kernel) -> Result<Levels, Error> {
                 (LevelExpr::Lo(..), IndexLoops::Split { lo, .. }) => lo,
                 (_, IndexLoops::Split { block, .. }) => {
                     let ix = acc.indices[dim_of(*e)];
-                    return Err(Error::new(
+                    return Err(LevelsError::Block { index: ix, error: Error::new(
                         acc.span,
                         format!(
                             "`{}` stores index `{}` whole at level {l}, but another operand blocks it by {block}",
                             t.name, k.indices[ix].name
                         ),
                     )
-                    .with_help(format!("convert `{}` to the same block size", t.name)));
+                    .with_help(format!("convert `{}` to the same block size", t.name)) });
                 }
                 (_, IndexLoops::Plain(_)) => unreachable!("a blocked level splits its index"),
             };
@@ -323,10 +425,21 @@ impl Graph {
     }
 }
 
-/// Edges from the level chains of the iterated operands; on a cycle, the error names the
-/// access whose levels close it.
-pub fn operand_graph(k: &Kernel, lv: &Levels) -> Result<Graph, Error> {
-    let mut g = Graph::default();
+/// A conflict found by [`operand_graph`]: the access whose levels close a cycle, the graph of
+/// the operands before it, and the error to report if no conversion serves.
+#[derive(Clone, Debug)]
+pub struct Conflict {
+    /// The access.
+    pub access: usize,
+    /// The constraints of the accesses before it.
+    pub before: Graph,
+    /// The error naming it, with the suggestion.
+    pub error: Error,
+}
+
+/// Edges from the level chains of the iterated operands, added to `g` (the constraints of
+/// nested reductions); on a cycle, the [`Conflict`] names the access whose levels close it.
+pub fn operand_graph(k: &Kernel, lv: &Levels, mut g: Graph) -> Result<Graph, Box<Conflict>> {
     for (a, its) in lv.access_iters.iter().enumerate() {
         let Some(its) = its else { continue };
         let mut h = g.clone();
@@ -343,7 +456,7 @@ pub fn operand_graph(k: &Kernel, lv: &Levels) -> Result<Graph, Error> {
                 .iter()
                 .map(|&i| lv.vars[lv.iters[i].var].name.as_str())
                 .collect();
-            return Err(Error::new(
+            let error = Error::new(
                 acc.span,
                 format!(
                     "no iteration order visits every operand in its level order: `{}` is stored with levels ({}), against the order the other operands need",
@@ -354,11 +467,45 @@ pub fn operand_graph(k: &Kernel, lv: &Levels) -> Result<Graph, Error> {
             .with_help(format!(
                 "store `{}` in the transposed format (permute its dim_to_lvl), or convert it first",
                 t.name
-            )));
+            ));
+            return Err(Box::new(Conflict {
+                access: a,
+                before: g,
+                error,
+            }));
         }
         g = h;
     }
     Ok(g)
+}
+
+/// The encoding of access `a`'s tensor with its levels permuted to follow an order of
+/// `before` (the same level formats, level by level): the target of the conversion MLIR
+/// inserts when an operand's level order conflicts with the others'. `None` if the tensor's
+/// map is not a permutation or an index is blocked.
+pub fn reordered(k: &Kernel, lv: &Levels, a: usize, before: &Graph) -> Option<Encoding> {
+    let acc = &k.accesses[a];
+    let enc = k.tensors[acc.tensor].encoding.as_ref()?;
+    enc.dim_permutation()?;
+    let order = before.order(lv.vars.len(), &[])?;
+    let mut keys = Vec::new();
+    for &ix in &acc.indices {
+        match lv.index_loops[ix] {
+            IndexLoops::Plain(v) => keys.push(order.iter().position(|&o| o == v)?),
+            IndexLoops::Split { .. } => return None,
+        }
+    }
+    let mut dims: Vec<usize> = (0..acc.indices.len()).collect();
+    dims.sort_by_key(|&d| keys[d]);
+    let mut e = enc.clone();
+    e.dim_to_lvl.results = dims.iter().map(|&d| AffineExpr::Var(d)).collect();
+    let mut inverse = vec![AffineExpr::Var(0); dims.len()];
+    for (l, &d) in dims.iter().enumerate() {
+        inverse[d] = AffineExpr::Var(l);
+    }
+    e.lvl_to_dim.results = inverse;
+    e.verify().ok()?;
+    Some(e)
 }
 
 /// Adds edges putting every variable of a reduction nested in `e` after the variables that

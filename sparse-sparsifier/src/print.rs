@@ -268,6 +268,19 @@ pub fn print(p: &Program) -> String {
         p.kernel.tensors[p.kernel.output.tensor].name
     );
     pr.line(0, &head);
+    for c in &p.conversions {
+        let t = &p.kernel.tensors[c.to];
+        let enc = t
+            .encoding
+            .as_ref()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        let s = format!(
+            "{} = convert {} to {enc}",
+            t.name, p.kernel.tensors[c.from].name
+        );
+        pr.line(0, &s);
+    }
     pr.stmts(&p.body, 0);
     pr.out
 }
