@@ -171,7 +171,18 @@ pub fn eval(
         }
         inputs.push((n.to_string(), v.to_string()));
     }
-    let program = compile(&args.statement, &decls).map_err(|e| e.to_string())?;
+    let program = compile(&args.statement, &decls).map_err(|e| match e.span {
+        // the statement is one line: its column names the place
+        Some(sp) => {
+            let col = args
+                .statement
+                .get(..sp.start)
+                .map_or(0, |s| s.chars().count())
+                + 1;
+            format!("<statement>:1:{col}: {e}")
+        }
+        None => e.to_string(),
+    })?;
     match args.emit.as_deref() {
         None => {}
         Some("loops") => return write_stdout(&print::print(&program)),

@@ -5,8 +5,9 @@
 //! Einsum rule (TACO `einsum`): an index that appears on the right but not on the left, and is
 //! not bound by an explicit reduction, is summed over the smallest term that holds all its
 //! occurrences: `r(i) = b(i) - A(i,k) * x(k)` is `b(i) - sum(k, A(i,k) * x(k))`. The sum is
-//! widened through enclosing products and negations (`sum(k, X) * y = sum(k, X * y)` for `y`
-//! free of `k`), so `y(i) = A(i,j) * x(j) * 2` is one sum over the whole product.
+//! widened through the products, quotients and negations around it (the term is the whole
+//! product/quotient chain), so `y(i) = A(i,j) * x(j) * 2` is one sum over the whole product
+//! and `y(i) = 1 / A(i,j)` is `sum(j, 1 / A(i,j))`.
 //!
 //! Messages name the tensor, index or operator and suit both the CLI (`error: MESSAGE`) and,
 //! through their spans, the macro's spanned compile errors.
@@ -574,7 +575,7 @@ fn place(e: Expr, implicit: &[usize], total: &[usize], accesses: &[Access]) -> (
         Expr::Binary(op, a, b) => {
             let (a, pa) = place(*a, implicit, total, accesses);
             let (b, pb) = place(*b, implicit, total, accesses);
-            if op == BinOp::Mul {
+            if matches!(op, BinOp::Mul | BinOp::Div) {
                 let node = Expr::Binary(op, Box::new(a), Box::new(b));
                 let p = complete(&node);
                 (node, p)

@@ -1,0 +1,436 @@
+//! `sparse eval` against issue 9's contract: exact stdout for sparse, dense and 0-d outputs,
+//! and `error: MESSAGE` with exit status 1 for every error.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn sparse(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sparse"))
+        .args(args)
+        .output()
+        .expect("run sparse");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+/// Writes `text` to a fresh file named `name` for test `test`; returns its path.
+fn file(test: &str, name: &str, text: &str) -> String {
+    let dir: PathBuf =
+        std::env::temp_dir().join(format!("sparse-eval-{test}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+const CSR: &str = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>";
+const CSC: &str = "#sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed) }>";
+const DCSR: &str = "#sparse_tensor.encoding<{ map = (i, j) -> (i : compressed, j : compressed) }>";
+const SV: &str = "#sparse_tensor.encoding<{ map = (i) -> (i : compressed) }>";
+
+/// A = [[1, 0, 2], [0, 3, 4]]
+const A_MTX: &str =
+    "%%MatrixMarket matrix coordinate real general\n2 3 4\n1 1 1\n1 3 2\n2 2 3\n2 3 4\n";
+/// x = [1, 2, 3] (FROSTT, 1-based)
+const X_TNS: &str = "1 1\n2 2\n3 3\n";
+
+fn ok(args: &[&str]) -> String {
+    let (code, out, err) = sparse(args);
+    assert_eq!((code, err.as_str()), (0, ""), "{args:?}");
+    out
+}
+
+fn fails(args: &[&str]) -> String {
+    let (code, out, err) = sparse(args);
+    assert_eq!(code, 1, "{args:?}: {out}");
+    assert_eq!(out, "");
+    assert!(err.starts_with("error: "), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    err.trim_end().to_string()
+}
+
+#[test]
+fn spmv_dense_output() {
+    let a = file("spmv", "a.mtx", A_MTX);
+    let x = file("spmv", "x.tns", X_TNS);
+    let ta = format!("A=tensor<2x3xf64, {CSR}>");
+    let ia = format!("A={a}");
+    let ix = format!("x={x}");
+    let base = [
+        "eval",
+        "y(i) = A(i,j) * x(j)",
+        "--tensor",
+        &ta,
+        "--tensor",
+        "x=tensor<3xf64>",
+        "--tensor",
+        "y=tensor<2xf64>",
+        "--input",
+        &ia,
+        "--input",
+        &ix,
+    ];
+    assert_eq!(ok(&base), "( 7, 18 )\n");
+    // the same through a CSC operand (scattered into y) and with += onto y's input
+    let tc = format!("A=tensor<2x3xf64, {CSC}>");
+    let mut args = base.to_vec();
+    args[3] = &tc;
+    assert_eq!(ok(&args), "( 7, 18 )\n");
+    let y = file("spmv", "y.tns", "1 10\n");
+    let iy = format!("y={y}");
+    let mut args = base.to_vec();
+    args[1] = "y(i) += A(i,j) * x(j)";
+    args.extend(["--input", &iy]);
+    assert_eq!(ok(&args), "( 17, 18 )\n");
+}
+
+#[test]
+fn sparse_outputs() {
+    let a = file("sparse", "a.mtx", A_MTX);
+    let ta = format!("A=tensor<2x3xf64, {CSR}>");
+    let tc = format!("C=tensor<2x3xf64, {DCSR}>");
+    let ia = format!("A={a}");
+    let args = [
+        "eval",
+        "C(i,j) = A(i,j) * 2 + A(i,j)",
+        "--tensor",
+        &ta,
+        "--tensor",
+        &tc,
+        "--input",
+        &ia,
+    ];
+    assert_eq!(
+        ok(&args),
+        "---- Sparse Tensor ----\nnse = 4\ndim = ( 2, 3 )\nlvl = ( 2, 3 )\npos[0] : ( 0, 2 )\ncrd[0] : ( 0, 1 )\npos[1] : ( 0, 2, 4 )\ncrd[1] : ( 0, 2, 1, 2 )\nvalues : ( 3, 6, 9, 12 )\n----\n"
+    );
+    let mut dense = args.to_vec();
+    dense.extend(["--print", "dense"]);
+    assert_eq!(ok(&dense), "( ( 3, 0, 6 ), ( 0, 9, 12 ) )\n");
+    // transpose into DCSR (coordinate buffer), SpGEMM (workspace)
+    let to = format!("O=tensor<3x2xf64, {DCSR}>");
+    assert_eq!(
+        ok(&[
+            "eval",
+            "O(j,i) = A(i,j)",
+            "--tensor",
+            &ta,
+            "--tensor",
+            &to,
+            "--input",
+            &ia,
+            "--print",
+            "dense"
+        ]),
+        "( ( 1, 0 ), ( 0, 3 ), ( 2, 4 ) )\n"
+    );
+    let tb = format!("B=tensor<3x2xf64, {CSR}>");
+    let b = file(
+        "sparse",
+        "b.mtx",
+        "%%MatrixMarket matrix coordinate real general\n3 2 3\n1 1 1\n2 2 2\n3 1 5\n",
+    );
+    let ib = format!("B={b}");
+    let tc2 = format!("C=tensor<2x2xf64, {CSR}>");
+    assert_eq!(
+        ok(&["eval", "C(i,j) = A(i,k) * B(k,j)", "--tensor", &ta, "--tensor", &tb, "--tensor", &tc2, "--input", &ia, "--input", &ib]),
+        "---- Sparse Tensor ----\nnse = 3\ndim = ( 2, 2 )\nlvl = ( 2, 2 )\npos[1] : ( 0, 1, 3 )\ncrd[1] : ( 0, 0, 1 )\nvalues : ( 11, 20, 6 )\n----\n"
+    );
+    // a row with no stored entry gives no output entry for a sparse output
+    let tm = format!("m=tensor<3xf64, {SV}>");
+    let m = file(
+        "sparse",
+        "m.mtx",
+        "%%MatrixMarket matrix coordinate real general\n3 2 3\n1 1 2\n1 2 -3\n3 2 5\n",
+    );
+    let im = format!("M={m}");
+    let tmm = format!("M=tensor<3x2xf64, {CSR}>");
+    assert_eq!(
+        ok(&["eval", "m(i) = prod(j, M(i,j))", "--tensor", &tmm, "--tensor", &tm, "--input", &im]),
+        "---- Sparse Tensor ----\nnse = 2\ndim = ( 3 )\nlvl = ( 3 )\npos[0] : ( 0, 2 )\ncrd[0] : ( 0, 2 )\nvalues : ( -6, 5 )\n----\n"
+    );
+}
+
+#[test]
+fn scalars_integers_in_place() {
+    let a = file("scalars", "a.mtx", A_MTX);
+    let ia = format!("A={a}");
+    let ta = format!("A=tensor<2x3xi64, {CSR}>");
+    // 0-d output and 0-d operand by bare name
+    assert_eq!(
+        ok(&[
+            "eval",
+            "s = alpha * sum(i j, A(i,j))",
+            "--tensor",
+            &ta,
+            "--tensor",
+            "s=tensor<i64>",
+            "--tensor",
+            "alpha=tensor<i64>",
+            "--input",
+            &ia,
+            "--input",
+            "alpha=-2"
+        ]),
+        "-20\n"
+    );
+    assert_eq!(
+        ok(&[
+            "eval",
+            "m(i) = xor(j, A(i,j)) | 8",
+            "--tensor",
+            &ta,
+            "--tensor",
+            "m=tensor<2xi64>",
+            "--input",
+            &ia
+        ]),
+        "( 11, 15 )\n"
+    );
+    // the einsum sum covers the whole quotient: sum(j, 12 / A(i,j))
+    assert_eq!(
+        ok(&[
+            "eval",
+            "y(i) = 12 / A(i,j)",
+            "--tensor",
+            &ta,
+            "--tensor",
+            "y=tensor<2xi64>",
+            "--input",
+            &ia
+        ]),
+        "( 18, 7 )\n"
+    );
+    // in place: the output is also an input
+    assert_eq!(
+        ok(&[
+            "eval",
+            "A(i,j) = A(i,j) * 3",
+            "--tensor",
+            &ta,
+            "--input",
+            &ia,
+            "--print",
+            "dense"
+        ]),
+        "( ( 3, 0, 6 ), ( 0, 9, 12 ) )\n"
+    );
+    // floats print shortest round-trip text
+    let tf = format!("A=tensor<2x3xf32, {CSR}>");
+    assert_eq!(
+        ok(&[
+            "eval",
+            "y(i) = A(i,j) / 10",
+            "--tensor",
+            &tf,
+            "--tensor",
+            "y=tensor<2xf32>",
+            "--input",
+            &ia
+        ]),
+        "( 0.3, 0.70000005 )\n"
+    );
+}
+
+#[test]
+fn emit_loops() {
+    let ta = format!("A=tensor<2x3xf64, {CSR}>");
+    assert_eq!(
+        ok(&["eval", "y(i) = A(i,j) * x(j)", "--tensor", &ta, "--tensor", "x=tensor<3xf64>", "--tensor", "y=tensor<2xf64>", "--emit", "loops"]),
+        "# y(i) = sum(j, A(i,j) * x(j))\n# order: i, j; output y: in place\nfor i in 0..2:\n  locate A.0 at i\n  for j in A.1:\n    y(i) += A(i,j) * x(j)\n"
+    );
+}
+
+#[test]
+fn errors() {
+    let a = file("errors", "a.mtx", A_MTX);
+    let ia = format!("A={a}");
+    let ta = format!("A=tensor<2x3xf64, {CSR}>");
+    let e = |args: &[&str]| fails(args);
+    assert_eq!(
+        e(&["eval", "y(i) = B(i,j) * x(j)", "--tensor", "y=tensor<2xf64>"]),
+        "error: <statement>:1:8: unknown tensor `B`: it is not declared (help: declare it, e.g. --tensor B=tensor<...>)"
+    );
+    assert_eq!(
+        e(&[
+            "eval",
+            "y(i) = A(i,j,k)",
+            "--tensor",
+            &ta,
+            "--tensor",
+            "y=tensor<2xf64>"
+        ]),
+        "error: <statement>:1:8: `A` has 2 dimensions but is indexed with 3 indices"
+    );
+    assert_eq!(
+        e(&["eval", "y(i) = A(i,j) * x(j)", "--tensor", &ta, "--tensor", "x=tensor<4xf64>", "--tensor", "y=tensor<2xf64>"]),
+        "error: <statement>:1:19: index `j` has extent 3 in `A` (dimension 1) but 4 in `x` (dimension 0)"
+    );
+    assert_eq!(
+        e(&[
+            "eval",
+            "y(i) = A(i,j) * x(j)",
+            "--tensor",
+            &ta,
+            "--tensor",
+            "x=tensor<3xf32>",
+            "--tensor",
+            "y=tensor<2xf64>"
+        ]),
+        "error: <statement>:1:17: value type mismatch: `x` holds f32 but `y` holds f64"
+    );
+    assert_eq!(
+        e(&[
+            "eval",
+            "y(i) = A(i,j) & x(j)",
+            "--tensor",
+            &ta,
+            "--tensor",
+            "x=tensor<3xf64>",
+            "--tensor",
+            "y=tensor<2xf64>"
+        ]),
+        "error: <statement>:1:8: the operator `&` needs integer values, but `y` holds f64"
+    );
+    assert_eq!(
+        e(&["eval", "y(i) = A(i,j) $ x(j)", "--tensor", &ta]),
+        "error: <statement>:1:15: unexpected character `$` in the statement"
+    );
+    let unordered = "A=tensor<2x3xf64, #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed(nonordered)) }>>";
+    assert_eq!(
+        e(&["eval", "C(i,j) = A(i,j) + B(i,j)", "--tensor", unordered, "--tensor", "B=tensor<2x3xf64>", "--tensor", "C=tensor<2x3xf64>"]),
+        "error: <statement>:1:10: level 1 of `A` is not ordered, but it must be merged with other operands at `j` (help: convert `A` to an ordered format)"
+    );
+    assert_eq!(
+        e(&[
+            "eval",
+            "y(i) = A(i,j) * x(j)",
+            "--tensor",
+            &ta,
+            "--tensor",
+            "x=tensor<3xf64>",
+            "--tensor",
+            "y=tensor<2xf64>",
+            "--input",
+            "A=/nonexistent/a.mtx"
+        ]),
+        "error: cannot open /nonexistent/a.mtx: No such file or directory (os error 2)"
+    );
+    let bad = file("errors", "bad.tns", "1 x\n");
+    let ib = format!("x={bad}");
+    let err = e(&[
+        "eval",
+        "y(i) = A(i,j) * x(j)",
+        "--tensor",
+        &ta,
+        "--tensor",
+        "x=tensor<3xf64>",
+        "--tensor",
+        "y=tensor<2xf64>",
+        "--input",
+        &ib,
+    ]);
+    assert!(err.starts_with(&format!("error: {bad}: line 1")), "{err}");
+    let ta4 = "A=tensor<4x3xf64, #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>>";
+    assert_eq!(
+        e(&[
+            "eval",
+            "y(i) = A(i,j) * x(j)",
+            "--tensor",
+            ta4,
+            "--tensor",
+            "x=tensor<3xf64>",
+            "--tensor",
+            "y=tensor<4xf64>",
+            "--input",
+            &ia
+        ]),
+        format!("error: --input A: {a} has size 2 in dimension 0, but `A` has 4")
+    );
+    assert_eq!(
+        e(&[
+            "eval",
+            "y(i) = A(i,j) * x(j)",
+            "--tensor",
+            &ta,
+            "--tensor",
+            "x=tensor<3xf64>",
+            "--tensor",
+            "y=tensor<2xf64>",
+            "--input",
+            "z=1"
+        ]),
+        "error: --input z: no tensor z is declared (add --tensor z=TYPE)"
+    );
+    assert_eq!(
+        e(&[
+            "eval",
+            "y(i) = A(i,j) * x(j)",
+            "--tensor",
+            &ta,
+            "--tensor",
+            "x=tensor<3xf64>",
+            "--tensor",
+            "y=tensor<2xf64>",
+            "--emit",
+            "rust"
+        ]),
+        "error: --emit rust is not available yet"
+    );
+    assert_eq!(
+        e(&[
+            "eval",
+            "y(i) = A(i,j)",
+            "--tensor",
+            &ta,
+            "--tensor",
+            "y=tensor<2xf64>",
+            "--print",
+            "csv"
+        ]),
+        "error: --print csv: expected storage or dense"
+    );
+    assert_eq!(
+        e(&[
+            "eval",
+            "y(i) = A(i,j)",
+            "--tensor",
+            "A=tensor<?x3xf64>",
+            "--tensor",
+            "y=tensor<?xf64>"
+        ]),
+        "error: `y` has a dynamic size (?) and no --input to take it from"
+    );
+    let ti = format!("A=tensor<2x3xi64, {CSR}>");
+    assert_eq!(
+        e(&[
+            "eval",
+            "y(i) = A(i,j) / z",
+            "--tensor",
+            &ti,
+            "--tensor",
+            "y=tensor<2xi64>",
+            "--tensor",
+            "z=tensor<i64>",
+            "--input",
+            &ia,
+            "--input",
+            "z=0"
+        ]),
+        "error: integer division by zero"
+    );
+    assert!(e(&[
+        "eval",
+        "y(i) = A(i,j)",
+        "--tensor",
+        "A=tensor<2x3xf64, #bad>"
+    ])
+    .starts_with("error: --tensor A: 1:"));
+    assert_eq!(
+        e(&["eval", "y(i) = A(i,j)", "--tensor", "A"]),
+        "error: --tensor A: expected NAME=TYPE"
+    );
+}
