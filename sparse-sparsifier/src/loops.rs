@@ -243,12 +243,25 @@ pub fn build(mut k: Kernel) -> Result<Program, Error> {
         .iter()
         .flat_map(|&ix| loops_of(&lv, ix))
         .collect();
-    let red_vars: Vec<usize> = flat
+    let mut red_vars: Vec<usize> = flat
         .iter()
         .flatten()
         .flat_map(|&ix| loops_of(&lv, ix))
         .collect();
-    let Some(free_order) = g.order(n, &out_vars) else {
+    // ELL slots are summed like the reduced indices
+    red_vars.extend(&lv.slots);
+    // ties: follow the operands' level chains (first operand first), then the output
+    let mut operand_pref: Vec<usize> = Vec::new();
+    for its in lv.access_iters.iter().flatten() {
+        for &i in its {
+            if !operand_pref.contains(&lv.iters[i].var) {
+                operand_pref.push(lv.iters[i].var);
+            }
+        }
+    }
+    let mut pref = operand_pref.clone();
+    pref.extend(&out_vars);
+    let Some(free_order) = g.order(n, &pref) else {
         return Err(Error::new(k.output.span, "no iteration order exists"));
     };
     let out_t = &k.tensors[k.output.tensor];
@@ -284,14 +297,16 @@ pub fn build(mut k: Kernel) -> Result<Program, Error> {
             let mut h = g.clone();
             chain(&mut h, olv);
             before(&mut h, olv, &red_vars);
-            if let Some(o) = h.order(n, olv) {
+            let mut pref = olv.clone();
+            pref.extend(&operand_pref);
+            if let Some(o) = h.order(n, &pref) {
                 pick = Some((Strategy::Append, o));
             } else if let (Some(_), Some((last, init))) = (&flat, olv.split_last()) {
                 let mut h = g.clone();
                 chain(&mut h, init);
                 before(&mut h, init, &red_vars);
                 before(&mut h, init, &[*last]);
-                if let Some(o) = h.order(n, olv) {
+                if let Some(o) = h.order(n, &pref) {
                     pick = Some((Strategy::Workspace { var: *last }, o));
                 }
             }

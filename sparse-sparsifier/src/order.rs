@@ -26,6 +26,7 @@ use sparse_ir::ir::{AffineExpr, Encoding};
 
 use crate::check::{Expr, Kernel};
 use crate::error::Error;
+use crate::notation::{BinOp, ReduceOp};
 
 /// How an index variable maps onto loop variables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,7 +67,7 @@ pub struct LoopVar {
     pub name: String,
     /// Its extent.
     pub extent: Extent,
-    /// The index variable it belongs to.
+    /// The index variable it belongs to (`usize::MAX` for an ELL slot loop).
     pub index: usize,
 }
 
@@ -96,6 +97,9 @@ pub struct Levels {
     pub iters: Vec<LevelIter>,
     /// Per access: its level iterators in level order, or `None` for a random-access operand.
     pub access_iters: Vec<Option<Vec<usize>>>,
+    /// Loop variables of ELL counting levels (one per counting access; summed over, and not
+    /// the variable of any index: their `index` is `usize::MAX`).
+    pub slots: Vec<usize>,
 }
 
 /// Why [`levels`] failed: what a conversion may fix.
@@ -191,8 +195,38 @@ pub fn unblocked(enc: &Encoding) -> Option<Encoding> {
     Some(e)
 }
 
+/// `true` if an ELL counting level of access `a` can be a loop of its own: the statement is
+/// one sum (`out = sum(R, body)`, no other reduction) and `a` sits in `body` under products,
+/// quotients (as dividend) and negations only, so summing over the slots sums its entries
+/// (each stored entry lives in exactly one slot).
+fn counting_ok(k: &Kernel, a: usize) -> bool {
+    fn linear(e: &Expr, a: usize) -> Option<bool> {
+        match e {
+            Expr::Access(b) => (*b == a).then_some(true),
+            Expr::Neg(x) => linear(x, a),
+            Expr::Binary(op, x, y) => {
+                let (lx, ly) = (linear(x, a), linear(y, a));
+                match (lx, ly) {
+                    (Some(_), Some(_)) => Some(false),
+                    (Some(l), None) => Some(l && matches!(op, BinOp::Mul | BinOp::Div)),
+                    (None, Some(l)) => Some(l && *op == BinOp::Mul),
+                    (None, None) => None,
+                }
+            }
+            Expr::Reduce(_, _, b) => linear(b, a).map(|_| false),
+            _ => None,
+        }
+    }
+    match &k.expr {
+        Expr::Reduce(ReduceOp::Sum, _, body) if !body.has_reduce() => linear(body, a) == Some(true),
+        _ => false,
+    }
+}
+
 #[derive(Clone, Copy)]
 enum LevelExpr {
+    /// An ELL counting level with `K` slots.
+    Count(usize),
     Whole(usize),
     Hi(usize, usize),
     Lo(usize, usize),
@@ -233,6 +267,10 @@ pub fn levels(k: &Kernel) -> Result<Levels, LevelsError> {
             .expect("not random access: has an encoding");
         let mut lv = Vec::new();
         for (l, r) in enc.dim_to_lvl.results.iter().enumerate() {
+            if let Some((_, slots)) = r.as_counting().filter(|_| counting_ok(k, a)) {
+                lv.push(LevelExpr::Count(slots));
+                continue;
+            }
             let e = level_expr(r).ok_or_else(|| LevelsError::Access {
                 access: a,
                 error: Error::new(
@@ -321,6 +359,7 @@ pub fn levels(k: &Kernel) -> Result<Levels, LevelsError> {
     }
     let mut iters = Vec::new();
     let mut access_iters = Vec::new();
+    let mut slots = Vec::new();
     for (a, lv) in exprs.iter().enumerate() {
         let Some(lv) = lv else {
             access_iters.push(None);
@@ -334,6 +373,24 @@ pub fn levels(k: &Kernel) -> Result<Levels, LevelsError> {
             .expect("iterated operand has an encoding");
         let mut ids = Vec::new();
         for (l, e) in lv.iter().enumerate() {
+            if let LevelExpr::Count(n) = *e {
+                slots.push(vars.len());
+                vars.push(LoopVar {
+                    name: format!("{}.slot", t.name),
+                    extent: Extent::Const(n),
+                    index: usize::MAX,
+                });
+                let lt = enc.lvl_types[l];
+                ids.push(iters.len());
+                iters.push(LevelIter {
+                    access: a,
+                    level: l,
+                    var: vars.len() - 1,
+                    iterate: !(lt.capabilities().full && lt.capabilities().locate),
+                    ordered: lt.is_ordered(),
+                });
+                continue;
+            }
             let var = match (*e, index_loops[acc.indices[dim_of(*e)]]) {
                 (LevelExpr::Whole(_), IndexLoops::Plain(v)) => v,
                 (LevelExpr::Hi(..), IndexLoops::Split { hi, .. }) => hi,
@@ -369,12 +426,14 @@ pub fn levels(k: &Kernel) -> Result<Levels, LevelsError> {
         index_loops,
         iters,
         access_iters,
+        slots,
     })
 }
 
 fn dim_of(e: LevelExpr) -> usize {
     match e {
         LevelExpr::Whole(d) | LevelExpr::Hi(d, _) | LevelExpr::Lo(d, _) => d,
+        LevelExpr::Count(_) => 0,
     }
 }
 

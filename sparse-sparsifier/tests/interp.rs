@@ -18,9 +18,11 @@ const BSR: &str =
 const NV24: &str = "(i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : block2_4)";
 const LOOSE: &str = "(i, j) -> (i : dense, j : loose_compressed)";
 const DCSC: &str = "(i, j) -> (j : compressed, i : compressed)";
+const ELL: &str = "[c](i, j) -> (c * 8 * i : dense, i : dense, j : compressed)";
 
 /// Every rank-2 format of the tests; `None` is a dense tensor.
-const FORMATS: [Option<&str>; 9] = [
+const FORMATS: [Option<&str>; 10] = [
+    Some(ELL),
     None,
     Some(CSR),
     Some(CSC),
@@ -190,7 +192,7 @@ fn matmul(a: &T, b: &T) -> T {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
 
     #[test]
     fn spmv_spmm(a in mat(M, K), x in vec_t(K), b in mat(K, N)) {
@@ -207,11 +209,17 @@ proptest! {
         }
     }
 
+}
+
+proptest! {
+    // every pairing of formats per case: few cases
+    #![proptest_config(ProptestConfig { cases: 3, ..ProptestConfig::default() })]
+
     #[test]
     fn spgemm(a in mat(M, K), b in mat(K, N)) {
-        for fa in FORMATS {
-            for fb in [Some(CSR), Some(DCSR), Some(CSC), Some(COO), Some(NV24), None] {
-                for fc in OUT_FORMATS {
+        for (ia, fa) in FORMATS.into_iter().enumerate() {
+            for (ib, fb) in [Some(CSR), Some(DCSR), Some(CSC), Some(COO), Some(NV24), None].into_iter().enumerate() {
+                for fc in [OUT_FORMATS[(ia + ib) % OUT_FORMATS.len()], OUT_FORMATS[(ia + ib + 3) % OUT_FORMATS.len()]] {
                     let (a, b) = (a.for_format(fa), b.for_format(fb));
                     let c = T::zeros(&[M, N]);
                     let want = matmul(&a, &b);
@@ -224,10 +232,13 @@ proptest! {
 
     #[test]
     fn add_sub_mul(a in mat(M, K), b in mat(M, K)) {
-        for fa in FORMATS {
-            for fb in FORMATS {
+        for (ia, fa) in FORMATS.into_iter().enumerate() {
+            for (ib, fb) in FORMATS.into_iter().enumerate() {
                 for (stmt, op) in [("C(i,j) = A(i,j) + B(i,j)", 0), ("C(i,j) = A(i,j) - B(i,j)", 1), ("C(i,j) = A(i,j) * B(i,j)", 2)] {
-                    for fc in [None, Some(CSR), Some(DCSR), Some(CSC)] {
+                    // each output format meets every operand format across the pairs
+                    let outs = [None, Some(CSR), Some(DCSR), Some(CSC), Some(COO)];
+                    {
+                        let fc = outs[(ia + ib + op) % outs.len()];
                         let (a, b) = (a.for_format(fa), b.for_format(fb));
                         let want: Vec<i64> = a.v.iter().zip(&b.v).map(|(x, y)| match op { 0 => x + y, 1 => x - y, _ => x * y }).collect();
                         let c = T::zeros(&[M, K]);
@@ -238,6 +249,11 @@ proptest! {
             }
         }
     }
+
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
 
     #[test]
     fn sddmm_transpose_scaled(s in mat(M, N), a in mat(M, K), b in mat(N, K), x in vec_t(N), t in mat(M, N)) {

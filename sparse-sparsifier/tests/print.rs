@@ -1,0 +1,204 @@
+//! Snapshots of the loop IR printer (`sparse eval --emit loops`): the loop programs the
+//! sparsifier chooses for a few kernels, exactly.
+
+use sparse_dsl::parse::{parse_declaration, Declared};
+use sparse_sparsifier::{compile, print::print, TensorDecl, ValueType};
+
+fn decl(name: &str, shape: &[usize], map: Option<&str>) -> TensorDecl {
+    TensorDecl {
+        name: name.into(),
+        shape: shape.iter().map(|&n| Some(n)).collect(),
+        value: ValueType::F64,
+        encoding: map.map(|m| {
+            let text = format!("#sparse_tensor.encoding<{{ map = {m} }}>");
+            match parse_declaration(&text).unwrap().declared {
+                Declared::Encoding(e) => e,
+                Declared::Tensor(_) => unreachable!(),
+            }
+        }),
+    }
+}
+
+fn loops(stmt: &str, decls: &[TensorDecl]) -> String {
+    print(&compile(stmt, decls).unwrap())
+}
+
+const CSR: &str = "(i, j) -> (i : dense, j : compressed)";
+const DCSR: &str = "(i, j) -> (i : compressed, j : compressed)";
+const COO: &str = "(i, j) -> (i : compressed(nonunique), j : singleton)";
+const SV: &str = "(i) -> (i : compressed)";
+const BSR: &str =
+    "(i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense)";
+
+#[test]
+fn csr_spmv() {
+    let d = [
+        decl("A", &[2, 3], Some(CSR)),
+        decl("x", &[3], None),
+        decl("y", &[2], None),
+    ];
+    assert_eq!(
+        loops("y(i) = A(i,j) * x(j)", &d),
+        "# y(i) = sum(j, A(i,j) * x(j))\n# order: i, j; output y: in place\nfor i in 0..2:\n  locate A.0 at i\n  for j in A.1:\n    y(i) += A(i,j) * x(j)\n"
+    );
+}
+
+#[test]
+fn union_of_dcsr_and_coo_appends() {
+    let d = [
+        decl("A", &[4, 4], Some(DCSR)),
+        decl("B", &[4, 4], Some(COO)),
+        decl("C", &[4, 4], Some(DCSR)),
+    ];
+    assert_eq!(
+        loops("C(i,j) = A(i,j) + B(i,j)", &d),
+        "# C(i,j) = A(i,j) + B(i,j)
+# order: i, j; output C: appended in level order
+merge i over A.0, B.0:
+  case A.0 & B.0:
+    merge j over A.1, B.1:
+      case A.1 & B.1:
+        append C(i,j) = A(i,j) + B(i,j)
+      case A.1:
+        append C(i,j) = A(i,j)
+      case B.1:
+        append C(i,j) = B(i,j)
+  case A.0:
+    for j in A.1:
+      append C(i,j) = A(i,j)
+  case B.0:
+    for j in B.1:
+      append C(i,j) = B(i,j)
+"
+    );
+}
+
+#[test]
+fn sparse_dot_intersects() {
+    let d = [
+        decl("a", &[8], Some(SV)),
+        decl("b", &[8], Some(SV)),
+        decl("s", &[], None),
+    ];
+    assert_eq!(
+        loops("s = a(i) * b(i)", &d),
+        "# s = sum(i, a(i) * b(i))\n# order: i; output s: in place\nmerge i over a.0, b.0:\n  case a.0 & b.0:\n    s += a(i) * b(i)\n"
+    );
+}
+
+#[test]
+fn spgemm_uses_a_workspace_and_transpose_a_buffer() {
+    let d = [
+        decl("A", &[2, 3], Some(CSR)),
+        decl("B", &[3, 2], Some(CSR)),
+        decl("C", &[2, 2], Some(CSR)),
+    ];
+    assert_eq!(
+        loops("C(i,j) = A(i,k) * B(k,j)", &d),
+        "# C(i,j) = sum(k, A(i,k) * B(k,j))
+# order: i, k, j; output C: workspace over j (expand/compress)
+for i in 0..2:
+  locate A.0 at i
+  expand workspace
+  for k in A.1:
+    locate B.0 at k
+    for j in B.1:
+      workspace[j] += A(i,k) * B(k,j)
+  compress workspace into C(i,j)
+"
+    );
+    let d = [
+        decl("A", &[2, 3], Some(DCSR)),
+        decl("O", &[3, 2], Some(DCSR)),
+    ];
+    assert_eq!(
+        loops("O(j,i) = A(i,j)", &d),
+        "# O(j,i) = A(i,j)\n# order: i, j; output O: coordinate buffer, sorted once\nfor i in A.0:\n  for j in A.1:\n    buffer O(j,i) += A(i,j)\n"
+    );
+}
+
+#[test]
+fn bsr_loops_run_over_levels() {
+    let d = [
+        decl("A", &[4, 4], Some(BSR)),
+        decl("B", &[4, 4], None),
+        decl("C", &[4, 4], None),
+    ];
+    assert_eq!(
+        loops("C(i,j) = A(i,k) * B(k,j)", &d),
+        "# C(i,j) = sum(k, A(i,k) * B(k,j))
+# order: i/2, k/2, i%2, k%2, j; output C: in place
+for i/2 in 0..2:
+  locate A.0 at i/2
+  for k/2 in A.1:
+    for i%2 in 0..2:
+      locate A.2 at i%2
+      for k%2 in 0..2:
+        locate A.3 at k%2
+        for j in 0..4:
+          C(i,j) += A(i,k) * B(k,j)
+"
+    );
+}
+
+#[test]
+fn nested_reduction_and_conflict_conversion() {
+    let d = [
+        decl("A", &[2, 3], Some(CSR)),
+        decl("x", &[3], None),
+        decl("b", &[2], Some(SV)),
+        decl("r", &[2], None),
+    ];
+    assert_eq!(
+        loops("r(i) = b(i) - A(i,k) * x(k)", &d),
+        "# r(i) = b(i) - sum(k, A(i,k) * x(k))
+# order: i, k; output r: in place
+for i in 0..2 with b.0:
+  if b.0 at i:
+    locate A.0 at i
+    t0 = none
+    for k in A.1:
+      t0 += A(i,k) * x(k)
+    r(i) = b(i) - t0
+  else:
+    locate A.0 at i
+    t1 = none
+    for k in A.1:
+      t1 += A(i,k) * x(k)
+    r(i) = -t1
+"
+    );
+    // CSR + CSC: the CSC operand is converted to the other's level order
+    let d = [
+        decl("A", &[2, 3], Some(DCSR)),
+        decl("B", &[2, 3], Some("(i, j) -> (j : dense, i : compressed)")),
+        decl("C", &[2, 3], None),
+    ];
+    let text = loops("C(i,j) = A(i,j) * B(i,j)", &d);
+    assert!(text.contains(
+        "B' = convert B to #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed) }>\n"
+    ), "{text}");
+}
+
+#[test]
+fn errors_name_the_place() {
+    let d = [decl("A", &[2, 3], Some(CSR)), decl("y", &[2], None)];
+    let e = compile("y(i) = A(i,j) * z(j)", &d).unwrap_err();
+    assert_eq!(e.message, "unknown tensor `z`: it is not declared");
+    assert_eq!(e.span.map(|s| (s.start, s.end)), Some((16, 17)));
+    let e = compile("y(i) = sum(i, A(i,j))", &d).unwrap_err();
+    assert_eq!(
+        e.message,
+        "reduction index `i` of `sum` also indexes the output"
+    );
+    let e = compile("y(i) = max(k, A(i,j))", &d).unwrap_err();
+    assert_eq!(
+        e.message,
+        "reduction index `k` is not used in the expression of `max`"
+    );
+    let e = compile("y(i) = A(i,j) ^ 2", &d).unwrap_err();
+    assert_eq!(
+        e.message,
+        "the operator `^` needs integer values, but `y` holds f64"
+    );
+}
