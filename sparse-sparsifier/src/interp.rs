@@ -508,6 +508,13 @@ impl<V: Num> St<'_, V> {
     }
 }
 
+/// Reserves room for `n` elements, or an error naming `what` (a huge declared shape must not
+/// abort the process).
+fn reserve<T>(v: &mut Vec<T>, n: usize, what: &str) -> Result<(), Error> {
+    v.try_reserve_exact(n)
+        .map_err(|_| Error::plain(format!("cannot allocate {what}: {n} elements")))
+}
+
 /// Runs the program on `operands` (one per `p.kernel.tensors`, in that order; the output's
 /// entry gives its shape and, for `+=` into a dense output or when the output is also read,
 /// its previous values).
@@ -597,22 +604,29 @@ pub fn run<V: Num>(p: &Program, operands: &[Operand<V>]) -> Result<Output<V>, Er
     let out_shape = operands[k.output.tensor].shape().to_vec();
     let (mut dense, mut visited) = (Vec::new(), Vec::new());
     if p.strategy == Strategy::InPlace {
-        let n: usize = out_shape.iter().product();
+        let n = out_shape
+            .iter()
+            .try_fold(1usize, |a, &s| a.checked_mul(s))
+            .ok_or_else(|| Error::plain(format!("the shape {out_shape:?} of the output overflows")))?;
+        reserve(&mut dense, n, "the output")?;
+        reserve(&mut visited, n, "the output")?;
         if k.accumulate {
             match &operands[k.output.tensor] {
-                Operand::Dense { values, .. } => dense = values.clone(),
-                Operand::Storage(_) => dense = vec![V::zero(); n],
+                Operand::Dense { values, .. } => dense.extend_from_slice(values),
+                Operand::Storage(_) => dense.resize(n, V::zero()),
             }
-            visited = vec![true; n];
+            visited.resize(n, true);
         } else {
-            dense = vec![V::zero(); n];
-            visited = vec![false; n];
+            dense.resize(n, V::zero());
+            visited.resize(n, false);
         }
     }
     let (mut ws, mut ws_visited) = (Vec::new(), Vec::new());
     if let Strategy::Workspace { var } = p.strategy {
-        ws = vec![V::zero(); extents[var]];
-        ws_visited = vec![false; extents[var]];
+        reserve(&mut ws, extents[var], "the workspace")?;
+        reserve(&mut ws_visited, extents[var], "the workspace")?;
+        ws.resize(extents[var], V::zero());
+        ws_visited.resize(extents[var], false);
     }
     let out_op = match &k.expr {
         Expr::Reduce(op, ..) => *op,
