@@ -607,7 +607,9 @@ pub fn run<V: Num>(p: &Program, operands: &[Operand<V>]) -> Result<Output<V>, Er
         let n = out_shape
             .iter()
             .try_fold(1usize, |a, &s| a.checked_mul(s))
-            .ok_or_else(|| Error::plain(format!("the shape {out_shape:?} of the output overflows")))?;
+            .ok_or_else(|| {
+                Error::plain(format!("the shape {out_shape:?} of the output overflows"))
+            })?;
         reserve(&mut dense, n, "the output")?;
         reserve(&mut visited, n, "the output")?;
         if k.accumulate {
