@@ -116,11 +116,6 @@ fn declare(arg: &str) -> Result<TensorDecl, String> {
             t.element
         )
     })?;
-    if t.encoding.as_ref().is_some_and(|e| e.dim_slices.is_some()) {
-        return Err(format!(
-            "{from}: slices are not supported by sparse eval yet; declare the parent tensor"
-        ));
-    }
     let shape = t
         .shape
         .iter()
@@ -221,7 +216,15 @@ fn read_entries(path: &str, decl: &TensorDecl) -> Result<CooTensor<f64>, String>
                 .tensor
         }
         Some("tns") => {
-            let shape: Option<Vec<usize>> = decl.shape.iter().copied().collect();
+            let shape: Option<Vec<usize>> = if decl
+                .encoding
+                .as_ref()
+                .is_some_and(|e| e.dim_slices.is_some())
+            {
+                None
+            } else {
+                decl.shape.iter().copied().collect()
+            };
             read_frostt(p, shape.as_deref()).map_err(|e| match e {
                 TnsError::Open { .. } => e.to_string(),
                 _ => format!("{path}: {e}"),
@@ -243,7 +246,18 @@ fn read_entries(path: &str, decl: &TensorDecl) -> Result<CooTensor<f64>, String>
             decl.shape.len()
         ));
     }
-    for (d, (want, got)) in decl.shape.iter().zip(&coo.shape).enumerate() {
+    let sliced = decl
+        .encoding
+        .as_ref()
+        .is_some_and(|e| e.dim_slices.is_some());
+    // a slice's file holds its parent tensor
+    for (d, (want, got)) in decl
+        .shape
+        .iter()
+        .zip(&coo.shape)
+        .enumerate()
+        .filter(|_| !sliced)
+    {
         if want.is_some_and(|w| w != *got) {
             return Err(format!(
                 "--input {}: {path} has size {got} in dimension {d}, but `{}` has {}",
@@ -326,6 +340,18 @@ fn operand<V: Read>(decl: &TensorDecl, input: Option<&str>) -> Result<Operand<V>
             let mut coo = CooTensor::new(shape);
             for (c, v) in &merged {
                 coo.push(c, *v);
+            }
+            if enc.dim_slices.is_some() {
+                if input.is_none() {
+                    return Err(format!(
+                        "`{name}` is a slice: give its parent tensor with --input {name}=FILE"
+                    ));
+                }
+                let mut plain = enc.clone();
+                plain.dim_slices = None;
+                let parent = DynamicStorage::from_coo(&plain, &coo)
+                    .map_err(|e| format!("cannot store `{name}`'s parent in its format: {e}"))?;
+                return Operand::slice(parent, enc).map_err(|e| format!("`{name}`: {e}"));
             }
             DynamicStorage::from_coo(enc, &coo)
                 .map(|s| Operand::Storage(Box::new(s)))

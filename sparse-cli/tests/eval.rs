@@ -236,6 +236,35 @@ fn scalars_integers_in_place() {
 }
 
 #[test]
+fn slice_operand_reads_its_parent_file() {
+    let a = file("slice", "a.mtx", A_MTX);
+    let x = file("slice", "x.tns", "1 5\n2 7\n");
+    let ia = format!("A={a}");
+    let ix = format!("x={x}");
+    // rows 1.., columns 0 and 2 of A: [[0, 4]]
+    let ta = "A=tensor<1x2xf64, #sparse_tensor.encoding<{ map = (i : #sparse_tensor<slice(1, 1, 1)>, j : #sparse_tensor<slice(0, 2, 2)>) -> (i : dense, j : compressed) }>>";
+    let args = [
+        "eval",
+        "y(i) = A(i,j) * x(j)",
+        "--tensor",
+        ta,
+        "--tensor",
+        "x=tensor<2xf64>",
+        "--tensor",
+        "y=tensor<1xf64>",
+        "--input",
+        &ia,
+        "--input",
+        &ix,
+    ];
+    assert_eq!(ok(&args), "( 28 )\n");
+    assert_eq!(
+        fails(&args[..8]),
+        "error: `A` is a slice: give its parent tensor with --input A=FILE"
+    );
+}
+
+#[test]
 fn emit_loops() {
     let ta = format!("A=tensor<2x3xf64, {CSR}>");
     assert_eq!(

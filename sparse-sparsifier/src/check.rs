@@ -81,14 +81,15 @@ pub struct TensorDecl {
 }
 
 impl TensorDecl {
-    /// `true` if every level is full and locatable (dense, batch) or there is no encoding: the
-    /// tensor is read by computing a position from its coordinates (random access), and adds no
-    /// edge to the iteration graph.
+    /// `true` if every level is full and locatable (dense, batch) or there is no encoding, and
+    /// the tensor is not a slice: the tensor is read by computing a position from its
+    /// coordinates (random access), and adds no edge to the iteration graph.
     pub fn is_random_access(&self) -> bool {
         match &self.encoding {
             None => true,
             Some(e) => {
-                e.dim_to_lvl.results.iter().all(|r| !has_symbol(r))
+                e.dim_slices.is_none()
+                    && e.dim_to_lvl.results.iter().all(|r| !has_symbol(r))
                     && e.lvl_types.iter().all(|lt| {
                         let c = lt.capabilities();
                         c.full && c.locate
@@ -445,6 +446,19 @@ pub fn check(stmt: &Statement, decls: &[TensorDecl]) -> Result<Kernel, Error> {
         indices: out_idx.clone(),
         span: stmt.lhs.span,
     };
+    if cx.tensors[out_t]
+        .encoding
+        .as_ref()
+        .is_some_and(|e| e.dim_slices.is_some())
+    {
+        return Err(Error::new(
+            stmt.lhs.span,
+            format!(
+                "the output `{}` is a slice: write into a tensor of its own",
+                stmt.lhs.name.name
+            ),
+        ));
+    }
     let out_random = cx.tensors[out_t].is_random_access() && cx.tensors[out_t].encoding.is_none();
     let mut bound = Vec::new();
     let mut rhs = cx.expr(&stmt.rhs, &mut bound)?;

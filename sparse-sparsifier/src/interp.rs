@@ -120,6 +120,20 @@ int_num!(i32);
 pub enum Operand<V> {
     /// A tensor with an encoding.
     Storage(Box<DynamicStorage<V>>),
+    /// A slice (`#sparse_tensor<slice(offset, size, stride)>` dimensions): a strided view of
+    /// `parent` (stored in the encoding without the slices), dimension by dimension: view
+    /// coordinate `c` of dimension `d` is parent coordinate `offset[d] + c * stride[d]`,
+    /// `c < size[d]`. Build it with [`Operand::slice`].
+    Slice {
+        /// The parent storage.
+        parent: Box<DynamicStorage<V>>,
+        /// Per dimension: offset into the parent.
+        offset: Vec<usize>,
+        /// Per dimension: the slice's size (its shape).
+        size: Vec<usize>,
+        /// Per dimension: stride.
+        stride: Vec<usize>,
+    },
     /// A dense row-major tensor (`tensor<4x8xf64>`): shape and values.
     Dense {
         /// Dimension sizes.
@@ -134,8 +148,36 @@ impl<V> Operand<V> {
     pub fn shape(&self) -> &[usize] {
         match self {
             Operand::Storage(s) => s.shape(),
+            Operand::Slice { size, .. } => size,
             Operand::Dense { shape, .. } => shape,
         }
+    }
+}
+
+impl<V: Value> Operand<V> {
+    /// The slice of `parent` that `sliced` (the parent's encoding plus static `dim_slices`)
+    /// describes.
+    ///
+    /// Errors: as [`DynamicStorage::slice`] (an encoding that differs from the parent's in more
+    /// than the slices, a slice outside the parent, a dynamic `?` value), as an [`Error`].
+    pub fn slice(
+        parent: DynamicStorage<V>,
+        sliced: &sparse_ir::ir::Encoding,
+    ) -> Result<Self, Error> {
+        let view = parent
+            .slice(sliced, &[])
+            .map_err(|e| Error::plain(format!("cannot slice: {e}")))?;
+        let (offset, size, stride) = (
+            view.offsets().to_vec(),
+            view.shape().to_vec(),
+            view.strides().to_vec(),
+        );
+        Ok(Operand::Slice {
+            parent: Box::new(parent),
+            offset,
+            size,
+            stride,
+        })
     }
 }
 
@@ -212,7 +254,23 @@ impl<V: Num> St<'_, V> {
     fn storage(&self, a: usize) -> Option<&DynamicStorage<V>> {
         match &self.ops[self.p.kernel.accesses[a].tensor] {
             Operand::Storage(s) => Some(s),
+            Operand::Slice { parent, .. } => Some(parent),
             Operand::Dense { .. } => None,
+        }
+    }
+
+    /// `(offset, size, stride)` of the slice dimension of iterator `it`, if it reads a slice.
+    fn slice_of(&self, it: usize) -> Option<(usize, usize, usize)> {
+        let li = &self.p.levels.iters[it];
+        let d = li.slice_dim?;
+        match &self.ops[self.p.kernel.accesses[li.access].tensor] {
+            Operand::Slice {
+                offset,
+                size,
+                stride,
+                ..
+            } => Some((offset[d], size[d], stride[d].max(1))),
+            _ => None,
         }
     }
 
@@ -275,12 +333,35 @@ impl<V: Num> St<'_, V> {
             .storage(li.access)
             .expect("iterated operand is a storage");
         let parent = self.parent(it).0;
-        x.crd = s.level_coordinate(li.level, parent, x.p);
+        let slice = self.slice_of(it);
         let lt = s.encoding().lvl_types[li.level];
-        x.next = x.p + 1;
-        if !lt.is_unique() {
-            while x.next < x.end && s.level_coordinate(li.level, parent, x.next) == x.crd {
-                x.next += 1;
+        loop {
+            let raw = s.level_coordinate(li.level, parent, x.p);
+            x.next = x.p + 1;
+            if !lt.is_unique() {
+                while x.next < x.end && s.level_coordinate(li.level, parent, x.next) == raw {
+                    x.next += 1;
+                }
+            }
+            // a slice keeps the coordinates offset + c * stride, c < size
+            match slice {
+                None => {
+                    x.crd = raw;
+                    return;
+                }
+                Some((off, size, stride)) => {
+                    if raw >= off
+                        && (raw - off).is_multiple_of(stride)
+                        && (raw - off) / stride < size
+                    {
+                        x.crd = (raw - off) / stride;
+                        return;
+                    }
+                }
+            }
+            x.p = x.next;
+            if x.p >= x.end {
+                return;
             }
         }
     }
@@ -292,7 +373,10 @@ impl<V: Num> St<'_, V> {
                 Stmt::Locate(it) => {
                     let li = &self.p.levels.iters[*it];
                     let (lo, hi) = self.segment(*it);
-                    let c = self.var[li.var];
+                    let mut c = self.var[li.var];
+                    if let Some((off, _, stride)) = self.slice_of(*it) {
+                        c = off + c * stride;
+                    }
                     self.pos[*it] = if lo + c < hi {
                         (lo + c, lo + c + 1)
                     } else {
@@ -465,6 +549,8 @@ impl<V: Num> St<'_, V> {
                 let at = coords.iter().zip(shape).fold(0, |acc, (c, s)| acc * s + c);
                 values.get(at).copied().unwrap_or_else(V::zero)
             }
+            // a slice is never read by random access (its levels are iterated)
+            Operand::Slice { .. } => V::zero(),
             Operand::Storage(s) => {
                 let mut lc = vec![0; s.encoding().lvl_rank()];
                 if s.encoding().dim_to_lvl_coords(&coords, &mut lc).is_none() {
@@ -539,10 +625,31 @@ pub fn run<V: Num>(p: &Program, operands: &[Operand<V>]) -> Result<Output<V>, Er
             .encoding
             .as_ref()
             .ok_or_else(|| Error::plain("conversion to no format"))?;
-        let Operand::Storage(s) = &operands[c.from] else {
-            return Err(Error::plain(format!("`{}` is not stored", to.name)));
+        let coo = match &operands[c.from] {
+            Operand::Storage(s) => s.to_coo(),
+            Operand::Slice {
+                parent,
+                offset,
+                size,
+                stride,
+            } => {
+                let slices: Vec<sparse_ir::ir::DimSlice> = (0..offset.len())
+                    .map(|d| sparse_ir::ir::DimSlice {
+                        offset: Some(offset[d] as u64),
+                        size: Some(size[d] as u64),
+                        stride: Some(stride[d] as u64),
+                    })
+                    .collect();
+                parent
+                    .slice_dims(&slices, &[])
+                    .map_err(|e| Error::plain(format!("cannot slice `{}`: {e}", to.name)))?
+                    .to_coo()
+            }
+            Operand::Dense { .. } => {
+                return Err(Error::plain(format!("`{}` is not stored", to.name)))
+            }
         };
-        let conv = DynamicStorage::from_coo(enc, &s.to_coo())
+        let conv = DynamicStorage::from_coo(enc, &coo)
             .map_err(|e| Error::plain(format!("cannot convert `{}`: {e}", to.name)))?;
         all.push(Operand::Storage(Box::new(conv)));
     }
@@ -565,8 +672,16 @@ pub fn run<V: Num>(p: &Program, operands: &[Operand<V>]) -> Result<Output<V>, Er
                 )));
             }
         }
+        let sliced = t.encoding.as_ref().is_some_and(|e| e.dim_slices.is_some());
         match (op, &t.encoding) {
-            (Operand::Storage(_), None) | (Operand::Dense { .. }, Some(_)) => {
+            (Operand::Storage(_), Some(_)) if sliced => {
+                return Err(Error::plain(format!(
+                    "`{}` is a slice: its operand is an Operand::Slice",
+                    t.name
+                )))
+            }
+            (Operand::Storage(_) | Operand::Slice { .. }, None)
+            | (Operand::Dense { .. }, Some(_)) => {
                 return Err(Error::plain(format!(
                     "`{}`: the operand's kind (dense or encoded) differs from its declaration",
                     t.name
@@ -615,7 +730,7 @@ pub fn run<V: Num>(p: &Program, operands: &[Operand<V>]) -> Result<Output<V>, Er
         if k.accumulate {
             match &operands[k.output.tensor] {
                 Operand::Dense { values, .. } => dense.extend_from_slice(values),
-                Operand::Storage(_) => dense.resize(n, V::zero()),
+                _ => dense.resize(n, V::zero()),
             }
             visited.resize(n, true);
         } else {

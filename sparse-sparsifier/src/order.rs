@@ -84,6 +84,11 @@ pub struct LevelIter {
     pub iterate: bool,
     /// The level is ordered (merging needs it).
     pub ordered: bool,
+    /// For a slice (`#sparse_tensor<slice(offset, size, stride)>` on the level's dimension):
+    /// that dimension. Iteration keeps the stored coordinates `offset + c * stride` (`c <
+    /// size`) and yields `c`; locating `c` reads coordinate `offset + c * stride` (MLIR's
+    /// slice-driven loops).
+    pub slice_dim: Option<usize>,
 }
 
 /// The loop variables and level bindings of a kernel.
@@ -180,7 +185,9 @@ pub fn unblocked(enc: &Encoding) -> Option<Encoding> {
     if dims.len() != enc.dim_rank() {
         return None;
     }
+
     let mut e = enc.clone();
+    e.dim_slices = None;
     e.lvl_types = types;
     e.dim_to_lvl.results = dims.iter().map(|&d| AffineExpr::Var(d)).collect();
     e.dim_to_lvl.num_symbols = 0;
@@ -265,6 +272,19 @@ pub fn levels(k: &Kernel) -> Result<Levels, LevelsError> {
             .encoding
             .as_ref()
             .expect("not random access: has an encoding");
+        if enc.dim_slices.is_some() && enc.dim_permutation().is_none() {
+            return Err(LevelsError::Access {
+                access: a,
+                error: Error::new(
+                    acc.span,
+                    format!(
+                        "`{}` is a slice of a tensor whose levels are not a permutation of its dimensions",
+                        t.name
+                    ),
+                )
+                .with_help(format!("convert `{}` first", t.name)),
+            });
+        }
         let mut lv = Vec::new();
         for (l, r) in enc.dim_to_lvl.results.iter().enumerate() {
             if let Some((_, slots)) = r.as_counting().filter(|_| counting_ok(k, a)) {
@@ -388,6 +408,7 @@ pub fn levels(k: &Kernel) -> Result<Levels, LevelsError> {
                     var: vars.len() - 1,
                     iterate: !(lt.capabilities().full && lt.capabilities().locate),
                     ordered: lt.is_ordered(),
+                    slice_dim: None,
                 });
                 continue;
             }
@@ -417,6 +438,7 @@ pub fn levels(k: &Kernel) -> Result<Levels, LevelsError> {
                 var,
                 iterate: !(caps.full && caps.locate),
                 ordered: lt.is_ordered(),
+                slice_dim: enc.dim_slices.as_ref().map(|_| dim_of(*e)),
             });
         }
         access_iters.push(Some(ids));
@@ -557,6 +579,7 @@ pub fn reordered(k: &Kernel, lv: &Levels, a: usize, before: &Graph) -> Option<En
     let mut dims: Vec<usize> = (0..acc.indices.len()).collect();
     dims.sort_by_key(|&d| keys[d]);
     let mut e = enc.clone();
+    e.dim_slices = None;
     e.dim_to_lvl.results = dims.iter().map(|&d| AffineExpr::Var(d)).collect();
     let mut inverse = vec![AffineExpr::Var(0); dims.len()];
     for (l, &d) in dims.iter().enumerate() {

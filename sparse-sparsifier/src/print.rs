@@ -11,7 +11,9 @@
 //! A level iterator is written `TENSOR.LEVEL` (`A.1`: level 1 of `A`; a second occurrence of
 //! the same tensor is `A#2.1`). `for v in 0..N` is a dense range, `for v in A.1` iterates one
 //! segment, `merge v over A.1, B.1` co-iterates with the cases below it (`case A.1 & B.1:`);
-//! in a dense range `if A.1 at v:` tests an iterator's coordinate.
+//! in a dense range `if A.1 at v:` tests an iterator's coordinate. A level of a slice is
+//! marked `A.1[slice d1]` (its coordinates are filtered and mapped through dimension 1's
+//! slice).
 
 use crate::check::Expr;
 use crate::loops::{Combine, Driver, Program, Stmt, Strategy, Target};
@@ -55,7 +57,10 @@ impl P<'_> {
 
     fn iter(&self, i: usize) -> String {
         let it = &self.p.levels.iters[i];
-        format!("{}.{}", self.tensor_ref(it.access), it.level)
+        match it.slice_dim {
+            Some(d) => format!("{}.{}[slice d{d}]", self.tensor_ref(it.access), it.level),
+            None => format!("{}.{}", self.tensor_ref(it.access), it.level),
+        }
     }
 
     fn expr(&self, e: &Expr, prec: u8) -> String {

@@ -306,7 +306,7 @@ proptest! {
             // the visited values of row i: the stored entries (explicit zeros included)
             let rows: Vec<Vec<i64>> = (0..M).map(|i| match &st {
                 Operand::Storage(s) => s.iter().filter(|(c, _)| c[0] == i).map(|(_, v)| *v).collect(),
-                Operand::Dense { .. } => (0..K).map(|j| a.at(&[i, j])).collect(),
+                _ => (0..K).map(|j| a.at(&[i, j])).collect(),
             }).collect();
             for (op, fold) in [
                 ("sum", (|r: &[i64]| r.iter().sum::<i64>()) as fn(&[i64]) -> i64),
@@ -401,4 +401,55 @@ fn batched_spmv() {
         ValueType::I64,
     );
     assert_eq!(got, vec![4, 0, 20, -6, 0, 56]);
+}
+
+/// `map` with the slice rows `1 + i` (4 of them) and columns `2 * j` (4 of them).
+fn sliced(map: &str) -> String {
+    map.replacen(
+        "(i, j) ->",
+        "(i : #sparse_tensor<slice(1, 4, 1)>, j : #sparse_tensor<slice(0, 4, 2)>) ->",
+        1,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
+
+    /// Slices iterate their parent's levels, keeping the coordinates on the slice (MLIR's
+    /// slice-driven loops): SpMV, a union with a CSR operand, a max reduction, and a CSC
+    /// slice next to a CSR operand (converted).
+    #[test]
+    fn slices(p in mat(8, 8), b in mat(4, 4), x in vec_t(4)) {
+        let view = {
+            let mut v = T::zeros(&[4, 4]);
+            for i in 0..4 { for j in 0..4 { v.set(&[i, j], p.at(&[1 + i, 2 * j])); } }
+            v
+        };
+        for map in [CSR, DCSR, COO, CSC, "(i, j) -> (i : dense, j : dense)"] {
+            let smap = sliced(map);
+            let parent = operand::<i64>(&p, Some(map));
+            let Operand::Storage(parent) = parent else { unreachable!() };
+            let sl = Operand::slice(*parent, &encoding(&smap)).unwrap();
+            let run_with = |stmt: &str, out: (&str, &T, Option<&str>), others: &[(&str, &T, Option<&str>)]| -> Vec<i64> {
+                let mut decls = vec![decl(out.0, &out.1.shape, out.2, ValueType::I64), decl("S", &[4, 4], Some(&smap), ValueType::I64)];
+                decls.extend(others.iter().map(|(n, t, m)| decl(n, &t.shape, *m, ValueType::I64)));
+                let p = compile(stmt, &decls).unwrap_or_else(|e| panic!("{stmt}: {e}"));
+                let ops: Vec<Operand<i64>> = p.kernel.tensors[..p.inputs()].iter().map(|d| {
+                    if d.name == "S" { return sl.clone(); }
+                    if d.name == out.0 { return operand::<i64>(out.1, out.2); }
+                    let (_, t, m) = others.iter().find(|(n, _, _)| *n == d.name).unwrap();
+                    operand::<i64>(t, *m)
+                }).collect();
+                dense_of(run(&p, &ops).unwrap())
+            };
+            let y = T::zeros(&[4]);
+            let want: Vec<i64> = (0..4).map(|i| (0..4).map(|j| view.at(&[i, j]) * x.at(&[j])).sum()).collect();
+            prop_assert_eq!(run_with("y(i) = S(i,j) * x(j)", ("y", &y, None), &[("x", &x, None)]), want, "spmv {}", map);
+            let c = T::zeros(&[4, 4]);
+            let want: Vec<i64> = view.v.iter().zip(&b.v).map(|(s, t)| s + t).collect();
+            for fb in [Some(CSR), Some(CSC)] {
+                prop_assert_eq!(run_with("C(i,j) = S(i,j) + B(i,j)", ("C", &c, Some(DCSR)), &[("B", &b, fb)]), want.clone(), "add {} {:?}", map, fb);
+            }
+        }
+    }
 }
