@@ -365,17 +365,6 @@ impl Cx<'_> {
                             format!("index `{}` is listed twice in `{}`", v.name, op.name()),
                         ));
                     }
-                    if let Some(&id) = self.index_at.get(&v.name) {
-                        if bound.contains(&id) {
-                            return Err(Error::new(
-                                v.span,
-                                format!(
-                                    "index `{}` is already reduced by an enclosing reduction",
-                                    v.name
-                                ),
-                            ));
-                        }
-                    }
                 }
                 let before = self.accesses.len();
                 let mark = bound.len();
@@ -402,7 +391,6 @@ impl Cx<'_> {
                     }
                 }
                 bound.truncate(mark);
-                bound.extend(&ids);
                 Expr::Reduce(*op, ids, Box::new(body_e))
             }
         })
@@ -462,8 +450,8 @@ pub fn check(stmt: &Statement, decls: &[TensorDecl]) -> Result<Kernel, Error> {
     let out_random = cx.tensors[out_t].is_random_access() && cx.tensors[out_t].encoding.is_none();
     let mut bound = Vec::new();
     let mut rhs = cx.expr(&stmt.rhs, &mut bound)?;
-    // reductions must not reduce an output index
-    check_reduce_vars(&rhs, &out_idx, &cx.indices, &stmt.rhs)?;
+    // reductions must not reduce an output index, nor an index an enclosing one reduces
+    check_reduce_vars(&rhs, &out_idx, &cx.indices, &stmt.rhs, &mut Vec::new())?;
     let accumulate = stmt.op == AssignOp::AddAssign && out_random;
     if stmt.op == AssignOp::AddAssign && !out_random {
         // a sparse output keeps its old entries where the right side stores nothing: C + E
@@ -489,6 +477,7 @@ fn check_reduce_vars(
     out: &[usize],
     indices: &[IndexVar],
     src: &notation::Expr,
+    bound: &mut Vec<usize>,
 ) -> Result<(), Error> {
     match e {
         Expr::Reduce(op, vars, body) => {
@@ -503,13 +492,26 @@ fn check_reduce_vars(
                         ),
                     ));
                 }
+                if bound.contains(v) {
+                    return Err(Error::new(
+                        src.span,
+                        format!(
+                            "index `{}` is already reduced by an enclosing reduction",
+                            indices[*v].name
+                        ),
+                    ));
+                }
             }
-            check_reduce_vars(body, out, indices, src)
+            let mark = bound.len();
+            bound.extend(vars);
+            check_reduce_vars(body, out, indices, src, bound)?;
+            bound.truncate(mark);
+            Ok(())
         }
-        Expr::Neg(a) => check_reduce_vars(a, out, indices, src),
+        Expr::Neg(a) => check_reduce_vars(a, out, indices, src, bound),
         Expr::Binary(_, a, b) => {
-            check_reduce_vars(a, out, indices, src)?;
-            check_reduce_vars(b, out, indices, src)
+            check_reduce_vars(a, out, indices, src, bound)?;
+            check_reduce_vars(b, out, indices, src, bound)
         }
         _ => Ok(()),
     }

@@ -453,3 +453,30 @@ proptest! {
         }
     }
 }
+
+/// Two reductions over the same index in one statement, each its own inner loop; `+=` into a
+/// sparse output keeps its old entries (a union with its previous value).
+#[test]
+fn two_reductions_and_sparse_accumulate() {
+    let a = T {
+        shape: vec![3, 4],
+        v: vec![1, 0, 2, 0, 0, 0, 0, 0, -3, 4, 0, 5],
+    };
+    let y = T::zeros(&[3]);
+    let got = eval::<i64>(
+        "y(i) = sum(k, A(i,k)) + max(k, A(i,k)) * 10",
+        &[("y", &y, None), ("A", &a, Some(DCSR))],
+        ValueType::I64,
+    );
+    assert_eq!(got, vec![3 + 20, 0, 6 + 50]);
+    let c = T {
+        shape: vec![3, 4],
+        v: vec![0, 7, 1, 0, 0, 0, 0, 9, 0, 0, 0, 0],
+    };
+    let got = eval::<i64>(
+        "C(i,j) += A(i,j) * 2",
+        &[("C", &c, Some(CSR)), ("A", &a, Some(DCSR))],
+        ValueType::I64,
+    );
+    assert_eq!(got, vec![2, 7, 5, 0, 0, 0, 0, 9, -6, 8, 0, 10]);
+}

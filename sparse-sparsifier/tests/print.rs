@@ -196,6 +196,11 @@ fn errors_name_the_place() {
         e.message,
         "reduction index `k` is not used in the expression of `max`"
     );
+    let e = compile("y(i) = sum(j, max(j, A(i,j)))", &d).unwrap_err();
+    assert_eq!(
+        e.message,
+        "index `j` is already reduced by an enclosing reduction"
+    );
     let e = compile("y(i) = A(i,j) ^ 2", &d).unwrap_err();
     assert_eq!(
         e.message,
