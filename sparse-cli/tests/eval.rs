@@ -74,6 +74,12 @@ fn spmv_dense_output() {
         &ix,
     ];
     assert_eq!(ok(&base), "( 7, 18 )\n");
+    // the type from a file
+    let ty = file("spmv", "a.mlir", &format!("tensor<2x3xf64, {CSR}>\n"));
+    let at = format!("A=@{ty}");
+    let mut args = base.to_vec();
+    args[3] = &at;
+    assert_eq!(ok(&args), "( 7, 18 )\n");
     // the same through a CSC operand (scattered into y) and with += onto y's input
     let tc = format!("A=tensor<2x3xf64, {CSC}>");
     let mut args = base.to_vec();

@@ -15,7 +15,7 @@
 //! - [`order`]: loop variables over levels, the iteration graph and order;
 //! - [`lattice`]: merge lattices;
 //! - [`loops`]: the loop IR and the builder;
-//! - [`print`]: the readable printer;
+//! - [`mod@print`]: the readable printer;
 //! - `interp` (feature `interp`): the interpreter over `sparse_runtime::DynamicStorage`.
 //!
 //! This crate depends only on `sparse-ir` (and on `sparse-runtime` with `interp`), so the
