@@ -749,6 +749,23 @@ pub struct Encoding {
 }
 
 impl Encoding {
+    /// An encoding of `lvl_types` with the maps `dim_to_lvl` and `lvl_to_dim` and MLIR's
+    /// defaults for the rest: native widths (`posWidth = crdWidth = 0`), no dimension slices, no
+    /// `explicitVal` / `implicitVal`. Not checked: [`Encoding::verify`] applies the language's
+    /// rules.
+    pub fn new(lvl_types: Vec<LevelType>, dim_to_lvl: AffineMap, lvl_to_dim: AffineMap) -> Self {
+        Encoding {
+            lvl_types,
+            dim_to_lvl,
+            lvl_to_dim,
+            pos_width: 0,
+            crd_width: 0,
+            dim_slices: None,
+            explicit_val: None,
+            implicit_val: None,
+        }
+    }
+
     /// Number of dimensions (rank of the semantic tensor).
     pub fn dim_rank(&self) -> usize {
         self.dim_to_lvl.num_vars

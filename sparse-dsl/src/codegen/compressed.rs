@@ -61,17 +61,6 @@ pub(super) fn owned_crd_fields(cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
     }
 }
 
-/// `append_crd` of every level that stores coordinates: push, count.
-pub(super) fn push_and_count(cx: &LevelCtx) -> TokenStream {
-    let l = cx.l;
-    let push = cx.push_crd();
-    quote! {
-        #push
-        self.count[#l] += 1;
-        ::core::result::Result::Ok(())
-    }
-}
-
 /// Locating `c{l}` in the segment `(__lo, __hi)`: binary search when the level is ordered and
 /// unique with a plain coordinate buffer, else a scan visiting every match.
 pub(super) fn locate_in_segment(cx: &LevelCtx, seg: TokenStream, body: TokenStream) -> TokenStream {
@@ -82,7 +71,7 @@ pub(super) fn locate_in_segment(cx: &LevelCtx, seg: TokenStream, body: TokenStre
         let f = &loc.field;
         quote! {{
             let (__lo, __hi) = #seg;
-            if let ::core::result::Result::Ok(__k) = self.#f[__lo..__hi].binary_search_by(|__x| #rt::Index::index(*__x).cmp(&#c)) {
+            if let Ok(__k) = self.#f[__lo..__hi].binary_search_by(|__x| #rt::Index::index(*__x).cmp(&#c)) {
                 let #p = __lo + __k;
                 #body
             }
@@ -104,37 +93,6 @@ impl LevelGen for Compressed {
     fn fields(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
         pos_crd_fields(cx)
     }
-    fn init(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
-        let pos_ty = &cx.pos_ty;
-        self.fields(cx)
-            .into_iter()
-            .enumerate()
-            .map(|(i, (f, _))| {
-                (
-                    f,
-                    if i == 0 {
-                        quote!(::std::vec![<#pos_ty>::default()])
-                    } else {
-                        cx.crd_field_init()
-                    },
-                )
-            })
-            .collect()
-    }
-    fn append_crd(&self, cx: &LevelCtx) -> TokenStream {
-        push_and_count(cx)
-    }
-    fn finalize_segment(&self, cx: &LevelCtx) -> TokenStream {
-        let l = cx.l;
-        let push = cx.push_pos(quote!(self.count[#l]), quote!(count));
-        quote! {
-            if count == 0 {
-                return ::core::result::Result::Ok(());
-            }
-            #push
-            ::core::result::Result::Ok(())
-        }
-    }
     fn segment(&self, cx: &LevelCtx, parent: TokenStream) -> TokenStream {
         let rt = &cx.rt;
         let f = cx.pos_field.as_ref().expect("positions");
@@ -152,9 +110,6 @@ impl LevelGen for Compressed {
             return quote!((#rt::Index::index(self.#f[0]), #rt::Index::index(self.#f[1])));
         }
         quote!((#rt::Index::index(self.#f[#parent]), #rt::Index::index(self.#f[#parent + 1])))
-    }
-    fn coord(&self, cx: &LevelCtx, _parent: TokenStream, p: TokenStream) -> TokenStream {
-        cx.read_crd(&quote!(self), &p)
     }
     fn emit_loop(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
         loop_over_segment(cx, self.segment(cx, cx.parent()), body)

@@ -14,34 +14,46 @@ use crate::ir::{
 };
 use crate::types::{ElementType, FloatKind, QuantizedType, ScalarValue, Signedness, TypedValue};
 
-/// The statements `use ir::ir::*; Encoding { .. }` (a function body) whose value equals `enc`.
+/// The statements `use ir::*; Encoding::new(..)` (a function body, `ir` the IR module as the
+/// generated code names it) whose value equals `enc`: `Encoding::new` over the storage's
+/// `Self::LVL_TYPES` and the two maps (`AffineMap::identity(n)` where a map is the identity),
+/// with only the fields that differ from its defaults spelled out.
 pub(crate) fn encoding_expr(enc: &Encoding, ir: &TokenStream) -> TokenStream {
-    let lvl_types = enc.lvl_types.iter().map(|t| level_type(t, &quote!()));
     let dim_to_lvl = affine_map(&enc.dim_to_lvl);
     let lvl_to_dim = affine_map(&enc.lvl_to_dim);
-    let pos_width = Literal::u32_unsuffixed(enc.pos_width);
-    let crd_width = Literal::u32_unsuffixed(enc.crd_width);
-    let dim_slices = option(enc.dim_slices.as_ref(), |s| {
+    let new = quote!(Encoding::new(Self::LVL_TYPES.to_vec(), #dim_to_lvl, #lvl_to_dim));
+    let mut fields = Vec::new();
+    if enc.pos_width != 0 {
+        let w = Literal::u32_unsuffixed(enc.pos_width);
+        fields.push(quote!(pos_width: #w));
+    }
+    if enc.crd_width != 0 {
+        let w = Literal::u32_unsuffixed(enc.crd_width);
+        fields.push(quote!(crd_width: #w));
+    }
+    if let Some(s) = &enc.dim_slices {
         let s = s.iter().map(dim_slice);
-        quote!(::std::vec![#(#s),*])
-    });
-    let explicit_val = option(enc.explicit_val.as_ref(), typed_value);
-    let implicit_val = option(enc.implicit_val.as_ref(), typed_value);
+        fields.push(quote!(dim_slices: Some(::std::vec![#(#s),*])));
+    }
+    if let Some(v) = &enc.explicit_val {
+        let v = typed_value(v);
+        fields.push(quote!(explicit_val: Some(#v)));
+    }
+    if let Some(v) = &enc.implicit_val {
+        let v = typed_value(v);
+        fields.push(quote!(implicit_val: Some(#v)));
+    }
     let types_import = (enc.explicit_val.is_some() || enc.implicit_val.is_some())
         .then(|| quote!(use #ir::types::*;));
+    let value = if fields.is_empty() {
+        new
+    } else {
+        quote!(Encoding { #(#fields,)* ..#new })
+    };
     quote! {
         use #ir::ir::*;
         #types_import
-        Encoding {
-            lvl_types: ::std::vec![#(#lvl_types),*],
-            dim_to_lvl: #dim_to_lvl,
-            lvl_to_dim: #lvl_to_dim,
-            pos_width: #pos_width,
-            crd_width: #crd_width,
-            dim_slices: #dim_slices,
-            explicit_val: #explicit_val,
-            implicit_val: #implicit_val,
-        }
+        #value
     }
 }
 
@@ -49,9 +61,9 @@ fn option<T>(v: Option<&T>, f: impl FnOnce(&T) -> TokenStream) -> TokenStream {
     match v {
         Some(v) => {
             let v = f(v);
-            quote!(::core::option::Option::Some(#v))
+            quote!(Some(#v))
         }
-        None => quote!(::core::option::Option::None),
+        None => quote!(None),
     }
 }
 
@@ -88,6 +100,10 @@ pub(crate) fn level_type(t: &LevelType, ir: &TokenStream) -> TokenStream {
 }
 
 fn affine_map(m: &AffineMap) -> TokenStream {
+    if *m == AffineMap::identity(m.num_vars) {
+        let n = Literal::usize_unsuffixed(m.num_vars);
+        return quote!(AffineMap::identity(#n));
+    }
     let num_vars = Literal::usize_unsuffixed(m.num_vars);
     let num_symbols = Literal::usize_unsuffixed(m.num_symbols);
     let results = m.results.iter().map(affine_expr);
@@ -104,7 +120,7 @@ fn affine_expr(e: &AffineExpr) -> TokenStream {
     let binary = |name: TokenStream, a: &AffineExpr, b: &AffineExpr| {
         let (a, b) = (affine_expr(a), affine_expr(b));
         quote! {
-            AffineExpr::#name(::std::boxed::Box::new(#a), ::std::boxed::Box::new(#b))
+            AffineExpr::#name(Box::new(#a), Box::new(#b))
         }
     };
     match e {
@@ -180,11 +196,11 @@ fn element_type(t: &ElementType) -> TokenStream {
         }
         ElementType::Complex(e) => {
             let e = element_type(e);
-            quote!(ElementType::Complex(::std::boxed::Box::new(#e)))
+            quote!(ElementType::Complex(Box::new(#e)))
         }
         ElementType::Quant(q) => {
             let q = quantized_type(q);
-            quote!(ElementType::Quant(::std::boxed::Box::new(#q)))
+            quote!(ElementType::Quant(Box::new(#q)))
         }
     }
 }

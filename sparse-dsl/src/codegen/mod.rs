@@ -209,11 +209,11 @@ fn lvl_to_dim_expr(e: &AffineExpr) -> Result<TokenStream, CodegenError> {
     })
 }
 
-fn level_type_tokens(e: &Encoding, rt: &TokenStream) -> Vec<TokenStream> {
-    let ir = quote!(#rt::sparse_ir::ir::);
+/// The level types of `e` as expressions over the IR module `ir` the generated code imports.
+fn level_type_tokens(e: &Encoding) -> Vec<TokenStream> {
     e.lvl_types
         .iter()
-        .map(|lt| encoding_data::level_type(lt, &ir))
+        .map(|lt| encoding_data::level_type(lt, &quote!(ir::)))
         .collect()
 }
 
@@ -250,8 +250,6 @@ pub(crate) struct Ctx<'a> {
     gens: Vec<&'static dyn LevelGen>,
     /// One context per level, for code reading the struct.
     ctxs: Vec<LevelCtx>,
-    /// One context per level, for the builder (`usize` positions when batched).
-    bctxs: Vec<LevelCtx>,
     /// The static shape of a tensor type, as `Option<usize>` expressions.
     static_shape: Option<Vec<TokenStream>>,
     /// Statements returning `ShapeMismatch` for a `shape` off the static shape.
@@ -268,10 +266,6 @@ pub(crate) struct Ctx<'a> {
     batch_init_zero: TokenStream,
     /// Statements filling `s.counts` and `s.batches` of a struct `s` (batched formats).
     set_counts: TokenStream,
-    /// `let batches = ...?;` (batched formats), else nothing.
-    batch_let: TokenStream,
-    /// The builder's name (`__{Name}Builder`).
-    builder: Ident,
     /// The `Parts` struct's name.
     parts: Ident,
     /// `c0, c1, ...`: level coordinate names.
@@ -364,22 +358,6 @@ impl<'a> Ctx<'a> {
             });
             gens.push(g);
         }
-        // The builder collects global positions as usize when batched (rebased and narrowed in place
-        // at the end, like the dynamic storage); otherwise with the struct's own types, so the
-        // finished arrays move into the struct without a copy.
-        let bctxs: Vec<LevelCtx> = ctxs
-            .iter()
-            .map(|cx| {
-                let mut b = cx.clone();
-                // the builder lives in a `const _` block that names the runtime `__rt`
-                b.rt = quote!(__rt);
-                if batched {
-                    b.pos_ty = quote!(usize);
-                }
-                b
-            })
-            .collect();
-
         let static_shape = match &decl.static_shape {
             None => None,
             Some(dims) => {
@@ -393,12 +371,12 @@ impl<'a> Ctx<'a> {
                 Some(
                     dims.iter()
                         .map(|d| match d {
-                            None => Ok(quote!(::core::option::Option::None)),
-                            Some(n) => usize::try_from(*n)
-                                .map(|n| quote!(::core::option::Option::Some(#n)))
-                                .map_err(|_| {
+                            None => Ok(quote!(None)),
+                            Some(n) => {
+                                usize::try_from(*n).map(|n| quote!(Some(#n))).map_err(|_| {
                                     CodegenError(format!("dimension size {n} does not fit usize"))
-                                }),
+                                })
+                            }
                         })
                         .collect::<Result<Vec<_>, _>>()?,
                 )
@@ -406,11 +384,11 @@ impl<'a> Ctx<'a> {
         };
         let static_shape_check = if static_shape.is_some() {
             quote! {
-                if let ::core::option::Option::Some(dims) = Self::STATIC_SHAPE {
+                if let Some(dims) = Self::STATIC_SHAPE {
                     for (dim, (want, got)) in dims.iter().zip(shape.iter()).enumerate() {
-                        if let ::core::option::Option::Some(want) = want {
+                        if let Some(want) = want {
                             if want != got {
-                                return ::core::result::Result::Err(#rt::StorageError::ShapeMismatch { dim, expected: *want, got: *got });
+                                return Err(StorageError::ShapeMismatch { dim, expected: *want, got: *got });
                             }
                         }
                     }
@@ -431,7 +409,7 @@ impl<'a> Ctx<'a> {
             .map(|(dim, block)| {
                 quote! {
                     if !shape[#dim].is_multiple_of(#block) {
-                        return ::core::result::Result::Err(#rt::StorageError::BlockShape { dim: #dim, size: shape[#dim], block: #block });
+                        return Err(StorageError::BlockShape { dim: #dim, size: shape[#dim], block: #block });
                     }
                 }
             })
@@ -491,7 +469,7 @@ impl<'a> Ctx<'a> {
         let set_counts = if batched {
             quote! {
                 // unchecked arrays may overflow a count (then `validate` reports it): no panic here
-                if let ::core::result::Result::Ok(__counts) = #rt::storage::level_counts(&s) {
+                if let Ok(__counts) = #rt::storage::level_counts(&s) {
                     s.counts.copy_from_slice(&__counts);
                 }
                 let lvl_sizes = s.lvl_sizes;
@@ -500,12 +478,6 @@ impl<'a> Ctx<'a> {
         } else {
             quote!()
         };
-        let batch_let = if batched {
-            quote!(let batches = #batch_count?;)
-        } else {
-            quote!()
-        };
-        let builder = format_ident!("__{}Builder", name);
         let parts = format_ident!("{}Parts", name);
         // Nested loops over all stored entries.
         let cs: Vec<Ident> = (0..lvl_rank).map(|l| format_ident!("c{}", l)).collect();
@@ -526,7 +498,6 @@ impl<'a> Ctx<'a> {
             batched,
             gens,
             ctxs,
-            bctxs,
             static_shape,
             static_shape_check,
             value_type,
@@ -536,8 +507,6 @@ impl<'a> Ctx<'a> {
             field_docs,
             batch_init_zero,
             set_counts,
-            batch_let,
-            builder,
             parts,
             cs,
             p_last,
@@ -565,22 +534,124 @@ impl<'a> Ctx<'a> {
 /// Errors: [`CodegenError`] for encodings the generator does not handle yet (batch and n:m
 /// levels, slices, counting symbols, level expressions other than `d`, `d floordiv b`, `d mod b`).
 pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, CodegenError> {
-    let cx = Ctx::new(decl, rt)?;
+    let parts = format!("{}Parts", decl.name);
+    if let Some(taken) = IMPORTED.iter().find(|n| decl.name == n || parts == **n) {
+        return Err(CodegenError(format!(
+            "the format name `{}` would be shadowed by `{taken}`, which the generated code imports; \
+             choose another name",
+            decl.name
+        )));
+    }
+    // The structs name the runtime by its full path; everything else lives in a `const _` block
+    // that imports what it uses (as serde_derive's `dummy.rs` does).
+    let structs = storage::emit_structs(&Ctx::new(decl, rt)?)?;
+    let cx = Ctx::new(decl, &quote!(rt))?;
     let storage = storage::emit(&cx)?;
     let assembly = assembly::emit(&cx)?;
     let access = access::emit(&cx);
     let batch_slice = batch_slice::emit(&cx);
     let spmv = spmv::emit(&cx);
     let display = display::emit(&cx);
-    Ok(unsuffix(quote! {
+    let body = quote! {
         #storage
         #assembly
         #access
         #batch_slice
         #spmv
         #display
+    };
+    // import exactly the names the body uses (a `build.rs` user compiles it with the lints on)
+    let used = idents(&body);
+    let pick = |names: &[(&str, TokenStream)]| -> Vec<TokenStream> {
+        names
+            .iter()
+            .filter(|(n, _)| used.contains(*n))
+            .map(|(_, t)| t.clone())
+            .collect()
+    };
+    let mut imports = Vec::new();
+    let rt_names = pick(&[
+        ("ir", quote!(sparse_ir::ir)),
+        ("StorageError", quote!(StorageError)),
+    ]);
+    imports.push(quote!(use #rt::{self as rt, #(#rt_names),*};));
+    for (path, names) in [
+        (
+            quote!(::core::iter),
+            pick(&[
+                ("IntoIterator", quote!(IntoIterator)),
+                ("Iterator", quote!(Iterator)),
+            ]),
+        ),
+        (
+            quote!(::core::option::Option),
+            pick(&[
+                ("Option", quote!(self)),
+                ("None", quote!(None)),
+                ("Some", quote!(Some)),
+            ]),
+        ),
+        (
+            quote!(::core::result::Result),
+            pick(&[
+                ("Result", quote!(self)),
+                ("Err", quote!(Err)),
+                ("Ok", quote!(Ok)),
+            ]),
+        ),
+        (
+            quote!(::std),
+            pick(&[("Box", quote!(boxed::Box)), ("Vec", quote!(vec::Vec))]),
+        ),
+    ] {
+        if !names.is_empty() {
+            imports.push(quote!(use #path::{#(#names),*};));
+        }
+    }
+    Ok(unsuffix(quote! {
+        #structs
+        const _: () = {
+            #(#imports)*
+            #body
+        };
     }))
 }
+
+/// Every identifier in `tokens`.
+fn idents(tokens: &TokenStream) -> std::collections::HashSet<String> {
+    let mut out = std::collections::HashSet::new();
+    fn walk(t: &TokenStream, out: &mut std::collections::HashSet<String>) {
+        for tt in t.clone() {
+            match tt {
+                proc_macro2::TokenTree::Ident(i) => {
+                    out.insert(i.to_string());
+                }
+                proc_macro2::TokenTree::Group(g) => walk(&g.stream(), out),
+                _ => {}
+            }
+        }
+    }
+    walk(tokens, &mut out);
+    out
+}
+
+/// The names the `const _` block of the generated code imports: a format (or its `Parts`) of
+/// one of these names would be shadowed there, so the generator refuses it.
+const IMPORTED: [&str; 13] = [
+    "IntoIterator",
+    "Iterator",
+    "Option",
+    "None",
+    "Some",
+    "Result",
+    "Err",
+    "Ok",
+    "Box",
+    "Vec",
+    "StorageError",
+    "rt",
+    "ir",
+];
 
 /// `2usize` -> `2` everywhere in `tokens`: the `usize` literals the generator splices in
 /// (ranks, levels, block sizes) read as a person writes them; their types are fixed by where

@@ -216,20 +216,20 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
             /// entries, one task each. Formats that scatter into `y` (COO, column-major ones) run
             /// the serial [`Self::spmv`]. Same operands and errors as `spmv`; the result is
             /// identical (each row is summed in the same order).
-            pub fn spmv_par(&self, x: &[V], y: &mut [V]) -> ::core::result::Result<(), #rt::StorageError> {
+            pub fn spmv_par(&self, x: &[V], y: &mut [V]) -> Result<(), StorageError> {
                 #checks
                 #par_body
-                ::core::result::Result::Ok(())
+                Ok(())
             }
 
             /// `y = A · x`: `x` has `shape()[1]` elements, `y` has `shape()[0]` and is overwritten.
             ///
             /// Errors: `StorageError::LengthMismatch` naming `"x"` or `"y"` when a length is wrong.
             #[allow(clippy::needless_range_loop)]
-            pub fn spmv(&self, x: &[V], y: &mut [V]) -> ::core::result::Result<(), #rt::StorageError> {
+            pub fn spmv(&self, x: &[V], y: &mut [V]) -> Result<(), StorageError> {
                 #checks
                 #serial_body
-                ::core::result::Result::Ok(())
+                Ok(())
             }
         }
     } else {
