@@ -152,6 +152,31 @@ impl fmt::Display for LevelType {
     }
 }
 
+/// `a + b` as written ([`AffineExpr::Add`], no simplification: see [`AffineExpr::make_add`]).
+impl std::ops::Add for AffineExpr {
+    type Output = AffineExpr;
+    fn add(self, rhs: AffineExpr) -> AffineExpr {
+        AffineExpr::Add(Box::new(self), Box::new(rhs))
+    }
+}
+
+/// `a * b` as written ([`AffineExpr::Mul`], no simplification: see [`AffineExpr::make_mul`]).
+impl std::ops::Mul for AffineExpr {
+    type Output = AffineExpr;
+    fn mul(self, rhs: AffineExpr) -> AffineExpr {
+        AffineExpr::Mul(Box::new(self), Box::new(rhs))
+    }
+}
+
+/// `a mod b` as written ([`AffineExpr::Mod`], MLIR's non-negative `mod`; no simplification: see
+/// [`AffineExpr::make_mod`]).
+impl std::ops::Rem for AffineExpr {
+    type Output = AffineExpr;
+    fn rem(self, rhs: AffineExpr) -> AffineExpr {
+        AffineExpr::Mod(Box::new(self), Box::new(rhs))
+    }
+}
+
 /// An affine expression over the variables of one side of a map (`d0..` on the dimension side,
 /// `l0..` on the level side) and symbols `s0..`. Semantics are MLIR's `AffineExpr`:
 /// `floordiv` rounds toward negative infinity, `mod` is non-negative for a positive divisor.
@@ -176,6 +201,18 @@ pub enum AffineExpr {
 }
 
 impl AffineExpr {
+    /// `self floordiv rhs` as written ([`AffineExpr::FloorDiv`], no simplification: see
+    /// [`AffineExpr::make_floor_div`]).
+    pub fn floor_div(self, rhs: AffineExpr) -> AffineExpr {
+        AffineExpr::FloorDiv(Box::new(self), Box::new(rhs))
+    }
+
+    /// `self ceildiv rhs` as written ([`AffineExpr::CeilDiv`], no simplification: see
+    /// [`AffineExpr::make_ceil_div`]).
+    pub fn ceil_div(self, rhs: AffineExpr) -> AffineExpr {
+        AffineExpr::CeilDiv(Box::new(self), Box::new(rhs))
+    }
+
     /// Evaluates the expression on concrete variable values (`vars`) and symbol values
     /// (`symbols`). Returns `None` on a division by zero, overflow, or an out-of-range variable.
     pub fn eval(&self, vars: &[i64], symbols: &[i64]) -> Option<i64> {
@@ -680,6 +717,15 @@ pub struct AffineMap {
 }
 
 impl AffineMap {
+    /// The map with `num_vars` variables, `num_symbols` symbols and `results`, as given.
+    pub fn new(num_vars: usize, num_symbols: usize, results: impl Into<Vec<AffineExpr>>) -> Self {
+        AffineMap {
+            num_vars,
+            num_symbols,
+            results: results.into(),
+        }
+    }
+
     /// The identity map on `n` variables.
     pub fn identity(n: usize) -> Self {
         AffineMap {

@@ -140,6 +140,31 @@ pub fn convert<const D: usize, V: Value, S: Entries<D, Value = V>, T: FromCoo<V>
     T::from_coo_tensor(&coo)
 }
 
+/// Checks `shape` (dimension sizes) against a declared static shape (`None` entries are
+/// dynamic) and against the format's blocks: `(dimension, block size)` for each `d floordiv b`
+/// level (PyTorch's BSR rule: a blocked dimension is a multiple of its block).
+///
+/// Errors: [`StorageError::ShapeMismatch`] naming the first static dimension that differs;
+/// then [`StorageError::BlockShape`] naming the first blocked dimension that is not a multiple.
+pub fn check_shape<const D: usize>(
+    shape: &[usize; D],
+    static_shape: Option<[Option<usize>; D]>,
+    blocks: &[(usize, usize)],
+) -> Result<(), StorageError> {
+    for (dim, (want, &got)) in static_shape.iter().flatten().zip(shape).enumerate() {
+        if let Some(&expected) = want.as_ref().filter(|&&w| w != got) {
+            return Err(StorageError::ShapeMismatch { dim, expected, got });
+        }
+    }
+    for &(dim, block) in blocks {
+        let size = shape.get(dim).copied().unwrap_or(0);
+        if block == 0 || size % block != 0 {
+            return Err(StorageError::BlockShape { dim, size, block });
+        }
+    }
+    Ok(())
+}
+
 /// Checks the operands of `y = A · x` for a matrix of `shape` (rows, columns).
 ///
 /// Errors: [`StorageError::LengthMismatch`] naming `"x"` (must have `shape[1]` elements) or
@@ -293,4 +318,17 @@ impl CoordinateField for PackedBuffer {
             CrdBuffer::Plain(_) => None,
         }
     }
+}
+
+/// Names the safety argument of the `unsafe` block that follows it in generated code (the
+/// invariant it relies on and where that invariant is established); expands to nothing.
+/// `sparse expand` and `sparse_dsl::build` print each use as a `// SAFETY: ...` comment above
+/// the block, so a reader of the generated code sees the justification next to every `unsafe`.
+///
+/// ```
+/// sparse_runtime::safety!("`i < v.len()`: checked on the line above.");
+/// ```
+#[macro_export]
+macro_rules! safety {
+    ($why:literal) => {};
 }

@@ -16,8 +16,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         ctxs,
         parts,
         field_names,
-        static_shape_check,
-        block_checks,
+        shape_check,
         batch_init_zero,
         set_counts,
         ..
@@ -54,13 +53,12 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             pos.into_iter().chain(crd)
         })
         .collect();
-    let shape_checks = if static_shape_check.is_empty() && block_checks.is_empty() {
+    let shape_checks = if shape_check.is_empty() {
         quote!()
     } else {
         quote! {
             let shape = parts.dim_shape;
-            #static_shape_check
-            #(#block_checks)*
+            #shape_check
         }
     };
     Ok(quote! {
@@ -103,7 +101,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 shape: [usize; #dim_rank],
                 entries: impl IntoIterator<Item = ([usize; #dim_rank], V)>,
             ) -> Result<Self, StorageError> {
-                #static_shape_check
+                #shape_check
                 let mut a = #rt::generated::assemble(Self::encoding(), shape, entries)?;
                 Ok(Self::from_parts(#parts {
                     dim_shape: shape,

@@ -64,14 +64,13 @@ pub(super) fn owned_crd_fields(cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
 /// Locating `c{l}` in the segment `(__lo, __hi)`: binary search when the level is ordered and
 /// unique with a plain coordinate buffer, else a scan visiting every match.
 pub(super) fn locate_in_segment(cx: &LevelCtx, seg: TokenStream, body: TokenStream) -> TokenStream {
-    let rt = &cx.rt;
     let (p, c) = (cx.p(), cx.c());
     let loc = cx.crd.as_ref().expect("coordinates");
     if cx.lt.is_unique() && cx.lt.is_ordered() && loc.stride == 1 {
         let f = &loc.field;
         quote! {{
             let (__lo, __hi) = #seg;
-            if let Ok(__k) = self.#f[__lo..__hi].binary_search_by(|__x| #rt::Index::index(*__x).cmp(&#c)) {
+            if let Ok(__k) = self.#f[__lo..__hi].binary_search_by(|__x| __x.index().cmp(&#c)) {
                 let #p = __lo + __k;
                 #body
             }
@@ -94,7 +93,6 @@ impl LevelGen for Compressed {
         pos_crd_fields(cx)
     }
     fn segment(&self, cx: &LevelCtx, parent: TokenStream) -> TokenStream {
-        let rt = &cx.rt;
         let f = cx.pos_field.as_ref().expect("positions");
         if cx.batched {
             // batch b's positions sit at b * (parents per batch + 1) and count from b's base
@@ -103,13 +101,13 @@ impl LevelGen for Compressed {
                 #split
                 let (__b, __r) = if __pp == 0 { (0, __q) } else { (__q / __pp, __q % __pp) };
                 let __at = __b * (__pp + 1) + __r;
-                (__b * __pc + #rt::Index::index(self.#f[__at]), __b * __pc + #rt::Index::index(self.#f[__at + 1]))
+                (__b * __pc + self.#f[__at].index(), __b * __pc + self.#f[__at + 1].index())
             }};
         }
         if super::level::is_root(&parent) {
-            return quote!((#rt::Index::index(self.#f[0]), #rt::Index::index(self.#f[1])));
+            return quote!((self.#f[0].index(), self.#f[1].index()));
         }
-        quote!((#rt::Index::index(self.#f[#parent]), #rt::Index::index(self.#f[#parent + 1])))
+        quote!((self.#f[#parent].index(), self.#f[#parent + 1].index()))
     }
     fn emit_loop(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
         loop_over_segment(cx, self.segment(cx, cx.parent()), body)

@@ -31,9 +31,8 @@ impl LevelGen for Dense {
         if size.to_string().parse::<usize>().is_ok() {
             // a constant size (block level): no binding for it
             return quote! {
-                let __lo = #parent * #size;
                 for #c in 0..#size {
-                    let #p = __lo + #c;
+                    let #p = #parent * #size + #c;
                     #body
                 }
             };
@@ -49,15 +48,16 @@ impl LevelGen for Dense {
     }
     fn emit_locate(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
         let (p, c, parent, size) = (cx.p(), cx.c(), cx.parent(), &cx.size);
+        // no block of its own: the names it binds are unique to its level
         if cx.l == 0 {
-            return quote! {{
+            return quote! {
                 let #p = #c;
                 #body
-            }};
+            };
         }
-        quote! {{
+        quote! {
             let #p = #parent * #size + #c;
             #body
-        }}
+        }
     }
 }

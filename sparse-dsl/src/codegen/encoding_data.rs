@@ -50,8 +50,11 @@ pub(crate) fn encoding_expr(enc: &Encoding, ir: &TokenStream) -> TokenStream {
     } else {
         quote!(Encoding { #(#fields,)* ..#new })
     };
+    let identity = |m: &AffineMap| *m == AffineMap::identity(m.num_vars);
+    let variants =
+        (!identity(&enc.dim_to_lvl) || !identity(&enc.lvl_to_dim)).then(|| quote!(AffineExpr::*,));
     quote! {
-        use #ir::ir::*;
+        use #ir::ir::{#variants *};
         #types_import
         #value
     }
@@ -106,41 +109,67 @@ fn affine_map(m: &AffineMap) -> TokenStream {
     }
     let num_vars = Literal::usize_unsuffixed(m.num_vars);
     let num_symbols = Literal::usize_unsuffixed(m.num_symbols);
-    let results = m.results.iter().map(affine_expr);
-    quote! {
-        AffineMap {
-            num_vars: #num_vars,
-            num_symbols: #num_symbols,
-            results: ::std::vec![#(#results),*],
+    // a product at the top of an element is parenthesised: clippy's `possible_missing_comma`
+    // reads `a * b` in an array built by a macro as a missing comma before `*b`
+    let results = m.results.iter().map(|r| {
+        let t = affine_expr(r);
+        if matches!(r, AffineExpr::Mul(..)) {
+            quote!((#t))
+        } else {
+            t
         }
-    }
+    });
+    quote!(AffineMap::new(#num_vars, #num_symbols, [#(#results),*]))
 }
 
+/// `e` as Rust over the imported variants (`Var`, `Symbol`, `Constant`) with the IR's operators
+/// (`+`, `*`, `%`) and `floor_div` / `ceil_div`, parenthesised so that it parses back to the
+/// same tree.
 fn affine_expr(e: &AffineExpr) -> TokenStream {
-    let binary = |name: TokenStream, a: &AffineExpr, b: &AffineExpr| {
-        let (a, b) = (affine_expr(a), affine_expr(b));
-        quote! {
-            AffineExpr::#name(Box::new(#a), Box::new(#b))
+    use AffineExpr as E;
+    let paren = |x: &AffineExpr, wrap: bool| {
+        let t = affine_expr(x);
+        if wrap {
+            quote!((#t))
+        } else {
+            t
         }
     };
+    let is_add = |x: &AffineExpr| matches!(x, E::Add(..));
+    let is_product = |x: &AffineExpr| matches!(x, E::Add(..) | E::Mul(..) | E::Mod(..));
     match e {
-        AffineExpr::Var(v) => {
+        E::Var(v) => {
             let v = Literal::usize_unsuffixed(*v);
-            quote!(AffineExpr::Var(#v))
+            quote!(Var(#v))
         }
-        AffineExpr::Symbol(s) => {
+        E::Symbol(s) => {
             let s = Literal::usize_unsuffixed(*s);
-            quote!(AffineExpr::Symbol(#s))
+            quote!(Symbol(#s))
         }
-        AffineExpr::Constant(c) => {
+        E::Constant(c) => {
             let c = Literal::i64_unsuffixed(*c);
-            quote!(AffineExpr::Constant(#c))
+            quote!(Constant(#c))
         }
-        AffineExpr::Add(a, b) => binary(quote!(Add), a, b),
-        AffineExpr::Mul(a, b) => binary(quote!(Mul), a, b),
-        AffineExpr::FloorDiv(a, b) => binary(quote!(FloorDiv), a, b),
-        AffineExpr::CeilDiv(a, b) => binary(quote!(CeilDiv), a, b),
-        AffineExpr::Mod(a, b) => binary(quote!(Mod), a, b),
+        E::Add(a, b) => {
+            let (a, b) = (paren(a, false), paren(b, is_add(b)));
+            quote!(#a + #b)
+        }
+        E::Mul(a, b) => {
+            let (a, b) = (paren(a, is_add(a)), paren(b, is_product(b)));
+            quote!(#a * #b)
+        }
+        E::Mod(a, b) => {
+            let (a, b) = (paren(a, is_add(a)), paren(b, is_product(b)));
+            quote!(#a % #b)
+        }
+        E::FloorDiv(a, b) => {
+            let (a, b) = (paren(a, is_product(a)), affine_expr(b));
+            quote!(#a.floor_div(#b))
+        }
+        E::CeilDiv(a, b) => {
+            let (a, b) = (paren(a, is_product(a)), affine_expr(b));
+            quote!(#a.ceil_div(#b))
+        }
     }
 }
 

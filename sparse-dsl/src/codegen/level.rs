@@ -100,7 +100,6 @@ impl LevelCtx {
     /// Expression reading this level's coordinate at position expression `p` from `base`
     /// (`self` or `b`), widened to `usize`.
     pub fn read_crd(&self, base: &TokenStream, p: &TokenStream) -> TokenStream {
-        let rt = &self.rt;
         let loc = self.crd.as_ref().expect("level stores coordinates");
         let f = &loc.field;
         let (stride, offset) = (loc.stride, loc.offset);
@@ -112,7 +111,7 @@ impl LevelCtx {
         if self.packed() {
             return quote!(#base.#f.get(#idx).unwrap_or(usize::MAX));
         }
-        quote!(#rt::Index::index(#base.#f[#idx]))
+        quote!(#base.#f[#idx].index())
     }
 }
 

@@ -16,7 +16,6 @@ impl LevelGen for LooseCompressed {
         pos_crd_fields(cx)
     }
     fn segment(&self, cx: &LevelCtx, parent: TokenStream) -> TokenStream {
-        let rt = &cx.rt;
         let f = cx.pos_field.as_ref().expect("positions");
         if cx.batched {
             // pairs are global-indexed; their values count from batch b's base
@@ -24,13 +23,13 @@ impl LevelGen for LooseCompressed {
             return quote! {{
                 #split
                 let __b = if __pp == 0 { 0 } else { __q / __pp };
-                (__b * __pc + #rt::Index::index(self.#f[2 * __q]), __b * __pc + #rt::Index::index(self.#f[2 * __q + 1]))
+                (__b * __pc + self.#f[2 * __q].index(), __b * __pc + self.#f[2 * __q + 1].index())
             }};
         }
         if super::level::is_root(&parent) {
-            return quote!((#rt::Index::index(self.#f[0]), #rt::Index::index(self.#f[1])));
+            return quote!((self.#f[0].index(), self.#f[1].index()));
         }
-        quote!((#rt::Index::index(self.#f[2 * #parent]), #rt::Index::index(self.#f[2 * #parent + 1])))
+        quote!((self.#f[2 * #parent].index(), self.#f[2 * #parent + 1].index()))
     }
     fn emit_loop(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
         loop_over_segment(cx, self.segment(cx, cx.parent()), body)

@@ -252,12 +252,11 @@ pub(crate) struct Ctx<'a> {
     ctxs: Vec<LevelCtx>,
     /// The static shape of a tensor type, as `Option<usize>` expressions.
     static_shape: Option<Vec<TokenStream>>,
-    /// Statements returning `ShapeMismatch` for a `shape` off the static shape.
-    static_shape_check: TokenStream,
+    /// The statement checking a `shape` in scope against the static shape and the blocks
+    /// (`ShapeMismatch`, `BlockShape`); empty when there is nothing to check.
+    shape_check: TokenStream,
     /// The default value type.
     value_type: TokenStream,
-    /// Statements returning `BlockShape` for a blocked dimension not a multiple of its block.
-    block_checks: Vec<TokenStream>,
     /// The array fields, their types and their doc lines.
     field_names: Vec<Ident>,
     field_types: Vec<TokenStream>,
@@ -382,38 +381,29 @@ impl<'a> Ctx<'a> {
                 )
             }
         };
-        let static_shape_check = if static_shape.is_some() {
-            quote! {
-                if let Some(dims) = Self::STATIC_SHAPE {
-                    for (dim, (want, got)) in dims.iter().zip(shape.iter()).enumerate() {
-                        if let Some(want) = want {
-                            if want != got {
-                                return Err(StorageError::ShapeMismatch { dim, expected: *want, got: *got });
-                            }
-                        }
-                    }
-                }
-            }
-        } else {
-            quote!()
-        };
         let value_type = decl.value_type.clone().unwrap_or_else(|| quote!(f64));
-        let block_checks: Vec<TokenStream> = e
+        let blocks: Vec<TokenStream> = e
             .dim_to_lvl
             .results
             .iter()
             .filter_map(|r| match r {
-                AffineExpr::FloorDiv(a, b) => Some((a.as_var()?, usize::try_from(b.as_constant()?).ok()?)),
+                AffineExpr::FloorDiv(a, b) => {
+                    Some((a.as_var()?, usize::try_from(b.as_constant()?).ok()?))
+                }
                 _ => None,
             })
-            .map(|(dim, block)| {
-                quote! {
-                    if !shape[#dim].is_multiple_of(#block) {
-                        return Err(StorageError::BlockShape { dim: #dim, size: shape[#dim], block: #block });
-                    }
-                }
-            })
+            .map(|(dim, block)| quote!((#dim, #block)))
             .collect();
+        let shape_check = if static_shape.is_none() && blocks.is_empty() {
+            quote!()
+        } else {
+            let fixed = if static_shape.is_some() {
+                quote!(Self::STATIC_SHAPE)
+            } else {
+                quote!(None)
+            };
+            quote!(#rt::generated::check_shape(&shape, #fixed, &[#(#blocks),*])?;)
+        };
 
         // Struct fields.
         let mut field_names = Vec::new();
@@ -499,9 +489,8 @@ impl<'a> Ctx<'a> {
             gens,
             ctxs,
             static_shape,
-            static_shape_check,
+            shape_check,
             value_type,
-            block_checks,
             field_names,
             field_types,
             field_docs,
@@ -572,6 +561,8 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
     let mut imports = Vec::new();
     let rt_names = pick(&[
         ("ir", quote!(sparse_ir::ir)),
+        // `.index()` on positions and coordinates
+        ("index", quote!(Index as _)),
         ("StorageError", quote!(StorageError)),
     ]);
     imports.push(quote!(use #rt::{self as rt, #(#rt_names),*};));
@@ -695,5 +686,57 @@ pub fn expand_to_string(decl: &Declaration, rt: &TokenStream) -> Result<String, 
     let tokens = generate(decl, rt)?;
     let file: syn::File = syn::parse2(tokens)
         .map_err(|e| CodegenError(format!("generated code does not parse: {e}")))?;
-    Ok(prettyplease::unparse(&file))
+    Ok(print(&file))
+}
+
+/// `file` formatted with `prettyplease`, with every `rt::safety!("...");` marker (the runtime's
+/// `safety!`, which expands to nothing) printed as the `// SAFETY: ...` comment it stands for,
+/// wrapped at 100 columns: `quote!` drops comments, so the generator states each `unsafe`
+/// block's argument in a marker right above it and the printer turns it back into a comment.
+pub fn print(file: &syn::File) -> String {
+    let code = prettyplease::unparse(file);
+    let mut out = String::with_capacity(code.len());
+    let mut lines = code.lines();
+    while let Some(line) = lines.next() {
+        let trimmed = line.trim_start();
+        if !(trimmed.starts_with("rt::safety!(")
+            || trimmed.starts_with("::sparse::runtime::safety!("))
+        {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        // the marker, possibly over several lines: `rt::safety!(\n "..." \n);`
+        let mut marker = trimmed.to_string();
+        while !marker.ends_with(");") {
+            match lines.next() {
+                Some(next) => {
+                    marker.push(' ');
+                    marker.push_str(next.trim());
+                }
+                None => break,
+            }
+        }
+        let why = match (marker.find('"'), marker.rfind('"')) {
+            (Some(a), Some(b)) if a < b => marker[a + 1..b].replace("\\\"", "\""),
+            _ => marker.clone(),
+        };
+        let indent = &line[..line.len() - trimmed.len()];
+        let mut current = format!("{indent}// SAFETY:");
+        let mut words_on_line = 0;
+        for word in why.split_whitespace() {
+            if current.len() + 1 + word.len() > 100 && words_on_line > 0 {
+                out.push_str(&current);
+                out.push('\n');
+                current = format!("{indent}//");
+                words_on_line = 0;
+            }
+            words_on_line += 1;
+            current.push(' ');
+            current.push_str(word);
+        }
+        out.push_str(&current);
+        out.push('\n');
+    }
+    out
 }
