@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+pub use crate::verify::VerifiedEncoding;
+
 use crate::level::{self, LevelCapabilities, PositionsArray};
 use crate::types::TypedValue;
 

@@ -221,14 +221,22 @@ pub fn par_rows<V: Send>(
 /// [`Assembled::coordinates`]. Dimension slices of `encoding` are ignored (a sliced format
 /// stores its parent's arrays).
 ///
-/// Errors: as [`DynamicStorage::from_coo`] (`CoordinateOutOfRange`, `BlockShape`,
-/// `WidthOverflow`, `NOutOfMOverflow`, `EllRowOverflow`, `BatchNse`, ...).
+/// Errors: [`StorageError::InvalidEncoding`] if `encoding` breaks a rule of the language (it is
+/// verified first: a generated struct's encoding was verified when it was generated, so this
+/// only reports a verifier that changed in between); otherwise as [`DynamicStorage::from_coo`]
+/// (`CoordinateOutOfRange`, `BlockShape`, `WidthOverflow`, `NOutOfMOverflow`,
+/// `EllRowOverflow`, `BatchNse`, ...).
 pub fn assemble<const D: usize, V: Value>(
     mut encoding: Encoding,
     shape: [usize; D],
     entries: impl IntoIterator<Item = ([usize; D], V)>,
 ) -> Result<Assembled<V>, StorageError> {
     encoding.dim_slices = None;
+    let encoding = encoding
+        .verify()
+        .map_err(|errors| StorageError::InvalidEncoding {
+            messages: errors.iter().map(ToString::to_string).collect(),
+        })?;
     let entries = entries.into_iter();
     let mut coo = CooTensor::new(shape.to_vec());
     coo.coords.reserve(entries.size_hint().0.saturating_mul(D));

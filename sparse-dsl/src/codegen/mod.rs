@@ -32,7 +32,7 @@ mod storage;
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::ir::{AffineExpr, Encoding};
+use crate::ir::{AffineExpr, Encoding, VerifiedEncoding};
 use crate::parse::Declared;
 use level::{level_gen, CrdLoc, LevelCtx, LevelGen};
 use sparse_ir::level::PositionsArray;
@@ -47,7 +47,7 @@ pub struct Declaration {
     /// The struct name.
     pub name: Ident,
     /// The verified encoding.
-    pub encoding: Encoding,
+    pub encoding: VerifiedEncoding,
     /// Static dimension sizes when the declaration is a tensor type (`tensor<20x?xf32, ...>`
     /// gives `[Some(20), None]`); `None` for a bare encoding. Constructors reject other sizes
     /// for the static dimensions.
@@ -58,7 +58,7 @@ pub struct Declaration {
 
 impl Declaration {
     /// A declaration of a bare encoding (no static shape, `V = f64`).
-    pub fn new(vis: TokenStream, name: Ident, encoding: Encoding) -> Self {
+    pub fn new(vis: TokenStream, name: Ident, encoding: VerifiedEncoding) -> Self {
         Declaration {
             attrs: Vec::new(),
             vis,
@@ -281,7 +281,7 @@ impl<'a> Ctx<'a> {
         let rt = rt.clone();
         // A sliced encoding stores its parent's arrays; the slices become a view (`view`).
         let declared_slices = decl.encoding.dim_slices.clone();
-        let mut parent_encoding = decl.encoding.clone();
+        let mut parent_encoding = decl.encoding.clone().into_inner();
         parent_encoding.dim_slices = None;
         let e = &parent_encoding;
         let rt = &rt;
