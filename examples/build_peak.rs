@@ -44,7 +44,7 @@ fn main() {
             for (c, v) in entries {
                 coo.push(&c, v);
             }
-            DynamicStorage::from_coo(&enc, &coo)
+            DynamicStorage::from_coo(&enc.verify().expect("verified"), &coo)
                 .expect("builds")
                 .memory_bytes()
         }
@@ -70,9 +70,12 @@ fn main() {
                 for (c, v) in batched {
                     coo.push(&c, v);
                 }
-                DynamicStorage::from_coo(&BatchCsr64::<f64>::encoding(), &coo)
-                    .expect("builds")
-                    .memory_bytes()
+                DynamicStorage::from_coo(
+                    &BatchCsr64::<f64>::encoding().verify().expect("verified"),
+                    &coo,
+                )
+                .expect("builds")
+                .memory_bytes()
             }
         }
         other => {

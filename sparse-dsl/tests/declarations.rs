@@ -69,7 +69,7 @@ fn values_print_in_mlir_canonical_form() {
     let e = parse_encoding(&CSR.replace(" }>", ", explicitVal = 1.0 : f32 }>"))
         .unwrap()
         .encoding;
-    let v = e.explicit_val.unwrap();
+    let v = e.explicit_val.clone().unwrap();
     assert_eq!(v.ty, ElementType::Float(FloatKind::F32));
     assert_eq!(v.value, ScalarValue::Float(1.0f64.to_bits()));
 }

@@ -147,7 +147,7 @@ fn ir_shapes() {
     );
     assert_eq!(e.dim_to_lvl.results, vec![var(1), var(0)]);
     assert_eq!(e.lvl_to_dim.results, vec![var(1), var(0)]);
-    assert_eq!((e.pos_width, e.crd_width, e.dim_slices), (0, 0, None));
+    assert_eq!((e.pos_width, e.crd_width, &e.dim_slices), (0, 0, &None));
 
     let e = parse_encoding("#sparse_tensor.encoding<{ map = (i, j : #sparse_tensor<slice(1, ?, 2)>) -> (i : dense, j : compressed) }>")
         .unwrap()

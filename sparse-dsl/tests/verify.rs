@@ -22,7 +22,7 @@ fn parse_errors(text: &str) -> Vec<String> {
 
 fn parse_ok(text: &str) -> Encoding {
     match parse_encoding(text) {
-        Ok(p) => p.encoding,
+        Ok(p) => p.encoding.into_inner(),
         Err(d) => panic!("{text}: {:?}", d),
     }
 }

@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+pub use crate::verify::VerifiedEncoding;
+
 use crate::level::{self, LevelCapabilities, PositionsArray};
 use crate::types::TypedValue;
 
@@ -152,6 +154,31 @@ impl fmt::Display for LevelType {
     }
 }
 
+/// `a + b` as written ([`AffineExpr::Add`], no simplification: see [`AffineExpr::make_add`]).
+impl std::ops::Add for AffineExpr {
+    type Output = AffineExpr;
+    fn add(self, rhs: AffineExpr) -> AffineExpr {
+        AffineExpr::Add(Box::new(self), Box::new(rhs))
+    }
+}
+
+/// `a * b` as written ([`AffineExpr::Mul`], no simplification: see [`AffineExpr::make_mul`]).
+impl std::ops::Mul for AffineExpr {
+    type Output = AffineExpr;
+    fn mul(self, rhs: AffineExpr) -> AffineExpr {
+        AffineExpr::Mul(Box::new(self), Box::new(rhs))
+    }
+}
+
+/// `a mod b` as written ([`AffineExpr::Mod`], MLIR's non-negative `mod`; no simplification: see
+/// [`AffineExpr::make_mod`]).
+impl std::ops::Rem for AffineExpr {
+    type Output = AffineExpr;
+    fn rem(self, rhs: AffineExpr) -> AffineExpr {
+        AffineExpr::Mod(Box::new(self), Box::new(rhs))
+    }
+}
+
 /// An affine expression over the variables of one side of a map (`d0..` on the dimension side,
 /// `l0..` on the level side) and symbols `s0..`. Semantics are MLIR's `AffineExpr`:
 /// `floordiv` rounds toward negative infinity, `mod` is non-negative for a positive divisor.
@@ -176,6 +203,18 @@ pub enum AffineExpr {
 }
 
 impl AffineExpr {
+    /// `self floordiv rhs` as written ([`AffineExpr::FloorDiv`], no simplification: see
+    /// [`AffineExpr::make_floor_div`]).
+    pub fn floor_div(self, rhs: AffineExpr) -> AffineExpr {
+        AffineExpr::FloorDiv(Box::new(self), Box::new(rhs))
+    }
+
+    /// `self ceildiv rhs` as written ([`AffineExpr::CeilDiv`], no simplification: see
+    /// [`AffineExpr::make_ceil_div`]).
+    pub fn ceil_div(self, rhs: AffineExpr) -> AffineExpr {
+        AffineExpr::CeilDiv(Box::new(self), Box::new(rhs))
+    }
+
     /// Evaluates the expression on concrete variable values (`vars`) and symbol values
     /// (`symbols`). Returns `None` on a division by zero, overflow, or an out-of-range variable.
     pub fn eval(&self, vars: &[i64], symbols: &[i64]) -> Option<i64> {
@@ -680,6 +719,15 @@ pub struct AffineMap {
 }
 
 impl AffineMap {
+    /// The map with `num_vars` variables, `num_symbols` symbols and `results`, as given.
+    pub fn new(num_vars: usize, num_symbols: usize, results: impl Into<Vec<AffineExpr>>) -> Self {
+        AffineMap {
+            num_vars,
+            num_symbols,
+            results: results.into(),
+        }
+    }
+
     /// The identity map on `n` variables.
     pub fn identity(n: usize) -> Self {
         AffineMap {
@@ -749,6 +797,23 @@ pub struct Encoding {
 }
 
 impl Encoding {
+    /// An encoding of `lvl_types` with the maps `dim_to_lvl` and `lvl_to_dim` and MLIR's
+    /// defaults for the rest: native widths (`posWidth = crdWidth = 0`), no dimension slices, no
+    /// `explicitVal` / `implicitVal`. Not checked: [`Encoding::verify`] applies the language's
+    /// rules.
+    pub fn new(lvl_types: Vec<LevelType>, dim_to_lvl: AffineMap, lvl_to_dim: AffineMap) -> Self {
+        Encoding {
+            lvl_types,
+            dim_to_lvl,
+            lvl_to_dim,
+            pos_width: 0,
+            crd_width: 0,
+            dim_slices: None,
+            explicit_val: None,
+            implicit_val: None,
+        }
+    }
+
     /// Number of dimensions (rank of the semantic tensor).
     pub fn dim_rank(&self) -> usize {
         self.dim_to_lvl.num_vars

@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use crate::ir::Encoding;
+use crate::verify::VerifiedEncoding;
 
 /// Signedness of an integer type: `iN` (signless), `siN` (signed), `uiN` (unsigned).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -488,8 +488,8 @@ pub struct TensorType {
     pub shape: Vec<Option<u64>>,
     /// The element type.
     pub element: ElementType,
-    /// The sparse encoding, if any (`tensor<4xf32>` has none).
-    pub encoding: Option<Encoding>,
+    /// The sparse encoding, if any (`tensor<4xf32>` has none), verified.
+    pub encoding: Option<VerifiedEncoding>,
 }
 
 impl fmt::Display for TensorType {

@@ -513,8 +513,61 @@ pub fn inverse_samples_ok(
 }
 
 impl Encoding {
-    /// Checks every rule MLIR's verifier applies that needs no tensor type; see [`verify`].
-    pub fn verify(&self) -> Result<(), Vec<VerifyError>> {
-        verify(self)
+    /// Checks every rule MLIR's verifier applies that needs no tensor type (see [`verify`]) and
+    /// returns the encoding as a [`VerifiedEncoding`]: the only way to build one, so code that
+    /// takes a `VerifiedEncoding` (the code generator, the dynamic storage) never sees an
+    /// encoding that breaks a rule, whether it came from text or was built in code.
+    ///
+    /// Errors: every [`VerifyError`] found, in MLIR's order, with the messages the parser gives
+    /// for the same encoding written as text.
+    pub fn verify(self) -> Result<VerifiedEncoding, Vec<VerifyError>> {
+        verify(&self)?;
+        Ok(VerifiedEncoding(self))
+    }
+}
+
+/// An [`Encoding`] that passed [`Encoding::verify`] (MLIR's `verifyEncoding`): the field is
+/// private and `Encoding::verify` is the only constructor, so holding one is the proof. It reads
+/// as the encoding (`Deref<Target = Encoding>`, [`AsRef`]); [`VerifiedEncoding::into_inner`]
+/// gives the plain value back (to change it and verify it again).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct VerifiedEncoding(Encoding);
+
+impl VerifiedEncoding {
+    /// The plain encoding (no longer marked verified).
+    pub fn into_inner(self) -> Encoding {
+        self.0
+    }
+}
+
+impl std::ops::Deref for VerifiedEncoding {
+    type Target = Encoding;
+    fn deref(&self) -> &Encoding {
+        &self.0
+    }
+}
+
+impl AsRef<Encoding> for VerifiedEncoding {
+    fn as_ref(&self) -> &Encoding {
+        &self.0
+    }
+}
+
+impl PartialEq<Encoding> for VerifiedEncoding {
+    fn eq(&self, other: &Encoding) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<VerifiedEncoding> for Encoding {
+    fn eq(&self, other: &VerifiedEncoding) -> bool {
+        *self == other.0
+    }
+}
+
+impl fmt::Display for VerifiedEncoding {
+    /// The canonical text, as [`Encoding`]'s `Display`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
     }
 }

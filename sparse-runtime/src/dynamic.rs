@@ -58,7 +58,7 @@
 
 use std::fmt;
 
-use sparse_ir::ir::{AffineExpr, Encoding, LevelFormat};
+use sparse_ir::ir::{AffineExpr, Encoding, LevelFormat, VerifiedEncoding};
 use sparse_ir::level::PositionsArray;
 
 use crate::coo::CooTensor;
@@ -74,7 +74,7 @@ use crate::value::Value;
 /// See the module docs for the arrays (including the batch and ELL layouts).
 #[derive(Clone, Debug, PartialEq)]
 pub struct DynamicStorage<V> {
-    encoding: Encoding,
+    encoding: VerifiedEncoding,
     dim_shape: Vec<usize>,
     lvl_sizes: Vec<usize>,
     positions: Vec<Option<IndexBuffer>>,
@@ -92,7 +92,7 @@ pub struct DynamicStorage<V> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct RawParts<V> {
     /// The encoding.
-    pub encoding: Encoding,
+    pub encoding: VerifiedEncoding,
     /// Dimension sizes.
     pub dim_shape: Vec<usize>,
     /// Per level: the positions array, present exactly for compressed and loose_compressed
@@ -141,15 +141,9 @@ fn unsupported(reason: impl Into<String>) -> StorageError {
     }
 }
 
-/// Checks that `encoding` obeys the language's rules (`Encoding::verify`: an encoding built in
-/// code gets the parser's checks) and that the storage layer can hold it with `dim_shape` (slices
+/// Checks that the storage layer can hold the (verified) `encoding` with `dim_shape` (slices
 /// aside), and derives the level sizes, batches and counting level.
 fn analyze(encoding: &Encoding, dim_shape: &[usize]) -> Result<Layout, StorageError> {
-    encoding
-        .verify()
-        .map_err(|errors| StorageError::InvalidEncoding {
-            messages: errors.iter().map(ToString::to_string).collect(),
-        })?;
     if dim_shape.len() != encoding.dim_rank() {
         return Err(StorageError::RankMismatch {
             expected: encoding.dim_rank(),
@@ -498,9 +492,10 @@ impl<V: Value> DynamicStorage<V> {
     /// [`StorageError::EllRowOverflow`] naming a row with more elements than ELL slices;
     /// [`StorageError::BatchNse`] when batches differ in their number of stored positions;
     /// [`StorageError::Unsupported`] for what cannot be stored (an encoding with slices is a view:
-    /// build the parent and call [`Self::slice`]); [`StorageError::InvalidEncoding`] with MLIR's
-    /// messages for an encoding (built in code) that breaks a rule of the language.
-    pub fn from_coo(encoding: &Encoding, coo: &CooTensor<V>) -> Result<Self, StorageError> {
+    /// build the parent and call [`Self::slice`]). The encoding is a
+    /// [`VerifiedEncoding`](sparse_ir::verify::VerifiedEncoding): an encoding built in code gets
+    /// the parser's rules through `Encoding::verify` before it can reach the storage.
+    pub fn from_coo(encoding: &VerifiedEncoding, coo: &CooTensor<V>) -> Result<Self, StorageError> {
         if encoding.dim_slices.is_some() {
             return Err(unsupported("an encoding with dimension slices is a view: build the parent storage and call DynamicStorage::slice"));
         }
@@ -630,7 +625,7 @@ impl<V: Value> DynamicStorage<V> {
     /// Errors: [`StorageError::LengthMismatch`] if `data.len()` is not the product of `dim_shape`;
     /// otherwise as [`Self::from_coo`].
     pub fn from_dense(
-        encoding: &Encoding,
+        encoding: &VerifiedEncoding,
         dim_shape: &[usize],
         data: &[V],
     ) -> Result<Self, StorageError> {
@@ -667,7 +662,7 @@ impl<V: Value> DynamicStorage<V> {
     /// array; [`StorageError::Invariant`] naming the invariant, level and position; as
     /// [`Self::from_coo`] for an encoding or shape that cannot be stored. Never panics.
     pub fn from_raw_parts(
-        encoding: &Encoding,
+        encoding: &VerifiedEncoding,
         dim_shape: &[usize],
         positions: Vec<Option<IndexBuffer>>,
         coordinates: Vec<Option<CrdBuffer>>,
@@ -755,7 +750,7 @@ impl<V: Value> DynamicStorage<V> {
     /// `dim_shape`. No memory unsafety follows otherwise (this crate has no `unsafe` access), but
     /// reading inconsistent arrays may panic or give wrong results.
     pub unsafe fn from_raw_parts_unchecked(
-        encoding: &Encoding,
+        encoding: &VerifiedEncoding,
         dim_shape: &[usize],
         positions: Vec<Option<IndexBuffer>>,
         coordinates: Vec<Option<CrdBuffer>>,
@@ -814,7 +809,7 @@ impl<V: Value> DynamicStorage<V> {
     ///
     /// Errors: as [`Self::from_coo`] (for example a BSR target whose block does not divide the
     /// shape, an n:m target with a too full block, or an ELL target with a too long row).
-    pub fn convert(&self, other: &Encoding) -> Result<DynamicStorage<V>, StorageError> {
+    pub fn convert(&self, other: &VerifiedEncoding) -> Result<DynamicStorage<V>, StorageError> {
         let mut coo = CooTensor::new(self.dim_shape.clone());
         for (dc, v) in self.iter() {
             if !v.is_zero() {
@@ -827,7 +822,7 @@ impl<V: Value> DynamicStorage<V> {
 
 impl<V> DynamicStorage<V> {
     /// The encoding.
-    pub fn encoding(&self) -> &Encoding {
+    pub fn encoding(&self) -> &VerifiedEncoding {
         &self.encoding
     }
     /// Dimension sizes.

@@ -8,8 +8,14 @@
 //! Shapes are dimension sizes in elements, `D` the dimension rank. Errors are
 //! [`StorageError`]s, as the generated methods document them.
 
+use std::any::Any;
+
+use sparse_ir::ir::Encoding;
+
+use crate::index::IndexBuffer;
+use crate::packed::{CrdBuffer, PackedBuffer};
 use crate::storage::FromCoo;
-use crate::{CooTensor, Index, StorageError, Value};
+use crate::{CooTensor, DynamicStorage, Index, StorageError, Value};
 
 /// A tensor that can visit its stored entries in storage order with dimension coordinates:
 /// what every generated struct provides (as nested loops over its levels).
@@ -134,6 +140,31 @@ pub fn convert<const D: usize, V: Value, S: Entries<D, Value = V>, T: FromCoo<V>
     T::from_coo_tensor(&coo)
 }
 
+/// Checks `shape` (dimension sizes) against a declared static shape (`None` entries are
+/// dynamic) and against the format's blocks: `(dimension, block size)` for each `d floordiv b`
+/// level (PyTorch's BSR rule: a blocked dimension is a multiple of its block).
+///
+/// Errors: [`StorageError::ShapeMismatch`] naming the first static dimension that differs;
+/// then [`StorageError::BlockShape`] naming the first blocked dimension that is not a multiple.
+pub fn check_shape<const D: usize>(
+    shape: &[usize; D],
+    static_shape: Option<[Option<usize>; D]>,
+    blocks: &[(usize, usize)],
+) -> Result<(), StorageError> {
+    for (dim, (want, &got)) in static_shape.iter().flatten().zip(shape).enumerate() {
+        if let Some(&expected) = want.as_ref().filter(|&&w| w != got) {
+            return Err(StorageError::ShapeMismatch { dim, expected, got });
+        }
+    }
+    for &(dim, block) in blocks {
+        let size = shape.get(dim).copied().unwrap_or(0);
+        if block == 0 || size % block != 0 {
+            return Err(StorageError::BlockShape { dim, size, block });
+        }
+    }
+    Ok(())
+}
+
 /// Checks the operands of `y = A · x` for a matrix of `shape` (rows, columns).
 ///
 /// Errors: [`StorageError::LengthMismatch`] naming `"x"` (must have `shape[1]` elements) or
@@ -183,135 +214,129 @@ pub fn par_rows<V: Send>(
     });
 }
 
-/// Appends `value` `times` times to the positions array `buf` of level `level`, as assembly
-/// closes `times` segments; `lvl_sizes` names the shape in an overflow error.
+/// Assembles entries `(dimension coordinates, value)` in any order into the arrays of `encoding`
+/// on a tensor of dimension sizes `shape`, with the runtime's one assembly (MLIR's `lexInsert` /
+/// `endPath` over the level formats' units, as [`DynamicStorage::from_coo`] does): a generated
+/// struct takes its typed arrays out of the result with [`Assembled::positions`] and
+/// [`Assembled::coordinates`]. Dimension slices of `encoding` are ignored (a sliced format
+/// stores its parent's arrays).
 ///
-/// Errors: [`StorageError::WidthOverflow`] if `value` does not fit `T`;
-/// [`StorageError::ShapeOverflow`] if the array cannot grow.
-pub fn push_positions<T: Index>(
-    buf: &mut Vec<T>,
-    value: usize,
-    times: usize,
-    level: usize,
-    lvl_sizes: &[usize],
-) -> Result<(), StorageError> {
-    let x = T::from_usize(value).ok_or(StorageError::WidthOverflow {
-        level,
-        kind: crate::BufferKind::Position,
-        value,
-        width: T::WIDTH,
-    })?;
-    buf.try_reserve(times)
-        .map_err(|_| StorageError::ShapeOverflow {
-            shape: lvl_sizes.to_vec(),
+/// Errors: [`StorageError::InvalidEncoding`] if `encoding` breaks a rule of the language (it is
+/// verified first: a generated struct's encoding was verified when it was generated, so this
+/// only reports a verifier that changed in between); otherwise as [`DynamicStorage::from_coo`]
+/// (`CoordinateOutOfRange`, `BlockShape`, `WidthOverflow`, `NOutOfMOverflow`,
+/// `EllRowOverflow`, `BatchNse`, ...).
+pub fn assemble<const D: usize, V: Value>(
+    mut encoding: Encoding,
+    shape: [usize; D],
+    entries: impl IntoIterator<Item = ([usize; D], V)>,
+) -> Result<Assembled<V>, StorageError> {
+    encoding.dim_slices = None;
+    let encoding = encoding
+        .verify()
+        .map_err(|errors| StorageError::InvalidEncoding {
+            messages: errors.iter().map(ToString::to_string).collect(),
         })?;
-    let n = buf.len() + times;
-    buf.resize(n, x);
-    Ok(())
+    let entries = entries.into_iter();
+    let mut coo = CooTensor::new(shape.to_vec());
+    coo.coords.reserve(entries.size_hint().0.saturating_mul(D));
+    coo.values.reserve(entries.size_hint().0);
+    for (c, v) in entries {
+        coo.push(&c, v);
+    }
+    let raw = DynamicStorage::from_coo(&encoding, &coo)?.into_raw_parts();
+    Ok(Assembled {
+        positions: raw.positions,
+        coordinates: raw.coordinates,
+        values: raw.values,
+    })
 }
 
-/// Appends the coordinate `crd` to the coordinate array `buf` of level `level`.
-///
-/// Errors: [`StorageError::WidthOverflow`] if `crd` does not fit `T`.
-pub fn push_coordinate<T: Index>(
-    buf: &mut Vec<T>,
-    crd: usize,
-    level: usize,
-) -> Result<(), StorageError> {
-    let x = T::from_usize(crd).ok_or(StorageError::WidthOverflow {
+/// The arrays [`assemble`] built, per level, to be moved (not copied) into a generated struct's
+/// typed fields.
+#[derive(Debug)]
+pub struct Assembled<V> {
+    positions: Vec<Option<IndexBuffer>>,
+    coordinates: Vec<Option<CrdBuffer>>,
+    /// One value per stored position of the last level.
+    pub values: Vec<V>,
+}
+
+impl<V> Assembled<V> {
+    /// Takes the positions array of level `l` as a `Vec<T>` (`T` of width `posWidth`).
+    ///
+    /// Errors: [`StorageError::RawParts`] naming the level if it has no positions array of
+    /// that width (a generated struct that disagrees with its encoding).
+    pub fn positions<T: Index>(&mut self, l: usize) -> Result<Vec<T>, StorageError> {
+        let buf = self.positions.get_mut(l).and_then(Option::take);
+        buf.and_then(index_vec)
+            .ok_or_else(|| mismatch(l, "positions"))
+    }
+
+    /// Takes the coordinate buffer level `l` owns as the field type `B` (`Vec<T>` of width
+    /// `crdWidth`, or a `PackedBuffer` for the packed widths).
+    ///
+    /// Errors: [`StorageError::RawParts`] naming the level if it owns no such buffer.
+    pub fn coordinates<B: CoordinateField>(&mut self, l: usize) -> Result<B, StorageError> {
+        let buf = self.coordinates.get_mut(l).and_then(Option::take);
+        buf.and_then(B::from_buffer)
+            .ok_or_else(|| mismatch(l, "coordinates"))
+    }
+}
+
+fn mismatch(level: usize, what: &str) -> StorageError {
+    StorageError::RawParts {
         level,
-        kind: crate::BufferKind::Coordinate,
-        value: crd,
-        width: T::WIDTH,
-    })?;
-    buf.push(x);
-    Ok(())
+        reason: format!("assembly gave no {what} of the generated field's type"),
+    }
 }
 
-/// The result of one assembly step of a generated builder.
-pub type Step = Result<(), StorageError>;
-
-/// The per-level steps of a generated builder (MLIR's `appendCrd` and `finalizeSegment`, one
-/// pair per level), which [`insert_sorted`] drives. `L` is the level rank.
-pub trait LevelBuilder<const L: usize> {
-    /// The value type.
-    type Value: Value;
-    /// Per level: `true` if the level is unique (a new node only when its coordinate changes).
-    const UNIQUE: [bool; L];
-    /// The level coordinates of the last inserted entry (read by n:m levels while appending).
-    fn cursor(&mut self) -> &mut [usize; L];
-    /// Records a new node with coordinate `crd` at level `l`; `full` coordinates `0..full` of
-    /// its segment are already closed.
-    ///
-    /// Errors: [`StorageError::WidthOverflow`], [`StorageError::ShapeOverflow`] and the level
-    /// format's own (n:m block overflow).
-    fn append_crd(&mut self, l: usize, full: usize, crd: usize) -> Result<(), StorageError>;
-    /// Closes `count` segments of level `l`, the first holding coordinates `0..full`.
-    ///
-    /// Errors: as [`LevelBuilder::append_crd`].
-    fn finalize_segment(&mut self, l: usize, full: usize, count: usize)
-        -> Result<(), StorageError>;
-    /// Stores the value of the entry just appended at the last level.
-    fn push_value(&mut self, v: Self::Value);
+/// The `Vec<T>` inside `buf` if its elements are `T` (moved, not copied).
+fn index_vec<T: Index>(buf: IndexBuffer) -> Option<Vec<T>> {
+    let any: Box<dyn Any> = match buf {
+        IndexBuffer::U8(v) => Box::new(v),
+        IndexBuffer::U16(v) => Box::new(v),
+        IndexBuffer::U32(v) => Box::new(v),
+        IndexBuffer::U64(v) => Box::new(v),
+        IndexBuffer::Native(v) => Box::new(v),
+    };
+    any.downcast::<Vec<T>>().ok().map(|v| *v)
 }
 
-/// Inserts the entries `keys[order[k]]` (level coordinates) with values `vals[order[k]]` into
-/// the builder `b` in the given (level) order and closes every open segment. With `merge`,
-/// consecutive equal keys become one entry holding their sum (the last level is unique).
+/// The type of a generated coordinate field: `Vec<T>` for the byte widths, `PackedBuffer` for
+/// the packed ones (1, 2, 4 bits; n:m levels).
+pub trait CoordinateField: Sized {
+    /// The field from an assembled buffer; `None` if the buffer holds other elements.
+    fn from_buffer(buf: CrdBuffer) -> Option<Self>;
+}
+
+impl<T: Index> CoordinateField for Vec<T> {
+    fn from_buffer(buf: CrdBuffer) -> Option<Self> {
+        match buf {
+            CrdBuffer::Plain(b) => index_vec(b),
+            CrdBuffer::Packed(_) => None,
+        }
+    }
+}
+
+impl CoordinateField for PackedBuffer {
+    fn from_buffer(buf: CrdBuffer) -> Option<Self> {
+        match buf {
+            CrdBuffer::Packed(b) => Some(b),
+            CrdBuffer::Plain(_) => None,
+        }
+    }
+}
+
+/// Names the safety argument of the `unsafe` block that follows it in generated code (the
+/// invariant it relies on and where that invariant is established); expands to nothing.
+/// `sparse expand` and `sparse_dsl::build` print each use as a `// SAFETY: ...` comment above
+/// the block, so a reader of the generated code sees the justification next to every `unsafe`.
 ///
-/// Errors: the first error of a [`LevelBuilder`] step.
-pub fn insert_sorted<const L: usize, V: Value, B: LevelBuilder<L, Value = V>>(
-    b: &mut B,
-    keys: &[[usize; L]],
-    vals: &[V],
-    order: &[usize],
-    merge: bool,
-) -> Result<(), StorageError> {
-    fn end_path<const L: usize, B: LevelBuilder<L>>(
-        b: &mut B,
-        diff: usize,
-    ) -> Result<(), StorageError> {
-        for l in (diff..L).rev() {
-            let full = b.cursor()[l] + 1;
-            b.finalize_segment(l, full, 1)?;
-        }
-        Ok(())
-    }
-    let n = order.len();
-    if n == 0 {
-        return b.finalize_segment(0, 0, 1);
-    }
-    let mut k = 0;
-    let mut first = true;
-    while k < n {
-        let e = order[k];
-        let mut v = vals[e];
-        k += 1;
-        if merge {
-            while k < n && keys[order[k]] == keys[e] {
-                v += vals[order[k]];
-                k += 1;
-            }
-        }
-        let lc = &keys[e];
-        // the first level where this entry leaves the previous one's path
-        let (diff, mut full) = if first {
-            (0, 0)
-        } else {
-            let cursor = *b.cursor();
-            let d = (0..L)
-                .find(|&l| !B::UNIQUE[l] || lc[l] != cursor[l])
-                .unwrap_or(L - 1);
-            end_path(b, d + 1)?;
-            (d, cursor[d] + 1)
-        };
-        for (l, &c) in lc.iter().enumerate().skip(diff) {
-            b.append_crd(l, full, c)?;
-            full = 0;
-            b.cursor()[l] = c;
-        }
-        b.push_value(v);
-        first = false;
-    }
-    end_path(b, 0)
+/// ```
+/// sparse_runtime::safety!("`i < v.len()`: checked on the line above.");
+/// ```
+#[macro_export]
+macro_rules! safety {
+    ($why:literal) => {};
 }

@@ -337,23 +337,14 @@ fn check_ell<S: SparseStorage + ?Sized>(
     Ok(())
 }
 
-/// Segment-level access used by the generic iterator [`LevelIter`]: the two questions every level
-/// format answers (MLIR's `SparseIterator`: where does the segment under a parent position start
-/// and end, and which coordinate sits at a position).
-///
-/// `L` is the level rank. Implemented by generated structs with one `match` arm per level.
-pub trait LevelAccess<const L: usize> {
-    /// `(lo, hi)`: the positions of level `l` under parent position `parent` (0 for level 0).
-    fn segment(&self, l: usize, parent: usize) -> (usize, usize);
-    /// The level-`l` coordinate at position `p` (whose parent position is `parent`).
-    fn coord(&self, l: usize, parent: usize, p: usize) -> usize;
-}
-
-/// Iterates the stored entries of a [`LevelAccess`] in storage order, yielding
-/// `(level coordinates, value position)`.
-#[derive(Clone, Debug)]
-pub struct LevelIter<'a, S, const L: usize> {
-    s: &'a S,
+/// Iterates the stored entries of any [`SparseStorage`] of level rank `L` in storage order,
+/// yielding `(level coordinates, value position)`: one walk over the levels that reads each
+/// level's segments and coordinates through its format's capabilities (MLIR's
+/// `SparseIterator`), so a generated struct needs no iterator of its own. Arrays that break the
+/// storage invariants (only reachable through `from_raw_parts_unchecked`) end the walk early or
+/// read as coordinate 0; it never panics on them.
+pub struct LevelIter<'a, S: ?Sized, const L: usize> {
+    cx: Check<'a, S>,
     parent: [usize; L],
     pos: [usize; L],
     end: [usize; L],
@@ -361,10 +352,20 @@ pub struct LevelIter<'a, S, const L: usize> {
     depth: usize,
 }
 
-impl<'a, S: LevelAccess<L>, const L: usize> LevelIter<'a, S, L> {
-    /// Starts at the first stored entry of `s`.
+impl<'a, S: SparseStorage + ?Sized, const L: usize> LevelIter<'a, S, L> {
+    /// Starts at the first stored entry of `s` (nothing if its level rank is not `L`).
     pub fn new(s: &'a S) -> Self {
-        let (lo, hi) = if L == 0 { (0, 0) } else { s.segment(0, 0) };
+        let types = s.lvl_types();
+        let batches = (0..types.len())
+            .take_while(|&l| types[l].capabilities().batch)
+            .try_fold(1usize, |b, l| b.checked_mul(s.lvl_sizes()[l]))
+            .unwrap_or(0);
+        let counts = match level_counts(s) {
+            Ok(c) if c.len() == L => c,
+            _ => vec![0; L],
+        };
+        let cx = Check { s, batches, counts };
+        let (lo, hi) = if L == 0 { (0, 0) } else { cx.segment(0, 0) };
         let mut pos = [0; L];
         let mut end = [0; L];
         if L > 0 {
@@ -372,7 +373,7 @@ impl<'a, S: LevelAccess<L>, const L: usize> LevelIter<'a, S, L> {
             end[0] = hi;
         }
         LevelIter {
-            s,
+            cx,
             parent: [0; L],
             pos,
             end,
@@ -382,7 +383,7 @@ impl<'a, S: LevelAccess<L>, const L: usize> LevelIter<'a, S, L> {
     }
 }
 
-impl<S: LevelAccess<L>, const L: usize> Iterator for LevelIter<'_, S, L> {
+impl<S: SparseStorage + ?Sized, const L: usize> Iterator for LevelIter<'_, S, L> {
     type Item = ([usize; L], usize);
 
     #[inline]
@@ -395,11 +396,11 @@ impl<S: LevelAccess<L>, const L: usize> Iterator for LevelIter<'_, S, L> {
             if self.pos[d] < self.end[d] {
                 let p = self.pos[d];
                 self.pos[d] += 1;
-                self.lc[d] = self.s.coord(d, self.parent[d], p);
+                self.lc[d] = self.cx.coord(d, self.parent[d], p);
                 if d + 1 == L {
                     return Some((self.lc, p));
                 }
-                let (lo, hi) = self.s.segment(d + 1, p);
+                let (lo, hi) = self.cx.segment(d + 1, p);
                 self.parent[d + 1] = p;
                 self.pos[d + 1] = lo;
                 self.end[d + 1] = hi;

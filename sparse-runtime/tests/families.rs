@@ -2,13 +2,12 @@
 //! `crdWidth = 2`), batch, ELL counting, plus raw parts, conversion and the conformance case
 //! `nv_24_seed`.
 
-use sparse_dsl::ir::Encoding;
 use sparse_runtime::mmio::read_matrix_market;
 use sparse_runtime::{
     BufferKind, CooTensor, CrdBuffer, DynamicStorage, IndexBuffer, PackedBuffer, StorageError,
 };
 
-fn enc(text: &str) -> Encoding {
+fn enc(text: &str) -> sparse_dsl::ir::VerifiedEncoding {
     match sparse_dsl::parse::parse_encoding(text) {
         Ok(p) => p.encoding,
         Err(e) => panic!("{text}: {e:?}"),

@@ -2,10 +2,9 @@
 //! tests (our own inputs, exact expected text): the print form of batch levels (nested groups,
 //! per-batch `nse`), empty levels, AoS/SoA COO, loose positions, n:m and blocked level sizes.
 
-use sparse_dsl::ir::Encoding;
 use sparse_runtime::{CooTensor, DynamicStorage};
 
-fn enc(text: &str) -> Encoding {
+fn enc(text: &str) -> sparse_dsl::ir::VerifiedEncoding {
     match sparse_dsl::parse::parse_encoding(text) {
         Ok(p) => p.encoding,
         Err(e) => panic!("{text}: {e:?}"),

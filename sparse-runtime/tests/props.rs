@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use sparse_runtime::{CooTensor, DynamicStorage, StorageError};
 
-fn enc(text: &str) -> sparse_dsl::ir::Encoding {
+fn enc(text: &str) -> sparse_dsl::ir::VerifiedEncoding {
     sparse_dsl::parse::parse_encoding(text)
         .unwrap_or_else(|e| panic!("{e:?}"))
         .encoding

@@ -5,7 +5,7 @@
 use proptest::prelude::*;
 use sparse_runtime::{CooTensor, CrdBuffer, DynamicStorage, IndexBuffer, RawParts, StorageError};
 
-fn enc(text: &str) -> sparse_dsl::ir::Encoding {
+fn enc(text: &str) -> sparse_dsl::ir::VerifiedEncoding {
     sparse_dsl::parse::parse_encoding(text)
         .unwrap_or_else(|e| panic!("{e:?}"))
         .encoding

@@ -64,7 +64,7 @@ macro_rules! check_format {
         for (c, v) in entries {
             coo.push(&c[..], *v);
         }
-        let d = DynamicStorage::from_coo(&$ty::<f64>::encoding(), &coo).unwrap();
+        let d = DynamicStorage::from_coo(&$ty::<f64>::encoding().verify().unwrap(), &coo).unwrap();
         prop_assert_eq!(arrays(&g), arrays(&d), "{} arrays", stringify!($ty));
         prop_assert_eq!(g.values(), d.values());
         prop_assert_eq!(g.to_string(), d.to_string());
@@ -302,11 +302,11 @@ proptest! {
         for (c, v) in &entries {
             coo.push(&c[..], *v);
         }
-        let d = DynamicStorage::from_coo(&Csr::<f64>::encoding(), &coo).unwrap();
+        let d = DynamicStorage::from_coo(&Csr::<f64>::encoding().verify().unwrap(), &coo).unwrap();
         macro_rules! via {
             ($ty:ident) => {{
                 let g: $ty = a.convert::<$ty>().unwrap();
-                let dd = d.convert(&$ty::<f64>::encoding()).unwrap();
+                let dd = d.convert(&$ty::<f64>::encoding().verify().unwrap()).unwrap();
                 prop_assert_eq!(arrays(&g), arrays(&dd), "{}", stringify!($ty));
                 prop_assert_eq!(g.values(), dd.values());
                 let back: Csr = g.convert::<Csr>().unwrap();
@@ -369,7 +369,8 @@ fn nonordered_levels_keep_input_order() {
     for (c, v) in entries {
         coo.push(&c, v);
     }
-    let d = DynamicStorage::from_coo(&UnorderedCsr::<f64>::encoding(), &coo).unwrap();
+    let d =
+        DynamicStorage::from_coo(&UnorderedCsr::<f64>::encoding().verify().unwrap(), &coo).unwrap();
     assert_eq!(arrays(&a), arrays(&d));
     assert_eq!(a.values(), d.values());
 }
@@ -543,8 +544,10 @@ fn constructors_reject_bad_input() {
         DenseMat::<f64>::from_coo([1 << 40, 1 << 30], []).unwrap_err(),
         StorageError::ShapeOverflow { .. }
     ));
-    let d =
-        DynamicStorage::<f64>::from_coo(&Csr::<f64>::encoding(), &CooTensor::new(huge.to_vec()));
+    let d = DynamicStorage::<f64>::from_coo(
+        &Csr::<f64>::encoding().verify().unwrap(),
+        &CooTensor::new(huge.to_vec()),
+    );
     assert!(matches!(d.unwrap_err(), StorageError::ShapeOverflow { .. }));
     let err = Csr::<f64>::from_coo([2, 3], [([0, 1], 1.0), ([2, 0], 1.0)]).unwrap_err();
     assert_eq!(

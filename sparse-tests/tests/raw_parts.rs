@@ -59,7 +59,14 @@ fn dynamic_empty(enc: sparse_dsl::ir::Encoding, shape: &[usize]) -> StorageError
                 .then(|| CrdBuffer::new(enc.crd_width).unwrap())
         })
         .collect();
-    DynamicStorage::<f64>::from_raw_parts(&enc, shape, positions, coordinates, vec![]).unwrap_err()
+    DynamicStorage::<f64>::from_raw_parts(
+        &enc.verify().unwrap(),
+        shape,
+        positions,
+        coordinates,
+        vec![],
+    )
+    .unwrap_err()
 }
 
 /// Before: "attempt to add with overflow" (positions length `parent + 1`), or in a release build
@@ -252,7 +259,7 @@ fn coo_singleton_order_and_uniqueness_generated_and_dynamic() {
     };
     let dynamic = |e: sparse_dsl::ir::Encoding, crd: Vec<Option<CrdBuffer>>| {
         DynamicStorage::from_raw_parts(
-            &e,
+            &e.verify().unwrap(),
             &[4, 4],
             vec![Some(native(&[0, 5])), None],
             crd,
@@ -342,7 +349,7 @@ fn ell_slices_generated_and_dynamic() {
             values: values.to_vec(),
         });
         let d = DynamicStorage::from_raw_parts(
-            &Ell::<f64>::encoding(),
+            &Ell::<f64>::encoding().verify().unwrap(),
             &[2, 4],
             vec![None, None, Some(native(pos))],
             vec![None, None, Some(CrdBuffer::Plain(native(crd)))],
@@ -408,7 +415,7 @@ fn block_map_beyond_i64_max_generated_and_dynamic() {
     for (c, v) in entries {
         coo.push(&c, v);
     }
-    let d = DynamicStorage::from_coo(&Dbsr::<f64>::encoding(), &coo).unwrap();
+    let d = DynamicStorage::from_coo(&Dbsr::<f64>::encoding().verify().unwrap(), &coo).unwrap();
     assert_eq!(g.positions(0), Some(&[0, 3][..]));
     assert_eq!(g.coordinates(0), Some(&[0, 1 << 62, (1 << 63) - 2][..]));
     assert_eq!(g.coordinates(1), Some(&[0, 1, 0][..]));
@@ -458,7 +465,9 @@ fn positions_reserved_exactly() {
     let two: Vec<(Vec<usize>, f64)> = entries.iter().map(|(c, v)| (c.to_vec(), *v)).collect();
     let dynamic_capacity =
         |e: sparse_dsl::ir::Encoding, coo: &sparse::runtime::CooTensor<f64>, l: usize| {
-            let parts = DynamicStorage::from_coo(&e, coo).unwrap().into_raw_parts();
+            let parts = DynamicStorage::from_coo(&e.verify().unwrap(), coo)
+                .unwrap()
+                .into_raw_parts();
             let p = parts.positions[l].as_ref().unwrap();
             (p.len(), p.capacity())
         };

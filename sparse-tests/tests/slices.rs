@@ -77,7 +77,7 @@ proptest! {
         for (c, v) in &ents {
             coo.push(c, *v);
         }
-        let d = DynamicStorage::from_coo(&Dcsc::<f64>::encoding(), &coo).unwrap();
+        let d = DynamicStorage::from_coo(&Dcsc::<f64>::encoding().verify().unwrap(), &coo).unwrap();
         let slices = [
             DimSlice { offset: Some(o as u64), size: None, stride: Some(t as u64) },
             DimSlice { offset: None, size: None, stride: Some(t2 as u64) },

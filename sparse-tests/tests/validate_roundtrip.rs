@@ -259,7 +259,7 @@ fn coo_of(f: usize, shape: &[usize], raw: &[(Vec<usize>, i8)]) -> CooTensor<f64>
 macro_rules! roundtrip {
     ($ty:ident, $parts:ident { $($field:ident: $arr:ident[$l:expr]),* }, $canonical:expr, $case:expr) => {{
         let (f, dims, raw_entries, mutations): &Case = $case;
-        let enc = $ty::<f64>::encoding();
+        let enc = $ty::<f64>::encoding().verify().unwrap();
         let shape = shape_of(*f, dims);
         let coo = coo_of(*f, &shape, raw_entries);
         let base = DynamicStorage::from_coo(&enc, &coo).unwrap();

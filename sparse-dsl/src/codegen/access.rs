@@ -1,5 +1,6 @@
 //! Reading a stored tensor: `iter`, `iter_levels`, `for_each` (nested loops), `get` (locate),
-//! `to_dense`, `to_coo`, `convert`, and the `LevelAccess` / `DimAccess` impls.
+//! `to_dense`, `to_coo`, `convert`, and the `DimAccess` impl (`iter` walks the levels with the
+//! runtime's `LevelIter`).
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -11,8 +12,6 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
     let Ctx {
         name,
         rt,
-        gens,
-        ctxs,
         counting,
         cs,
         p_last,
@@ -20,26 +19,11 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
     } = cx;
     let (dim_rank, lvl_rank, counting) = (cx.dim_rank, cx.lvl_rank, *counting);
     let nest = |inner, locate| cx.nest(inner, locate);
-    // Level access (iterator support).
-    let seg_arms: Vec<TokenStream> = gens
-        .iter()
-        .zip(ctxs)
-        .map(|(g, cx)| g.segment(cx, quote!(parent)))
-        .collect();
-    let coord_arms: Vec<TokenStream> = gens
-        .iter()
-        .zip(ctxs)
-        .map(|(g, cx)| g.coord(cx, quote!(parent), quote!(p)))
-        .collect();
-    let levels: Vec<usize> = (0..lvl_rank).collect();
     let for_each_body = nest(
         quote!(f(Self::lvl_to_dim(&[#(#cs),*]), &self.values[#p_last]);),
         false,
     );
-    let mut get_body = nest(
-        quote!(return ::core::option::Option::Some(&self.values[#p_last]);),
-        true,
-    );
+    let mut get_body = nest(quote!(return Some(&self.values[#p_last]);), true);
     if let Some((cl, (_, k))) = counting {
         // `get` tries every slice of the counting level.
         let ccl = format_ident!("c{}", cl);
@@ -52,12 +36,12 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
     quote! {
         impl<V> #name<V> {
             /// Stored entries in storage order as `(dimension coordinates, &value)`.
-            pub fn iter(&self) -> impl ::core::iter::Iterator<Item = ([usize; #dim_rank], &V)> + '_ {
+            pub fn iter(&self) -> impl Iterator<Item = ([usize; #dim_rank], &V)> + '_ {
                 #rt::storage::LevelIter::new(self).map(move |(lc, p)| (Self::lvl_to_dim(&lc), &self.values[p]))
             }
 
             /// Stored entries in storage order as `(level coordinates, &value)`.
-            pub fn iter_levels(&self) -> impl ::core::iter::Iterator<Item = ([usize; #lvl_rank], &V)> + '_ {
+            pub fn iter_levels(&self) -> impl Iterator<Item = ([usize; #lvl_rank], &V)> + '_ {
                 #rt::storage::LevelIter::new(self).map(move |(lc, p)| (lc, &self.values[p]))
             }
 
@@ -70,13 +54,13 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
             /// The value stored at `coords`; `None` if nothing is stored there or `coords` is out
             /// of range. With stored duplicates, the first in storage order.
             #[allow(unreachable_code)]
-            pub fn get(&self, coords: [usize; #dim_rank]) -> ::core::option::Option<&V> {
+            pub fn get(&self, coords: [usize; #dim_rank]) -> Option<&V> {
                 if coords.iter().zip(self.dim_shape.iter()).any(|(c, s)| c >= s) {
-                    return ::core::option::Option::None;
+                    return None;
                 }
                 let [#(#cs),*] = Self::dim_to_lvl(&coords);
                 #get_body
-                ::core::option::Option::None
+                None
             }
         }
 
@@ -85,7 +69,7 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
             ///
             /// Errors: `StorageError::ShapeOverflow` if the
             /// element count does not fit `usize`.
-            pub fn to_dense(&self) -> ::core::result::Result<::std::vec::Vec<V>, #rt::StorageError> {
+            pub fn to_dense(&self) -> Result<Vec<V>, StorageError> {
                 #rt::generated::to_dense(self)
             }
 
@@ -100,7 +84,7 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
             /// as in `DynamicStorage::convert`.
             ///
             /// Errors: as `T`'s `from_coo` (rank, shape, block size, width, n:m block overflow).
-            pub fn convert<T: #rt::storage::FromCoo<V>>(&self) -> ::core::result::Result<T, #rt::StorageError> {
+            pub fn convert<T: #rt::storage::FromCoo<V>>(&self) -> Result<T, StorageError> {
                 #rt::generated::convert(self)
             }
         }
@@ -120,29 +104,11 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
             fn dims(&self) -> &[usize] {
                 &self.dim_shape
             }
-            fn entries(&self) -> ::std::boxed::Box<dyn ::core::iter::Iterator<Item = (::std::vec::Vec<usize>, &V)> + '_> {
-                ::std::boxed::Box::new(self.iter().map(|(c, v)| (c.to_vec(), v)))
+            fn entries(&self) -> Box<dyn Iterator<Item = (Vec<usize>, &V)> + '_> {
+                Box::new(self.iter().map(|(c, v)| (c.to_vec(), v)))
             }
-            fn lookup(&self, coords: &[usize]) -> ::core::option::Option<&V> {
+            fn lookup(&self, coords: &[usize]) -> Option<&V> {
                 self.get(<[usize; #dim_rank]>::try_from(coords).ok()?)
-            }
-        }
-
-        #[allow(unused_variables)]
-        impl<V> #rt::storage::LevelAccess<#lvl_rank> for #name<V> {
-            #[inline(always)]
-            fn segment(&self, l: usize, parent: usize) -> (usize, usize) {
-                match l {
-                    #( #levels => #seg_arms, )*
-                    _ => (0, 0),
-                }
-            }
-            #[inline(always)]
-            fn coord(&self, l: usize, parent: usize, p: usize) -> usize {
-                match l {
-                    #( #levels => #coord_arms, )*
-                    _ => 0,
-                }
             }
         }
     }

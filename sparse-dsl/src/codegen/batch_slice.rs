@@ -16,8 +16,8 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
     } = cx;
     let dim_rank = cx.dim_rank;
     let opt = |v: Option<u64>| match v {
-        Some(v) => quote!(::core::option::Option::Some(#v)),
-        None => quote!(::core::option::Option::None),
+        Some(v) => quote!(Some(#v)),
+        None => quote!(None),
     };
     let slice_items = match &declared_slices {
         None => quote!(),
@@ -29,15 +29,15 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
             );
             quote! {
                 /// The declared dimension slices (`None` for a dynamic `?`).
-                pub const SLICES: [#rt::sparse_ir::ir::DimSlice; #dim_rank] =
-                    [#( #rt::sparse_ir::ir::DimSlice { offset: #o, size: #z, stride: #t } ),*];
+                pub const SLICES: [ir::DimSlice; #dim_rank] =
+                    [#( ir::DimSlice { offset: #o, size: #z, stride: #t } ),*];
 
                 /// The declared slice of this tensor, a view without copying; `dynamic` gives the
                 /// `?` values in dimension order (offset, size, stride within a dimension).
                 ///
                 /// Errors: `StorageError::Slice` naming the dimension for a missing or left-over
                 /// dynamic value, a zero size or stride, or a slice past the dimension's end.
-                pub fn view(&self, dynamic: &[usize]) -> ::core::result::Result<#rt::slice::SliceView<'_, Self>, #rt::StorageError> {
+                pub fn view(&self, dynamic: &[usize]) -> Result<#rt::slice::SliceView<'_, Self>, StorageError> {
                     #rt::slice::SliceView::new(self, &Self::SLICES, dynamic)
                 }
             }
@@ -53,9 +53,9 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
             /// Errors: as `SliceView::new` (`StorageError::RankMismatch`, `StorageError::Slice`).
             pub fn slice_dims(
                 &self,
-                slices: &[#rt::sparse_ir::ir::DimSlice],
+                slices: &[ir::DimSlice],
                 dynamic: &[usize],
-            ) -> ::core::result::Result<#rt::slice::SliceView<'_, Self>, #rt::StorageError> {
+            ) -> Result<#rt::slice::SliceView<'_, Self>, StorageError> {
                 #rt::slice::SliceView::new(self, slices, dynamic)
             }
         }

@@ -61,28 +61,16 @@ pub(super) fn owned_crd_fields(cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
     }
 }
 
-/// `append_crd` of every level that stores coordinates: push, count.
-pub(super) fn push_and_count(cx: &LevelCtx) -> TokenStream {
-    let l = cx.l;
-    let push = cx.push_crd();
-    quote! {
-        #push
-        self.count[#l] += 1;
-        ::core::result::Result::Ok(())
-    }
-}
-
 /// Locating `c{l}` in the segment `(__lo, __hi)`: binary search when the level is ordered and
 /// unique with a plain coordinate buffer, else a scan visiting every match.
 pub(super) fn locate_in_segment(cx: &LevelCtx, seg: TokenStream, body: TokenStream) -> TokenStream {
-    let rt = &cx.rt;
     let (p, c) = (cx.p(), cx.c());
     let loc = cx.crd.as_ref().expect("coordinates");
     if cx.lt.is_unique() && cx.lt.is_ordered() && loc.stride == 1 {
         let f = &loc.field;
         quote! {{
             let (__lo, __hi) = #seg;
-            if let ::core::result::Result::Ok(__k) = self.#f[__lo..__hi].binary_search_by(|__x| #rt::Index::index(*__x).cmp(&#c)) {
+            if let Ok(__k) = self.#f[__lo..__hi].binary_search_by(|__x| __x.index().cmp(&#c)) {
                 let #p = __lo + __k;
                 #body
             }
@@ -104,39 +92,7 @@ impl LevelGen for Compressed {
     fn fields(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
         pos_crd_fields(cx)
     }
-    fn init(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
-        let pos_ty = &cx.pos_ty;
-        self.fields(cx)
-            .into_iter()
-            .enumerate()
-            .map(|(i, (f, _))| {
-                (
-                    f,
-                    if i == 0 {
-                        quote!(::std::vec![<#pos_ty>::default()])
-                    } else {
-                        cx.crd_field_init()
-                    },
-                )
-            })
-            .collect()
-    }
-    fn append_crd(&self, cx: &LevelCtx) -> TokenStream {
-        push_and_count(cx)
-    }
-    fn finalize_segment(&self, cx: &LevelCtx) -> TokenStream {
-        let l = cx.l;
-        let push = cx.push_pos(quote!(self.count[#l]), quote!(count));
-        quote! {
-            if count == 0 {
-                return ::core::result::Result::Ok(());
-            }
-            #push
-            ::core::result::Result::Ok(())
-        }
-    }
     fn segment(&self, cx: &LevelCtx, parent: TokenStream) -> TokenStream {
-        let rt = &cx.rt;
         let f = cx.pos_field.as_ref().expect("positions");
         if cx.batched {
             // batch b's positions sit at b * (parents per batch + 1) and count from b's base
@@ -145,16 +101,13 @@ impl LevelGen for Compressed {
                 #split
                 let (__b, __r) = if __pp == 0 { (0, __q) } else { (__q / __pp, __q % __pp) };
                 let __at = __b * (__pp + 1) + __r;
-                (__b * __pc + #rt::Index::index(self.#f[__at]), __b * __pc + #rt::Index::index(self.#f[__at + 1]))
+                (__b * __pc + self.#f[__at].index(), __b * __pc + self.#f[__at + 1].index())
             }};
         }
         if super::level::is_root(&parent) {
-            return quote!((#rt::Index::index(self.#f[0]), #rt::Index::index(self.#f[1])));
+            return quote!((self.#f[0].index(), self.#f[1].index()));
         }
-        quote!((#rt::Index::index(self.#f[#parent]), #rt::Index::index(self.#f[#parent + 1])))
-    }
-    fn coord(&self, cx: &LevelCtx, _parent: TokenStream, p: TokenStream) -> TokenStream {
-        cx.read_crd(&quote!(self), &p)
+        quote!((self.#f[#parent].index(), self.#f[#parent + 1].index()))
     }
     fn emit_loop(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
         loop_over_segment(cx, self.segment(cx, cx.parent()), body)

@@ -14,34 +14,49 @@ use crate::ir::{
 };
 use crate::types::{ElementType, FloatKind, QuantizedType, ScalarValue, Signedness, TypedValue};
 
-/// The statements `use ir::ir::*; Encoding { .. }` (a function body) whose value equals `enc`.
+/// The statements `use ir::*; Encoding::new(..)` (a function body, `ir` the IR module as the
+/// generated code names it) whose value equals `enc`: `Encoding::new` over the storage's
+/// `Self::LVL_TYPES` and the two maps (`AffineMap::identity(n)` where a map is the identity),
+/// with only the fields that differ from its defaults spelled out.
 pub(crate) fn encoding_expr(enc: &Encoding, ir: &TokenStream) -> TokenStream {
-    let lvl_types = enc.lvl_types.iter().map(|t| level_type(t, &quote!()));
     let dim_to_lvl = affine_map(&enc.dim_to_lvl);
     let lvl_to_dim = affine_map(&enc.lvl_to_dim);
-    let pos_width = Literal::u32_unsuffixed(enc.pos_width);
-    let crd_width = Literal::u32_unsuffixed(enc.crd_width);
-    let dim_slices = option(enc.dim_slices.as_ref(), |s| {
+    let new = quote!(Encoding::new(Self::LVL_TYPES.to_vec(), #dim_to_lvl, #lvl_to_dim));
+    let mut fields = Vec::new();
+    if enc.pos_width != 0 {
+        let w = Literal::u32_unsuffixed(enc.pos_width);
+        fields.push(quote!(pos_width: #w));
+    }
+    if enc.crd_width != 0 {
+        let w = Literal::u32_unsuffixed(enc.crd_width);
+        fields.push(quote!(crd_width: #w));
+    }
+    if let Some(s) = &enc.dim_slices {
         let s = s.iter().map(dim_slice);
-        quote!(::std::vec![#(#s),*])
-    });
-    let explicit_val = option(enc.explicit_val.as_ref(), typed_value);
-    let implicit_val = option(enc.implicit_val.as_ref(), typed_value);
+        fields.push(quote!(dim_slices: Some(::std::vec![#(#s),*])));
+    }
+    if let Some(v) = &enc.explicit_val {
+        let v = typed_value(v);
+        fields.push(quote!(explicit_val: Some(#v)));
+    }
+    if let Some(v) = &enc.implicit_val {
+        let v = typed_value(v);
+        fields.push(quote!(implicit_val: Some(#v)));
+    }
     let types_import = (enc.explicit_val.is_some() || enc.implicit_val.is_some())
         .then(|| quote!(use #ir::types::*;));
+    let value = if fields.is_empty() {
+        new
+    } else {
+        quote!(Encoding { #(#fields,)* ..#new })
+    };
+    let identity = |m: &AffineMap| *m == AffineMap::identity(m.num_vars);
+    let variants =
+        (!identity(&enc.dim_to_lvl) || !identity(&enc.lvl_to_dim)).then(|| quote!(AffineExpr::*,));
     quote! {
-        use #ir::ir::*;
+        use #ir::ir::{#variants *};
         #types_import
-        Encoding {
-            lvl_types: ::std::vec![#(#lvl_types),*],
-            dim_to_lvl: #dim_to_lvl,
-            lvl_to_dim: #lvl_to_dim,
-            pos_width: #pos_width,
-            crd_width: #crd_width,
-            dim_slices: #dim_slices,
-            explicit_val: #explicit_val,
-            implicit_val: #implicit_val,
-        }
+        #value
     }
 }
 
@@ -49,9 +64,9 @@ fn option<T>(v: Option<&T>, f: impl FnOnce(&T) -> TokenStream) -> TokenStream {
     match v {
         Some(v) => {
             let v = f(v);
-            quote!(::core::option::Option::Some(#v))
+            quote!(Some(#v))
         }
-        None => quote!(::core::option::Option::None),
+        None => quote!(None),
     }
 }
 
@@ -88,43 +103,73 @@ pub(crate) fn level_type(t: &LevelType, ir: &TokenStream) -> TokenStream {
 }
 
 fn affine_map(m: &AffineMap) -> TokenStream {
+    if *m == AffineMap::identity(m.num_vars) {
+        let n = Literal::usize_unsuffixed(m.num_vars);
+        return quote!(AffineMap::identity(#n));
+    }
     let num_vars = Literal::usize_unsuffixed(m.num_vars);
     let num_symbols = Literal::usize_unsuffixed(m.num_symbols);
-    let results = m.results.iter().map(affine_expr);
-    quote! {
-        AffineMap {
-            num_vars: #num_vars,
-            num_symbols: #num_symbols,
-            results: ::std::vec![#(#results),*],
+    // a product at the top of an element is parenthesised: clippy's `possible_missing_comma`
+    // reads `a * b` in an array built by a macro as a missing comma before `*b`
+    let results = m.results.iter().map(|r| {
+        let t = affine_expr(r);
+        if matches!(r, AffineExpr::Mul(..)) {
+            quote!((#t))
+        } else {
+            t
         }
-    }
+    });
+    quote!(AffineMap::new(#num_vars, #num_symbols, [#(#results),*]))
 }
 
+/// `e` as Rust over the imported variants (`Var`, `Symbol`, `Constant`) with the IR's operators
+/// (`+`, `*`, `%`) and `floor_div` / `ceil_div`, parenthesised so that it parses back to the
+/// same tree.
 fn affine_expr(e: &AffineExpr) -> TokenStream {
-    let binary = |name: TokenStream, a: &AffineExpr, b: &AffineExpr| {
-        let (a, b) = (affine_expr(a), affine_expr(b));
-        quote! {
-            AffineExpr::#name(::std::boxed::Box::new(#a), ::std::boxed::Box::new(#b))
+    use AffineExpr as E;
+    let paren = |x: &AffineExpr, wrap: bool| {
+        let t = affine_expr(x);
+        if wrap {
+            quote!((#t))
+        } else {
+            t
         }
     };
+    let is_add = |x: &AffineExpr| matches!(x, E::Add(..));
+    let is_product = |x: &AffineExpr| matches!(x, E::Add(..) | E::Mul(..) | E::Mod(..));
     match e {
-        AffineExpr::Var(v) => {
+        E::Var(v) => {
             let v = Literal::usize_unsuffixed(*v);
-            quote!(AffineExpr::Var(#v))
+            quote!(Var(#v))
         }
-        AffineExpr::Symbol(s) => {
+        E::Symbol(s) => {
             let s = Literal::usize_unsuffixed(*s);
-            quote!(AffineExpr::Symbol(#s))
+            quote!(Symbol(#s))
         }
-        AffineExpr::Constant(c) => {
+        E::Constant(c) => {
             let c = Literal::i64_unsuffixed(*c);
-            quote!(AffineExpr::Constant(#c))
+            quote!(Constant(#c))
         }
-        AffineExpr::Add(a, b) => binary(quote!(Add), a, b),
-        AffineExpr::Mul(a, b) => binary(quote!(Mul), a, b),
-        AffineExpr::FloorDiv(a, b) => binary(quote!(FloorDiv), a, b),
-        AffineExpr::CeilDiv(a, b) => binary(quote!(CeilDiv), a, b),
-        AffineExpr::Mod(a, b) => binary(quote!(Mod), a, b),
+        E::Add(a, b) => {
+            let (a, b) = (paren(a, false), paren(b, is_add(b)));
+            quote!(#a + #b)
+        }
+        E::Mul(a, b) => {
+            let (a, b) = (paren(a, is_add(a)), paren(b, is_product(b)));
+            quote!(#a * #b)
+        }
+        E::Mod(a, b) => {
+            let (a, b) = (paren(a, is_add(a)), paren(b, is_product(b)));
+            quote!(#a % #b)
+        }
+        E::FloorDiv(a, b) => {
+            let (a, b) = (paren(a, is_product(a)), affine_expr(b));
+            quote!(#a.floor_div(#b))
+        }
+        E::CeilDiv(a, b) => {
+            let (a, b) = (paren(a, is_product(a)), affine_expr(b));
+            quote!(#a.ceil_div(#b))
+        }
     }
 }
 
@@ -180,11 +225,11 @@ fn element_type(t: &ElementType) -> TokenStream {
         }
         ElementType::Complex(e) => {
             let e = element_type(e);
-            quote!(ElementType::Complex(::std::boxed::Box::new(#e)))
+            quote!(ElementType::Complex(Box::new(#e)))
         }
         ElementType::Quant(q) => {
             let q = quantized_type(q);
-            quote!(ElementType::Quant(::std::boxed::Box::new(#q)))
+            quote!(ElementType::Quant(Box::new(#q)))
         }
     }
 }

@@ -8,7 +8,7 @@
 //! struct, plus `values`, `cursor` and `count`, and `pending` / `loose_start` when an n:m /
 //! loose compressed level needs them), with `full`, `count` and `crd` in scope as the method's
 //! parameters; the runtime's `generated::insert_sorted` drives these methods. The builder lives
-//! in a `const _` block that names the runtime `__rt`.
+//! in a `const _` block that names the runtime `rt`.
 
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
@@ -76,16 +76,6 @@ impl LevelCtx {
         let ty = &self.pos_ty;
         quote!(::std::vec::Vec<#ty>)
     }
-    /// An empty coordinate buffer (expression).
-    pub fn crd_field_init(&self) -> TokenStream {
-        let rt = &self.rt;
-        let w = self.crd_width;
-        if self.packed() {
-            quote!(#rt::packed::PackedBuffer::new(#w).expect("packed coordinate width"))
-        } else {
-            quote!(::std::vec::Vec::new())
-        }
-    }
     /// `true` for the innermost level.
     pub fn is_last(&self) -> bool {
         self.l + 1 == self.lvl_rank
@@ -107,14 +97,9 @@ impl LevelCtx {
             quote!(#p)
         }
     }
-    /// `finalize_segment_{l+1}` (the next level's method in the builder).
-    pub fn next_finalize(&self) -> Ident {
-        format_ident!("finalize_segment_{}", self.l + 1)
-    }
     /// Expression reading this level's coordinate at position expression `p` from `base`
     /// (`self` or `b`), widened to `usize`.
     pub fn read_crd(&self, base: &TokenStream, p: &TokenStream) -> TokenStream {
-        let rt = &self.rt;
         let loc = self.crd.as_ref().expect("level stores coordinates");
         let f = &loc.field;
         let (stride, offset) = (loc.stride, loc.offset);
@@ -126,32 +111,7 @@ impl LevelCtx {
         if self.packed() {
             return quote!(#base.#f.get(#idx).unwrap_or(usize::MAX));
         }
-        quote!(#rt::Index::index(#base.#f[#idx]))
-    }
-    /// Statements pushing `crd` (a usize in scope) into this level's coordinate buffer, with the
-    /// width check.
-    pub fn push_crd(&self) -> TokenStream {
-        let rt = &self.rt;
-        let l = self.l;
-        let f = &self.crd.as_ref().expect("level stores coordinates").field;
-        if self.packed() {
-            let w = self.crd_width;
-            return quote! {
-                self.#f.push(crd).map_err(|value| #rt::StorageError::WidthOverflow {
-                    level: #l, kind: #rt::BufferKind::Coordinate, value, width: #w,
-                })?;
-            };
-        }
-        quote!(#rt::generated::push_coordinate(&mut self.#f, crd, #l)?;)
-    }
-    /// Statements pushing `value` (a usize expression) `times` times into the positions array.
-    pub fn push_pos(&self, value: TokenStream, times: TokenStream) -> TokenStream {
-        let rt = &self.rt;
-        let l = self.l;
-        let f = self.pos_field.as_ref().expect("level stores positions");
-        quote! {
-            #rt::generated::push_positions(&mut self.#f, #value, #times, #l, &self.lvl_sizes)?;
-        }
+        quote!(#base.#f[#idx].index())
     }
 }
 
@@ -166,18 +126,8 @@ pub fn is_root(parent: &TokenStream) -> bool {
 pub trait LevelGen {
     /// Fields this level owns in the struct: `(name, full type)`.
     fn fields(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)>;
-    /// Initial contents of each owned field in the builder.
-    fn init(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)>;
-    /// Body of the builder method `append_crd_{l}(&mut self, full: usize, crd: usize)` (MLIR
-    /// `appendCrd`): record a new node with coordinate `crd`; returns `Result<(), StorageError>`.
-    fn append_crd(&self, cx: &LevelCtx) -> TokenStream;
-    /// Body of `finalize_segment_{l}(&mut self, full: usize, count: usize)` (MLIR
-    /// `finalizeSegment`): close `count` segments, the first holding coordinates `0..full`.
-    fn finalize_segment(&self, cx: &LevelCtx) -> TokenStream;
     /// Expression `(lo, hi)` of the segment under `parent`, reading fields from `self`.
     fn segment(&self, cx: &LevelCtx, parent: TokenStream) -> TokenStream;
-    /// Expression: the coordinate at position `p` under `parent`, reading fields from `self`.
-    fn coord(&self, cx: &LevelCtx, parent: TokenStream, p: TokenStream) -> TokenStream;
     /// A loop over the segment under the parent position, binding `p{l}` and `c{l}` around `body`.
     fn emit_loop(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream;
     /// Code that finds the position(s) of coordinate `c{l}` under the parent, binding `p{l}`

@@ -5,9 +5,7 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
-use super::compressed::{
-    batch_split, locate_in_segment, loop_over_segment, pos_crd_fields, push_and_count,
-};
+use super::compressed::{batch_split, locate_in_segment, loop_over_segment, pos_crd_fields};
 use super::level::{LevelCtx, LevelGen};
 
 /// The loose_compressed level format.
@@ -17,40 +15,7 @@ impl LevelGen for LooseCompressed {
     fn fields(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
         pos_crd_fields(cx)
     }
-    fn init(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
-        self.fields(cx)
-            .into_iter()
-            .enumerate()
-            .map(|(i, (f, _))| {
-                (
-                    f,
-                    if i == 0 {
-                        quote!(::std::vec::Vec::new())
-                    } else {
-                        cx.crd_field_init()
-                    },
-                )
-            })
-            .collect()
-    }
-    fn append_crd(&self, cx: &LevelCtx) -> TokenStream {
-        push_and_count(cx)
-    }
-    fn finalize_segment(&self, cx: &LevelCtx) -> TokenStream {
-        let l = cx.l;
-        let push_lo = cx.push_pos(quote!(self.loose_start[#l]), quote!(1));
-        let push_hi = cx.push_pos(quote!(self.count[#l]), quote!(1));
-        quote! {
-            for _ in 0..count {
-                #push_lo
-                #push_hi
-                self.loose_start[#l] = self.count[#l];
-            }
-            ::core::result::Result::Ok(())
-        }
-    }
     fn segment(&self, cx: &LevelCtx, parent: TokenStream) -> TokenStream {
-        let rt = &cx.rt;
         let f = cx.pos_field.as_ref().expect("positions");
         if cx.batched {
             // pairs are global-indexed; their values count from batch b's base
@@ -58,16 +23,13 @@ impl LevelGen for LooseCompressed {
             return quote! {{
                 #split
                 let __b = if __pp == 0 { 0 } else { __q / __pp };
-                (__b * __pc + #rt::Index::index(self.#f[2 * __q]), __b * __pc + #rt::Index::index(self.#f[2 * __q + 1]))
+                (__b * __pc + self.#f[2 * __q].index(), __b * __pc + self.#f[2 * __q + 1].index())
             }};
         }
         if super::level::is_root(&parent) {
-            return quote!((#rt::Index::index(self.#f[0]), #rt::Index::index(self.#f[1])));
+            return quote!((self.#f[0].index(), self.#f[1].index()));
         }
-        quote!((#rt::Index::index(self.#f[2 * #parent]), #rt::Index::index(self.#f[2 * #parent + 1])))
-    }
-    fn coord(&self, cx: &LevelCtx, _parent: TokenStream, p: TokenStream) -> TokenStream {
-        cx.read_crd(&quote!(self), &p)
+        quote!((self.#f[2 * #parent].index(), self.#f[2 * #parent + 1].index()))
     }
     fn emit_loop(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
         loop_over_segment(cx, self.segment(cx, cx.parent()), body)

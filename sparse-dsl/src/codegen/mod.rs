@@ -32,7 +32,7 @@ mod storage;
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::ir::{AffineExpr, Encoding};
+use crate::ir::{AffineExpr, Encoding, VerifiedEncoding};
 use crate::parse::Declared;
 use level::{level_gen, CrdLoc, LevelCtx, LevelGen};
 use sparse_ir::level::PositionsArray;
@@ -47,7 +47,7 @@ pub struct Declaration {
     /// The struct name.
     pub name: Ident,
     /// The verified encoding.
-    pub encoding: Encoding,
+    pub encoding: VerifiedEncoding,
     /// Static dimension sizes when the declaration is a tensor type (`tensor<20x?xf32, ...>`
     /// gives `[Some(20), None]`); `None` for a bare encoding. Constructors reject other sizes
     /// for the static dimensions.
@@ -58,7 +58,7 @@ pub struct Declaration {
 
 impl Declaration {
     /// A declaration of a bare encoding (no static shape, `V = f64`).
-    pub fn new(vis: TokenStream, name: Ident, encoding: Encoding) -> Self {
+    pub fn new(vis: TokenStream, name: Ident, encoding: VerifiedEncoding) -> Self {
         Declaration {
             attrs: Vec::new(),
             vis,
@@ -209,11 +209,11 @@ fn lvl_to_dim_expr(e: &AffineExpr) -> Result<TokenStream, CodegenError> {
     })
 }
 
-fn level_type_tokens(e: &Encoding, rt: &TokenStream) -> Vec<TokenStream> {
-    let ir = quote!(#rt::sparse_ir::ir::);
+/// The level types of `e` as expressions over the IR module `ir` the generated code imports.
+fn level_type_tokens(e: &Encoding) -> Vec<TokenStream> {
     e.lvl_types
         .iter()
-        .map(|lt| encoding_data::level_type(lt, &ir))
+        .map(|lt| encoding_data::level_type(lt, &quote!(ir::)))
         .collect()
 }
 
@@ -250,16 +250,13 @@ pub(crate) struct Ctx<'a> {
     gens: Vec<&'static dyn LevelGen>,
     /// One context per level, for code reading the struct.
     ctxs: Vec<LevelCtx>,
-    /// One context per level, for the builder (`usize` positions when batched).
-    bctxs: Vec<LevelCtx>,
     /// The static shape of a tensor type, as `Option<usize>` expressions.
     static_shape: Option<Vec<TokenStream>>,
-    /// Statements returning `ShapeMismatch` for a `shape` off the static shape.
-    static_shape_check: TokenStream,
+    /// The statement checking a `shape` in scope against the static shape and the blocks
+    /// (`ShapeMismatch`, `BlockShape`); empty when there is nothing to check.
+    shape_check: TokenStream,
     /// The default value type.
     value_type: TokenStream,
-    /// Statements returning `BlockShape` for a blocked dimension not a multiple of its block.
-    block_checks: Vec<TokenStream>,
     /// The array fields, their types and their doc lines.
     field_names: Vec<Ident>,
     field_types: Vec<TokenStream>,
@@ -268,10 +265,6 @@ pub(crate) struct Ctx<'a> {
     batch_init_zero: TokenStream,
     /// Statements filling `s.counts` and `s.batches` of a struct `s` (batched formats).
     set_counts: TokenStream,
-    /// `let batches = ...?;` (batched formats), else nothing.
-    batch_let: TokenStream,
-    /// The builder's name (`__{Name}Builder`).
-    builder: Ident,
     /// The `Parts` struct's name.
     parts: Ident,
     /// `c0, c1, ...`: level coordinate names.
@@ -288,7 +281,7 @@ impl<'a> Ctx<'a> {
         let rt = rt.clone();
         // A sliced encoding stores its parent's arrays; the slices become a view (`view`).
         let declared_slices = decl.encoding.dim_slices.clone();
-        let mut parent_encoding = decl.encoding.clone();
+        let mut parent_encoding = decl.encoding.clone().into_inner();
         parent_encoding.dim_slices = None;
         let e = &parent_encoding;
         let rt = &rt;
@@ -364,22 +357,6 @@ impl<'a> Ctx<'a> {
             });
             gens.push(g);
         }
-        // The builder collects global positions as usize when batched (rebased and narrowed in place
-        // at the end, like the dynamic storage); otherwise with the struct's own types, so the
-        // finished arrays move into the struct without a copy.
-        let bctxs: Vec<LevelCtx> = ctxs
-            .iter()
-            .map(|cx| {
-                let mut b = cx.clone();
-                // the builder lives in a `const _` block that names the runtime `__rt`
-                b.rt = quote!(__rt);
-                if batched {
-                    b.pos_ty = quote!(usize);
-                }
-                b
-            })
-            .collect();
-
         let static_shape = match &decl.static_shape {
             None => None,
             Some(dims) => {
@@ -393,49 +370,40 @@ impl<'a> Ctx<'a> {
                 Some(
                     dims.iter()
                         .map(|d| match d {
-                            None => Ok(quote!(::core::option::Option::None)),
-                            Some(n) => usize::try_from(*n)
-                                .map(|n| quote!(::core::option::Option::Some(#n)))
-                                .map_err(|_| {
+                            None => Ok(quote!(None)),
+                            Some(n) => {
+                                usize::try_from(*n).map(|n| quote!(Some(#n))).map_err(|_| {
                                     CodegenError(format!("dimension size {n} does not fit usize"))
-                                }),
+                                })
+                            }
                         })
                         .collect::<Result<Vec<_>, _>>()?,
                 )
             }
         };
-        let static_shape_check = if static_shape.is_some() {
-            quote! {
-                if let ::core::option::Option::Some(dims) = Self::STATIC_SHAPE {
-                    for (dim, (want, got)) in dims.iter().zip(shape.iter()).enumerate() {
-                        if let ::core::option::Option::Some(want) = want {
-                            if want != got {
-                                return ::core::result::Result::Err(#rt::StorageError::ShapeMismatch { dim, expected: *want, got: *got });
-                            }
-                        }
-                    }
-                }
-            }
-        } else {
-            quote!()
-        };
         let value_type = decl.value_type.clone().unwrap_or_else(|| quote!(f64));
-        let block_checks: Vec<TokenStream> = e
+        let blocks: Vec<TokenStream> = e
             .dim_to_lvl
             .results
             .iter()
             .filter_map(|r| match r {
-                AffineExpr::FloorDiv(a, b) => Some((a.as_var()?, usize::try_from(b.as_constant()?).ok()?)),
+                AffineExpr::FloorDiv(a, b) => {
+                    Some((a.as_var()?, usize::try_from(b.as_constant()?).ok()?))
+                }
                 _ => None,
             })
-            .map(|(dim, block)| {
-                quote! {
-                    if !shape[#dim].is_multiple_of(#block) {
-                        return ::core::result::Result::Err(#rt::StorageError::BlockShape { dim: #dim, size: shape[#dim], block: #block });
-                    }
-                }
-            })
+            .map(|(dim, block)| quote!((#dim, #block)))
             .collect();
+        let shape_check = if static_shape.is_none() && blocks.is_empty() {
+            quote!()
+        } else {
+            let fixed = if static_shape.is_some() {
+                quote!(Self::STATIC_SHAPE)
+            } else {
+                quote!(None)
+            };
+            quote!(#rt::generated::check_shape(&shape, #fixed, &[#(#blocks),*])?;)
+        };
 
         // Struct fields.
         let mut field_names = Vec::new();
@@ -491,7 +459,7 @@ impl<'a> Ctx<'a> {
         let set_counts = if batched {
             quote! {
                 // unchecked arrays may overflow a count (then `validate` reports it): no panic here
-                if let ::core::result::Result::Ok(__counts) = #rt::storage::level_counts(&s) {
+                if let Ok(__counts) = #rt::storage::level_counts(&s) {
                     s.counts.copy_from_slice(&__counts);
                 }
                 let lvl_sizes = s.lvl_sizes;
@@ -500,12 +468,6 @@ impl<'a> Ctx<'a> {
         } else {
             quote!()
         };
-        let batch_let = if batched {
-            quote!(let batches = #batch_count?;)
-        } else {
-            quote!()
-        };
-        let builder = format_ident!("__{}Builder", name);
         let parts = format_ident!("{}Parts", name);
         // Nested loops over all stored entries.
         let cs: Vec<Ident> = (0..lvl_rank).map(|l| format_ident!("c{}", l)).collect();
@@ -526,18 +488,14 @@ impl<'a> Ctx<'a> {
             batched,
             gens,
             ctxs,
-            bctxs,
             static_shape,
-            static_shape_check,
+            shape_check,
             value_type,
-            block_checks,
             field_names,
             field_types,
             field_docs,
             batch_init_zero,
             set_counts,
-            batch_let,
-            builder,
             parts,
             cs,
             p_last,
@@ -565,22 +523,126 @@ impl<'a> Ctx<'a> {
 /// Errors: [`CodegenError`] for encodings the generator does not handle yet (batch and n:m
 /// levels, slices, counting symbols, level expressions other than `d`, `d floordiv b`, `d mod b`).
 pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, CodegenError> {
-    let cx = Ctx::new(decl, rt)?;
+    let parts = format!("{}Parts", decl.name);
+    if let Some(taken) = IMPORTED.iter().find(|n| decl.name == n || parts == **n) {
+        return Err(CodegenError(format!(
+            "the format name `{}` would be shadowed by `{taken}`, which the generated code imports; \
+             choose another name",
+            decl.name
+        )));
+    }
+    // The structs name the runtime by its full path; everything else lives in a `const _` block
+    // that imports what it uses (as serde_derive's `dummy.rs` does).
+    let structs = storage::emit_structs(&Ctx::new(decl, rt)?)?;
+    let cx = Ctx::new(decl, &quote!(rt))?;
     let storage = storage::emit(&cx)?;
     let assembly = assembly::emit(&cx)?;
     let access = access::emit(&cx);
     let batch_slice = batch_slice::emit(&cx);
     let spmv = spmv::emit(&cx);
     let display = display::emit(&cx);
-    Ok(unsuffix(quote! {
+    let body = quote! {
         #storage
         #assembly
         #access
         #batch_slice
         #spmv
         #display
+    };
+    // import exactly the names the body uses (a `build.rs` user compiles it with the lints on)
+    let used = idents(&body);
+    let pick = |names: &[(&str, TokenStream)]| -> Vec<TokenStream> {
+        names
+            .iter()
+            .filter(|(n, _)| used.contains(*n))
+            .map(|(_, t)| t.clone())
+            .collect()
+    };
+    let mut imports = Vec::new();
+    let rt_names = pick(&[
+        ("ir", quote!(sparse_ir::ir)),
+        // `.index()` on positions and coordinates
+        ("index", quote!(Index as _)),
+        ("StorageError", quote!(StorageError)),
+    ]);
+    imports.push(quote!(use #rt::{self as rt, #(#rt_names),*};));
+    for (path, names) in [
+        (
+            quote!(::core::iter),
+            pick(&[
+                ("IntoIterator", quote!(IntoIterator)),
+                ("Iterator", quote!(Iterator)),
+            ]),
+        ),
+        (
+            quote!(::core::option::Option),
+            pick(&[
+                ("Option", quote!(self)),
+                ("None", quote!(None)),
+                ("Some", quote!(Some)),
+            ]),
+        ),
+        (
+            quote!(::core::result::Result),
+            pick(&[
+                ("Result", quote!(self)),
+                ("Err", quote!(Err)),
+                ("Ok", quote!(Ok)),
+            ]),
+        ),
+        (
+            quote!(::std),
+            pick(&[("Box", quote!(boxed::Box)), ("Vec", quote!(vec::Vec))]),
+        ),
+    ] {
+        if !names.is_empty() {
+            imports.push(quote!(use #path::{#(#names),*};));
+        }
+    }
+    Ok(unsuffix(quote! {
+        #structs
+        const _: () = {
+            #(#imports)*
+            #body
+        };
     }))
 }
+
+/// Every identifier in `tokens`.
+fn idents(tokens: &TokenStream) -> std::collections::HashSet<String> {
+    let mut out = std::collections::HashSet::new();
+    fn walk(t: &TokenStream, out: &mut std::collections::HashSet<String>) {
+        for tt in t.clone() {
+            match tt {
+                proc_macro2::TokenTree::Ident(i) => {
+                    out.insert(i.to_string());
+                }
+                proc_macro2::TokenTree::Group(g) => walk(&g.stream(), out),
+                _ => {}
+            }
+        }
+    }
+    walk(tokens, &mut out);
+    out
+}
+
+/// The names the `const _` block of the generated code imports: a format (or its `Parts`) of
+/// one of these names would be shadowed there, so the generator refuses it.
+const IMPORTED: [&str; 13] = [
+    "IntoIterator",
+    "Iterator",
+    "Option",
+    "None",
+    "Some",
+    "Result",
+    "Err",
+    "Ok",
+    "Box",
+    "Vec",
+    "StorageError",
+    "rt",
+    "ir",
+];
 
 /// `2usize` -> `2` everywhere in `tokens`: the `usize` literals the generator splices in
 /// (ranks, levels, block sizes) read as a person writes them; their types are fixed by where
@@ -624,5 +686,57 @@ pub fn expand_to_string(decl: &Declaration, rt: &TokenStream) -> Result<String, 
     let tokens = generate(decl, rt)?;
     let file: syn::File = syn::parse2(tokens)
         .map_err(|e| CodegenError(format!("generated code does not parse: {e}")))?;
-    Ok(prettyplease::unparse(&file))
+    Ok(print(&file))
+}
+
+/// `file` formatted with `prettyplease`, with every `rt::safety!("...");` marker (the runtime's
+/// `safety!`, which expands to nothing) printed as the `// SAFETY: ...` comment it stands for,
+/// wrapped at 100 columns: `quote!` drops comments, so the generator states each `unsafe`
+/// block's argument in a marker right above it and the printer turns it back into a comment.
+pub fn print(file: &syn::File) -> String {
+    let code = prettyplease::unparse(file);
+    let mut out = String::with_capacity(code.len());
+    let mut lines = code.lines();
+    while let Some(line) = lines.next() {
+        let trimmed = line.trim_start();
+        if !(trimmed.starts_with("rt::safety!(")
+            || trimmed.starts_with("::sparse::runtime::safety!("))
+        {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        // the marker, possibly over several lines: `rt::safety!(\n "..." \n);`
+        let mut marker = trimmed.to_string();
+        while !marker.ends_with(");") {
+            match lines.next() {
+                Some(next) => {
+                    marker.push(' ');
+                    marker.push_str(next.trim());
+                }
+                None => break,
+            }
+        }
+        let why = match (marker.find('"'), marker.rfind('"')) {
+            (Some(a), Some(b)) if a < b => marker[a + 1..b].replace("\\\"", "\""),
+            _ => marker.clone(),
+        };
+        let indent = &line[..line.len() - trimmed.len()];
+        let mut current = format!("{indent}// SAFETY:");
+        let mut words_on_line = 0;
+        for word in why.split_whitespace() {
+            if current.len() + 1 + word.len() > 100 && words_on_line > 0 {
+                out.push_str(&current);
+                out.push('\n');
+                current = format!("{indent}//");
+                words_on_line = 0;
+            }
+            words_on_line += 1;
+            current.push(' ');
+            current.push_str(word);
+        }
+        out.push_str(&current);
+        out.push('\n');
+    }
+    out
 }

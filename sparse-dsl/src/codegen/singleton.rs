@@ -4,7 +4,7 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
-use super::compressed::{owned_crd_fields, push_and_count};
+use super::compressed::owned_crd_fields;
 use super::level::{LevelCtx, LevelGen};
 
 /// The singleton level format.
@@ -14,23 +14,8 @@ impl LevelGen for Singleton {
     fn fields(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
         owned_crd_fields(cx)
     }
-    fn init(&self, cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
-        self.fields(cx)
-            .into_iter()
-            .map(|(f, _)| (f, cx.crd_field_init()))
-            .collect()
-    }
-    fn append_crd(&self, cx: &LevelCtx) -> TokenStream {
-        push_and_count(cx)
-    }
-    fn finalize_segment(&self, _cx: &LevelCtx) -> TokenStream {
-        quote!(::core::result::Result::Ok(()))
-    }
     fn segment(&self, _cx: &LevelCtx, parent: TokenStream) -> TokenStream {
         quote!((#parent, #parent + 1))
-    }
-    fn coord(&self, cx: &LevelCtx, _parent: TokenStream, p: TokenStream) -> TokenStream {
-        cx.read_crd(&quote!(self), &p)
     }
     fn emit_loop(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
         let (p, c, parent) = (cx.p(), cx.c(), cx.parent());

@@ -112,7 +112,7 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
                     let (__lo, __hi) = #seg;
                     let mut __acc = [<V as #rt::num_traits::Zero>::zero(); #bb];
                     for __p in __lo..__hi {
-                        let __jb = #rt::Index::index(__crd[__p]);
+                        let __jb = __crd[__p].index();
                         let __blk: &[V; #bc] = __vals[__p * #bc..__p * #bc + #bc].try_into().expect("block");
                         let __xb: &[V; #cc] = x[__jb * #cc..__jb * #cc + #cc].try_into().expect("block of x");
                         for __ii in 0..#bb {
@@ -135,10 +135,9 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
                     *__yi = <V as #rt::num_traits::Zero>::zero();
                 }
                 for (__c, __v) in self.#crd0.chunks_exact(2).zip(self.values.iter()) {
-                    let (__i, __j) = (#rt::Index::index(#i), #rt::Index::index(#j));
+                    let (__i, __j) = (#i.index(), #j.index());
                     debug_assert!(__i < y.len() && __j < x.len());
-                    // SAFETY: coordinates are below their level sizes, which are the dimension
-                    // sizes `y.len()` and `x.len()` (checked above); see the CSR kernel.
+                    #rt::safety!("every stored coordinate is below its level size (`from_coo` builds such arrays, `from_raw_parts` validates them, `from_raw_parts_unchecked` makes it the caller's promise), and the level sizes are the dimension sizes `y.len()` and `x.len()`, checked by `check_spmv` before this loop.");
                     unsafe { *y.get_unchecked_mut(__i) += *__v * *x.get_unchecked(__j) };
                 }
             }
@@ -158,12 +157,9 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
                     let (__lo, __hi) = #seg;
                     let mut __acc = <V as #rt::num_traits::Zero>::zero();
                     for (__v, __c) in __vals[__lo..__hi].iter().zip(&__crd[__lo..__hi]) {
-                        let __j = #rt::Index::index(*__c);
+                        let __j = __c.index();
                         debug_assert!(__j < x.len());
-                        // SAFETY: every coordinate of level 1 is below its level size, which is
-                        // `shape()[1] == x.len()` (checked above): `from_coo` builds such arrays
-                        // and `from_raw_parts` validates them (`from_raw_parts_unchecked` makes
-                        // it the caller's promise).
+                        #rt::safety!("every coordinate of level 1 is below its level size `shape()[1]`, which equals `x.len()` (`check_spmv` checks it before this kernel runs): `from_coo` builds such arrays, `from_raw_parts` validates them (invariant 5.5) and `from_raw_parts_unchecked` makes it the caller's promise.");
                         __acc += *__v * unsafe { *x.get_unchecked(__j) };
                     }
                     *__yi = __acc;
@@ -190,7 +186,7 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
                 let unit = proc_macro2::Literal::usize_unsuffixed(*unit);
                 let before = match (&ctxs[1].pos_field, *monotonic) {
                     // entries before row r: the compressed level's pos[r] (defined for r <= rows)
-                    (Some(pf), true) => quote!(|__r| #rt::Index::index(self.#pf[__r])),
+                    (Some(pf), true) => quote!(|__r| self.#pf[__r].index()),
                     _ => quote!(|__r| __r),
                 };
                 (
@@ -216,20 +212,20 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
             /// entries, one task each. Formats that scatter into `y` (COO, column-major ones) run
             /// the serial [`Self::spmv`]. Same operands and errors as `spmv`; the result is
             /// identical (each row is summed in the same order).
-            pub fn spmv_par(&self, x: &[V], y: &mut [V]) -> ::core::result::Result<(), #rt::StorageError> {
+            pub fn spmv_par(&self, x: &[V], y: &mut [V]) -> Result<(), StorageError> {
                 #checks
                 #par_body
-                ::core::result::Result::Ok(())
+                Ok(())
             }
 
             /// `y = A · x`: `x` has `shape()[1]` elements, `y` has `shape()[0]` and is overwritten.
             ///
             /// Errors: `StorageError::LengthMismatch` naming `"x"` or `"y"` when a length is wrong.
             #[allow(clippy::needless_range_loop)]
-            pub fn spmv(&self, x: &[V], y: &mut [V]) -> ::core::result::Result<(), #rt::StorageError> {
+            pub fn spmv(&self, x: &[V], y: &mut [V]) -> Result<(), StorageError> {
                 #checks
                 #serial_body
-                ::core::result::Result::Ok(())
+                Ok(())
             }
         }
     } else {

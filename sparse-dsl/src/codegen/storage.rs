@@ -18,22 +18,15 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         decl,
         e,
         name,
-        vis,
-        attrs,
         rt,
         ctxs,
         pos_ty,
         crd_ty,
         counting,
-        parts,
-        value_type,
         static_shape,
-        field_names,
-        field_types,
-        field_docs,
         ..
     } = cx;
-    let (dim_rank, lvl_rank, batched, counting) = (cx.dim_rank, cx.lvl_rank, cx.batched, *counting);
+    let (dim_rank, lvl_rank, counting) = (cx.dim_rank, cx.lvl_rank, *counting);
     let size_exprs = e
         .dim_to_lvl
         .results
@@ -49,11 +42,11 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
     let static_shape_const = match &static_shape {
         None => quote! {
             /// The static dimension sizes of the declared tensor type (`None` for a bare encoding).
-            pub const STATIC_SHAPE: ::core::option::Option<[::core::option::Option<usize>; #dim_rank]> = ::core::option::Option::None;
+            pub const STATIC_SHAPE: Option<[Option<usize>; #dim_rank]> = None;
         },
         Some(dims) => quote! {
             /// The static dimension sizes of the declared tensor type (`None` for a dynamic `?`).
-            pub const STATIC_SHAPE: ::core::option::Option<[::core::option::Option<usize>; #dim_rank]> = ::core::option::Option::Some([#(#dims),*]);
+            pub const STATIC_SHAPE: Option<[Option<usize>; #dim_rank]> = Some([#(#dims),*]);
         },
     };
     let l2d_exprs = e
@@ -63,16 +56,6 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         .map(lvl_to_dim_expr)
         .collect::<Result<Vec<_>, _>>()?;
 
-    let batch_decl = if batched {
-        quote! {
-            /// Global stored positions per level (over all batches).
-            counts: [usize; #lvl_rank],
-            /// Number of batches (product of the batch level sizes).
-            batches: usize,
-        }
-    } else {
-        quote!()
-    };
     let pos_levels: Vec<usize> = ctxs
         .iter()
         .filter(|c| c.pos_field.is_some())
@@ -95,7 +78,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         .filter(|c| c.packed())
         .map(|c| &c.crd.as_ref().expect("owner").field)
         .collect();
-    let lvl_types = level_type_tokens(e, rt);
+    let lvl_types = level_type_tokens(e);
     let canonical = decl.encoding.to_string();
     let encoding_data = encoding_data::encoding_expr(&decl.encoding, &quote!(#rt::sparse_ir));
     // ELL: the counting level and the level holding the counted dimension, for `validate`.
@@ -108,11 +91,165 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         Some((cl, row))
     }) {
         Some((cl, row)) => quote! {
-            fn ell_levels(&self) -> ::core::option::Option<#rt::storage::EllLevels> {
-                ::core::option::Option::Some(#rt::storage::EllLevels { counting: #cl, row: #row })
+            fn ell_levels(&self) -> Option<#rt::storage::EllLevels> {
+                Some(#rt::storage::EllLevels { counting: #cl, row: #row })
             }
         },
         None => quote!(),
+    };
+    // the trait's default wraps `coordinate_buffer`; packed buffers need their own view
+    let coordinate_view = if packed_levels.is_empty() {
+        quote!()
+    } else {
+        quote! {
+            fn coordinate_view(&self, l: usize) -> Option<rt::packed::IndexView<'_>> {
+                match l {
+                    #( #packed_levels => Some(rt::packed::IndexView::Packed(self.#packed_fields.as_slice())), )*
+                    _ => self.coordinate_buffer(l).map(rt::packed::IndexView::Plain),
+                }
+            }
+        }
+    };
+    Ok(quote! {
+        impl<V> #name<V> {
+            /// Number of dimensions.
+            pub const DIM_RANK: usize = #dim_rank;
+            /// Number of storage levels.
+            pub const LVL_RANK: usize = #lvl_rank;
+            #static_shape_const
+            /// The encoding in MLIR's canonical form.
+            pub const ENCODING: &'static str = #canonical;
+            /// The level types, outermost first.
+            pub const LVL_TYPES: [ir::LevelType; #lvl_rank] = [#(#lvl_types),*];
+
+            /// The encoding as the semantic IR (the verified value, built as data: nothing is
+            /// parsed at run time; [`Self::ENCODING`] is its canonical text).
+            pub fn encoding() -> ir::Encoding {
+                #encoding_data
+            }
+
+            /// Level sizes (elements) for a dimension shape.
+            pub fn lvl_sizes_for(shape: &[usize; #dim_rank]) -> [usize; #lvl_rank] {
+                [#(#size_exprs),*]
+            }
+
+            /// Maps dimension coordinates to level coordinates (`dim_to_lvl`).
+            #[inline(always)]
+            pub fn dim_to_lvl(c: &[usize; #dim_rank]) -> [usize; #lvl_rank] {
+                [#(#d2l_exprs),*]
+            }
+
+            /// Maps level coordinates to dimension coordinates (`lvl_to_dim`).
+            #[inline(always)]
+            pub fn lvl_to_dim(lc: &[usize; #lvl_rank]) -> [usize; #dim_rank] {
+                [#(#l2d_exprs),*]
+            }
+
+            /// Dimension sizes.
+            pub fn shape(&self) -> [usize; #dim_rank] {
+                self.dim_shape
+            }
+
+            /// Level sizes.
+            pub fn lvl_sizes(&self) -> [usize; #lvl_rank] {
+                self.lvl_sizes
+            }
+
+            /// Number of stored entries (explicit zeros included), MLIR's `nse`.
+            pub fn nse(&self) -> usize {
+                self.values.len()
+            }
+
+            /// The values array, `nse()` elements in storage order.
+            pub fn values(&self) -> &[V] {
+                &self.values
+            }
+
+            /// The positions array of level `lvl`; `None` if the level stores none.
+            pub fn positions(&self, lvl: usize) -> Option<&[#pos_ty]> {
+                match lvl {
+                    #( #pos_levels => Some(&self.#pos_fields), )*
+                    _ => None,
+                }
+            }
+
+            /// The coordinate buffer owned by level `lvl`; `None` if the level owns none (or packs
+            /// its coordinates below a byte: see `SparseStorage::coordinate_view`). In an
+            /// array-of-structs COO region the region's first level owns one buffer interleaving
+            /// the coordinates of all its levels, entry by entry.
+            pub fn coordinates(&self, lvl: usize) -> Option<&[#crd_ty]> {
+                match lvl {
+                    #( #crd_levels => Some(&self.#crd_fields), )*
+                    _ => None,
+                }
+            }
+
+            /// Bytes held by the position, coordinate and value arrays.
+            pub fn memory_bytes(&self) -> usize {
+                #rt::storage::memory_bytes(self)
+            }
+
+            /// Checks every storage invariant (see `sparse_runtime::storage::validate`).
+            ///
+            /// Errors: `StorageError::Invariant` naming the invariant, level and position.
+            pub fn validate(&self) -> Result<(), StorageError> {
+                #rt::storage::validate(self)
+            }
+        }
+
+        impl<V> #rt::SparseStorage for #name<V> {
+            type Value = V;
+            fn dim_shape(&self) -> &[usize] {
+                &self.dim_shape
+            }
+            fn lvl_sizes(&self) -> &[usize] {
+                &self.lvl_sizes
+            }
+            fn lvl_types(&self) -> &[ir::LevelType] {
+                &Self::LVL_TYPES
+            }
+            fn position_buffer(&self, l: usize) -> Option<#rt::IndexSlice<'_>> {
+                self.positions(l).map(<#pos_ty as #rt::Index>::slice)
+            }
+            fn coordinate_buffer(&self, l: usize) -> Option<#rt::IndexSlice<'_>> {
+                self.coordinates(l).map(<#crd_ty as #rt::Index>::slice)
+            }
+            fn value_slice(&self) -> &[V] {
+                &self.values
+            }
+            #coordinate_view
+            #ell_levels
+        }
+    })
+}
+
+/// The struct and its `Parts` (outside the `const _` block: `rt` is the runtime's full path).
+pub(super) fn emit_structs(cx: &Ctx) -> Result<TokenStream, CodegenError> {
+    let Ctx {
+        decl,
+        e,
+        name,
+        vis,
+        attrs,
+        ctxs,
+        parts,
+        value_type,
+        field_names,
+        field_types,
+        field_docs,
+        ..
+    } = cx;
+    let (dim_rank, lvl_rank, batched) = (cx.dim_rank, cx.lvl_rank, cx.batched);
+    let canonical = decl.encoding.to_string();
+    let batch_decl = if batched {
+        quote! {
+            /// Global stored positions per level (over all batches).
+            counts: [usize; #lvl_rank],
+            /// Number of batches (product of the batch level sizes).
+            batches: usize,
+        }
+    } else {
+        quote!()
     };
     let parts_doc = format!(" The arrays of a [`{name}`], taken apart by `into_raw_parts` and given to `from_raw_parts`: the same fields, public.");
     let doc_separator = if attrs.is_empty() {
@@ -156,17 +293,6 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             .collect::<String>()
     );
 
-    let plain = quote!(self.coordinates(l).map(|c| #rt::packed::IndexView::Plain(<#crd_ty as #rt::Index>::slice(c))));
-    let coordinate_view = if packed_levels.is_empty() {
-        plain
-    } else {
-        quote! {
-            match l {
-                #( #packed_levels => ::core::option::Option::Some(#rt::packed::IndexView::Packed(self.#packed_fields.as_slice())), )*
-                _ => #plain,
-            }
-        }
-    };
     Ok(quote! {
         #(#attrs)*
         #doc_separator
@@ -193,118 +319,6 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             )*
             /// One value per stored position of the last level.
             pub values: ::std::vec::Vec<V>,
-        }
-
-        impl<V> #name<V> {
-            /// Number of dimensions.
-            pub const DIM_RANK: usize = #dim_rank;
-            /// Number of storage levels.
-            pub const LVL_RANK: usize = #lvl_rank;
-            #static_shape_const
-            /// The encoding in MLIR's canonical form.
-            pub const ENCODING: &'static str = #canonical;
-            /// The level types, outermost first.
-            pub const LVL_TYPES: [#rt::sparse_ir::ir::LevelType; #lvl_rank] = [#(#lvl_types),*];
-
-            /// The encoding as the semantic IR (the verified value, built as data: nothing is
-            /// parsed at run time; [`Self::ENCODING`] is its canonical text).
-            pub fn encoding() -> #rt::sparse_ir::ir::Encoding {
-                #encoding_data
-            }
-
-            /// Level sizes (elements) for a dimension shape.
-            pub fn lvl_sizes_for(shape: &[usize; #dim_rank]) -> [usize; #lvl_rank] {
-                [#(#size_exprs),*]
-            }
-
-            /// Maps dimension coordinates to level coordinates (`dim_to_lvl`).
-            #[inline(always)]
-            pub fn dim_to_lvl(c: &[usize; #dim_rank]) -> [usize; #lvl_rank] {
-                [#(#d2l_exprs),*]
-            }
-
-            /// Maps level coordinates to dimension coordinates (`lvl_to_dim`).
-            #[inline(always)]
-            pub fn lvl_to_dim(lc: &[usize; #lvl_rank]) -> [usize; #dim_rank] {
-                [#(#l2d_exprs),*]
-            }
-
-            /// Dimension sizes.
-            pub fn shape(&self) -> [usize; #dim_rank] {
-                self.dim_shape
-            }
-
-            /// Level sizes.
-            pub fn lvl_sizes(&self) -> [usize; #lvl_rank] {
-                self.lvl_sizes
-            }
-
-            /// Number of stored entries (explicit zeros included), MLIR's `nse`.
-            pub fn nse(&self) -> usize {
-                self.values.len()
-            }
-
-            /// The values array, `nse()` elements in storage order.
-            pub fn values(&self) -> &[V] {
-                &self.values
-            }
-
-            /// The positions array of level `lvl`; `None` if the level stores none.
-            pub fn positions(&self, lvl: usize) -> ::core::option::Option<&[#pos_ty]> {
-                match lvl {
-                    #( #pos_levels => ::core::option::Option::Some(&self.#pos_fields), )*
-                    _ => ::core::option::Option::None,
-                }
-            }
-
-            /// The coordinate buffer owned by level `lvl`; `None` if the level owns none (or packs
-            /// its coordinates below a byte: see `SparseStorage::coordinate_view`). In an
-            /// array-of-structs COO region the region's first level owns one buffer interleaving
-            /// the coordinates of all its levels, entry by entry.
-            pub fn coordinates(&self, lvl: usize) -> ::core::option::Option<&[#crd_ty]> {
-                match lvl {
-                    #( #crd_levels => ::core::option::Option::Some(&self.#crd_fields), )*
-                    _ => ::core::option::Option::None,
-                }
-            }
-
-            /// Bytes held by the position, coordinate and value arrays.
-            pub fn memory_bytes(&self) -> usize {
-                #rt::storage::memory_bytes(self)
-            }
-
-            /// Checks every storage invariant (see `sparse_runtime::storage::validate`).
-            ///
-            /// Errors: `StorageError::Invariant` naming the invariant, level and position.
-            pub fn validate(&self) -> ::core::result::Result<(), #rt::StorageError> {
-                #rt::storage::validate(self)
-            }
-        }
-
-        impl<V> #rt::SparseStorage for #name<V> {
-            type Value = V;
-            fn dim_shape(&self) -> &[usize] {
-                &self.dim_shape
-            }
-            fn lvl_sizes(&self) -> &[usize] {
-                &self.lvl_sizes
-            }
-            fn lvl_types(&self) -> &[#rt::sparse_ir::ir::LevelType] {
-                &Self::LVL_TYPES
-            }
-            fn position_buffer(&self, l: usize) -> ::core::option::Option<#rt::IndexSlice<'_>> {
-                self.positions(l).map(<#pos_ty as #rt::Index>::slice)
-            }
-            fn coordinate_buffer(&self, l: usize) -> ::core::option::Option<#rt::IndexSlice<'_>> {
-                self.coordinates(l).map(<#crd_ty as #rt::Index>::slice)
-            }
-            fn value_slice(&self) -> &[V] {
-                &self.values
-            }
-            fn coordinate_view(&self, l: usize) -> ::core::option::Option<#rt::packed::IndexView<'_>> {
-                #coordinate_view
-            }
-            #ell_levels
         }
     })
 }

@@ -63,6 +63,7 @@ use crate::diag::Diagnostic;
 use crate::infer::infer_lvl_to_dim;
 use crate::ir::{
     AffineExpr, AffineMap, DimSlice, Encoding, LevelFormat, LevelProperties, LevelType,
+    VerifiedEncoding,
 };
 pub use crate::types::{
     ElementType, FloatKind, QuantizedType, ScalarValue, Signedness, TensorType, TypedValue,
@@ -84,21 +85,21 @@ pub struct ParsedEncoding {
     /// The alias name without its leading `#`, if the text starts with `#Name =`.
     pub alias: Option<String>,
     /// The verified encoding.
-    pub encoding: Encoding,
+    pub encoding: VerifiedEncoding,
 }
 
 /// What a declaration declares: an encoding, or a tensor type (with or without an encoding).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Declared {
-    /// `#sparse_tensor.encoding<{...}>`.
-    Encoding(Encoding),
+    /// `#sparse_tensor.encoding<{...}>`, verified.
+    Encoding(VerifiedEncoding),
     /// `tensor<20x30xf32, #sparse_tensor.encoding<{...}>>`.
     Tensor(TensorType),
 }
 
 impl Declared {
     /// The encoding declared, directly or inside the tensor type.
-    pub fn encoding(&self) -> Option<&Encoding> {
+    pub fn encoding(&self) -> Option<&VerifiedEncoding> {
         match self {
             Declared::Encoding(e) => Some(e),
             Declared::Tensor(t) => t.encoding.as_ref(),
@@ -185,7 +186,7 @@ pub fn parse_declarations(text: &str) -> Result<Vec<ParsedDeclaration>, Vec<Diag
                             continue;
                         }
                         if let Declared::Encoding(e) = &d.declared {
-                            cx.aliases.insert(name.clone(), e.clone());
+                            cx.aliases.insert(name.clone(), e.clone().into_inner());
                         }
                     }
                     out.push(d);

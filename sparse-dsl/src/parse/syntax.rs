@@ -1,5 +1,6 @@
-//! Syntax diagnostics: the nesting guard, pest errors turned into MLIR's messages, and the
-//! map tokenizer (`map_tokens` / `scan_map`) used to find an undeclared name before a syntax error.
+//! Syntax diagnostics: the nesting guard, pest errors turned into MLIR's messages, and the name
+//! resolution of a map before a syntax error (`undeclared_before` / `scan_map`, over the token
+//! stream of the grammar's `tokens` rule: the parser has one tokenizer, pest's).
 
 use super::*;
 
@@ -111,48 +112,24 @@ pub(super) fn undeclared_before(text: &str, limit: usize) -> Option<Diagnostic> 
     None
 }
 
-/// Tokens `(text, start, end)` for [`undeclared_before`]: identifiers (also `#name`), numbers,
-/// `->`, and single punctuation characters; whitespace, `//` comments and strings are skipped.
+/// Tokens `(text, start, end)` for [`undeclared_before`], read with the grammar's own token rules
+/// (`tokens` in `grammar.pest`: words (identifiers, also `#name`, and numbers), `->`, and single
+/// punctuation characters; whitespace, `//` comments and strings are skipped), so the parser has
+/// one tokenizer.
 pub(super) fn map_tokens(text: &str) -> Vec<(&str, usize, usize)> {
-    let b = text.as_bytes();
-    let is_id = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$' | b'.');
-    let mut out = Vec::new();
-    let mut k = 0;
-    while k < b.len() {
-        let c = b[k];
-        let start = k;
-        if c.is_ascii_whitespace() {
-            k += 1;
-            continue;
-        } else if c == b'/' && b.get(k + 1) == Some(&b'/') {
-            while k < b.len() && b[k] != b'\n' {
-                k += 1;
-            }
-            continue;
-        } else if c == b'"' {
-            k += 1;
-            while k < b.len() && b[k] != b'"' {
-                k += 1;
-            }
-            k += 1;
-            continue;
-        } else if c.is_ascii_alphanumeric() || c == b'_' || c == b'#' {
-            k += 1;
-            while k < b.len() && is_id(b[k]) {
-                k += 1;
-            }
-        } else if c == b'-' && b.get(k + 1) == Some(&b'>') {
-            k += 2;
-        } else {
-            k += text[k..].chars().next().map_or(1, char::len_utf8);
-        }
-        let k2 = k.min(b.len());
-        if let Some(t) = text.get(start..k2) {
-            out.push((t, start, k2));
-        }
-        k = k2;
-    }
-    out
+    let Ok(pairs) = EncodingParser::parse(Rule::tokens, text) else {
+        return Vec::new();
+    };
+    pairs
+        .flat_map(|p| p.into_inner())
+        .filter(|t| {
+            matches!(
+                t.as_rule(),
+                Rule::word_token | Rule::arrow | Rule::punct_token
+            )
+        })
+        .map(|t| (t.as_str(), t.as_span().start(), t.as_span().end()))
+        .collect()
 }
 
 /// Scans one map value from token `i` (see [`undeclared_before`]); `Some((start, end, message))`

@@ -107,6 +107,7 @@ impl<'t> Cx<'t> {
     }
 
     pub(super) fn file(&mut self, file: Pair<'t, Rule>) -> Option<ParsedEncoding> {
+        let span = file.as_span();
         let mut alias = None;
         let mut encoding = None;
         for p in inner(file) {
@@ -116,10 +117,8 @@ impl<'t> Cx<'t> {
                 _ => {}
             }
         }
-        Some(ParsedEncoding {
-            alias,
-            encoding: encoding?,
-        })
+        let encoding = self.verified(encoding?, span)?;
+        Some(ParsedEncoding { alias, encoding })
     }
 
     pub(super) fn declaration(&mut self, decl: Pair<'t, Rule>) -> Option<ParsedDeclaration> {
@@ -136,7 +135,13 @@ impl<'t> Cx<'t> {
                     }
                     alias = alias_of(p);
                 }
-                Rule::encoding => declared = self.encoding(p).map(Declared::Encoding),
+                Rule::encoding => {
+                    let at = p.as_span();
+                    declared = self
+                        .encoding(p)
+                        .and_then(|e| self.verified(e, at))
+                        .map(Declared::Encoding);
+                }
                 Rule::tensor_type => declared = self.tensor_type(p).map(Declared::Tensor),
                 _ => {}
             }
@@ -727,6 +732,10 @@ impl<'t> Cx<'t> {
         if !ok {
             return None;
         }
+        let encoding = match (encoding, enc_span) {
+            (Some(e), Some(at)) => Some(self.verified(e, at)?),
+            _ => None,
+        };
         let t = TensorType {
             shape,
             element,
@@ -738,6 +747,22 @@ impl<'t> Cx<'t> {
             }
         }
         Some(t)
+    }
+
+    /// `enc` through [`Encoding::verify`], the one way to a [`VerifiedEncoding`]. The walk has
+    /// applied the same rules with spans (a property test requires that whatever it accepts
+    /// verifies), so an error here is a disagreement between the two: reported at `at` with the
+    /// verifier's message, never a panic.
+    fn verified(&mut self, enc: Encoding, at: Span<'t>) -> Option<VerifiedEncoding> {
+        match enc.verify() {
+            Ok(v) => Some(v),
+            Err(errors) => {
+                for e in errors {
+                    self.error(at, e.to_string());
+                }
+                None
+            }
+        }
     }
 
     /// MLIR's `verifyEncoding` and the project's static-shape checks. `false` if any failed.
