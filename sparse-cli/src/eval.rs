@@ -347,8 +347,13 @@ fn operand<V: Read>(decl: &TensorDecl, input: Option<&str>) -> Result<Operand<V>
                         "`{name}` is a slice: give its parent tensor with --input {name}=FILE"
                     ));
                 }
-                let mut plain = enc.clone();
+                let mut plain = (**enc).clone();
                 plain.dim_slices = None;
+                // Removing the slices keeps every rule of a verified encoding.
+                let plain = plain.verify().map_err(|errs| {
+                    let first = errs.first().map_or("invalid", |e| e.message.as_str());
+                    format!("`{name}`'s parent format: {first}")
+                })?;
                 let parent = DynamicStorage::from_coo(&plain, &coo)
                     .map_err(|e| format!("cannot store `{name}`'s parent in its format: {e}"))?;
                 return Operand::slice(parent, enc).map_err(|e| format!("`{name}`: {e}"));

@@ -14,8 +14,8 @@
 
 use std::collections::HashMap;
 
-use sparse_ir::ir::Encoding;
 use sparse_ir::types::{ElementType, FloatKind};
+use sparse_ir::verify::VerifiedEncoding;
 
 use crate::error::{Error, Span};
 use crate::notation::{self, AssignOp, BinOp, ExprKind, Literal, ReduceOp, Statement};
@@ -77,7 +77,7 @@ pub struct TensorDecl {
     /// The value type.
     pub value: ValueType,
     /// The encoding; `None` for a dense row-major tensor (`tensor<4x8xf64>`) or a 0-d one.
-    pub encoding: Option<Encoding>,
+    pub encoding: Option<VerifiedEncoding>,
 }
 
 impl TensorDecl {

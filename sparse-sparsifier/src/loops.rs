@@ -200,7 +200,7 @@ pub fn build(mut k: Kernel) -> Result<Program, Error> {
                 let mut converted = false;
                 for a in targets {
                     let t = &k.tensors[k.accesses[a].tensor];
-                    if let Some(enc) = t.encoding.as_ref().and_then(order::unblocked) {
+                    if let Some(enc) = t.encoding.as_ref().and_then(|e| order::unblocked(e)) {
                         convert(&mut k, &mut conversions, a, enc);
                         converted = true;
                     }
@@ -354,7 +354,7 @@ fn convert(
     k: &mut Kernel,
     conversions: &mut Vec<Conversion>,
     a: usize,
-    enc: sparse_ir::ir::Encoding,
+    enc: sparse_ir::verify::VerifiedEncoding,
 ) {
     let mut from = k.accesses[a].tensor;
     // convert the declared tensor, not an earlier conversion of it

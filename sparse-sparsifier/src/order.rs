@@ -23,6 +23,7 @@
 use std::collections::BTreeSet;
 
 use sparse_ir::ir::{AffineExpr, Encoding};
+use sparse_ir::verify::VerifiedEncoding;
 
 use crate::check::{Expr, Kernel};
 use crate::error::Error;
@@ -157,7 +158,7 @@ pub fn blocking(k: &Kernel, index: usize) -> Vec<usize> {
 /// CSR, ELL becomes CSR, 2:4 becomes CSR). The target of the conversion inserted when
 /// operands block an index differently. `None` if the result is not a valid permutation
 /// encoding.
-pub fn unblocked(enc: &Encoding) -> Option<Encoding> {
+pub fn unblocked(enc: &Encoding) -> Option<VerifiedEncoding> {
     use sparse_ir::ir::{LevelFormat, LevelType};
     let mut dims = Vec::new();
     let mut types: Vec<LevelType> = Vec::new();
@@ -198,8 +199,7 @@ pub fn unblocked(enc: &Encoding) -> Option<Encoding> {
     e.lvl_to_dim.results = inverse;
     e.lvl_to_dim.num_vars = dims.len();
     e.lvl_to_dim.num_symbols = 0;
-    e.verify().ok()?;
-    Some(e)
+    e.verify().ok()
 }
 
 /// `true` if an ELL counting level of access `a` can be a loop of its own: the statement is
@@ -564,7 +564,7 @@ pub fn operand_graph(k: &Kernel, lv: &Levels, mut g: Graph) -> Result<Graph, Box
 /// `before` (the same level formats, level by level): the target of the conversion MLIR
 /// inserts when an operand's level order conflicts with the others'. `None` if the tensor's
 /// map is not a permutation or an index is blocked.
-pub fn reordered(k: &Kernel, lv: &Levels, a: usize, before: &Graph) -> Option<Encoding> {
+pub fn reordered(k: &Kernel, lv: &Levels, a: usize, before: &Graph) -> Option<VerifiedEncoding> {
     let acc = &k.accesses[a];
     let enc = k.tensors[acc.tensor].encoding.as_ref()?;
     enc.dim_permutation()?;
@@ -578,7 +578,7 @@ pub fn reordered(k: &Kernel, lv: &Levels, a: usize, before: &Graph) -> Option<En
     }
     let mut dims: Vec<usize> = (0..acc.indices.len()).collect();
     dims.sort_by_key(|&d| keys[d]);
-    let mut e = enc.clone();
+    let mut e: Encoding = (**enc).clone();
     e.dim_slices = None;
     e.dim_to_lvl.results = dims.iter().map(|&d| AffineExpr::Var(d)).collect();
     let mut inverse = vec![AffineExpr::Var(0); dims.len()];
@@ -586,8 +586,7 @@ pub fn reordered(k: &Kernel, lv: &Levels, a: usize, before: &Graph) -> Option<En
         inverse[d] = AffineExpr::Var(l);
     }
     e.lvl_to_dim.results = inverse;
-    e.verify().ok()?;
-    Some(e)
+    e.verify().ok()
 }
 
 /// Adds edges putting every variable of a reduction nested in `e` after the variables that

@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use sparse_dsl::parse::{parse_declaration, Declared};
-use sparse_ir::ir::Encoding;
+use sparse_ir::ir::VerifiedEncoding;
 use sparse_runtime::{CooTensor, DynamicStorage};
 use sparse_sparsifier::interp::{run, Num, Operand, Output};
 use sparse_sparsifier::{compile, TensorDecl, ValueType};
@@ -37,7 +37,7 @@ const FORMATS: [Option<&str>; 10] = [
 const OUT_FORMATS: [Option<&str>; 6] =
     [None, Some(CSR), Some(CSC), Some(DCSR), Some(COO), Some(BSR)];
 
-fn encoding(map: &str) -> Encoding {
+fn encoding(map: &str) -> VerifiedEncoding {
     let text = format!("#sparse_tensor.encoding<{{ map = {map} }}>");
     match parse_declaration(&text).unwrap().declared {
         Declared::Encoding(e) => e,
