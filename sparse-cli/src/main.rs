@@ -10,6 +10,7 @@
 
 mod input;
 mod render;
+mod sparsecore;
 mod summary;
 
 use std::io::Write;
@@ -87,6 +88,11 @@ enum Command {
         /// input.
         file: PathBuf,
     },
+    /// SparseCore: host preprocessing as jax-tpu-embedding does it, minibatch splits (JSON).
+    Sparsecore {
+        #[command(subcommand)]
+        command: sparsecore::Command,
+    },
 }
 
 fn main() -> ExitCode {
@@ -110,6 +116,7 @@ fn main() -> ExitCode {
         } => spmv(&encoding, &matrix, x.as_deref()),
         Command::Fmt { file, pretty } => fmt(&file, pretty),
         Command::Expand { file } => expand(&file),
+        Command::Sparsecore { command } => sparsecore::run(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

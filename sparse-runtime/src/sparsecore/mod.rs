@@ -309,10 +309,10 @@ pub struct Preprocessed {
 pub enum PreprocessError {
     /// `local_device_count` is 0.
     #[error("local_device_count must be greater than 0, but got {0}")]
-    LocalDeviceCount(u32),
+    LocalDeviceCount(i64),
     /// `global_device_count` is 0.
     #[error("global_device_count must be greater than 0, but got {0}")]
-    GlobalDeviceCount(u32),
+    GlobalDeviceCount(i64),
     /// `global_device_count < local_device_count`.
     #[error(
         "global_device_count must be greater than or equal to local_device_count, but got {global} vs {local}"
@@ -325,7 +325,7 @@ pub enum PreprocessError {
     },
     /// `num_sc_per_device` is 0.
     #[error("num_sc_per_device must be greater than 0, but got {0}")]
-    NumScPerDevice(u32),
+    NumScPerDevice(i64),
     /// `num_scs = S * global_device_count` is not a power of two.
     #[error("Total number of SparseCores ({0}) must be a power of 2.")]
     NotPowerOfTwo(u64),
@@ -335,7 +335,7 @@ pub enum PreprocessError {
         /// `max_ids_per_partition` or `max_unique_ids_per_partition`.
         name: &'static str,
         /// The value given.
-        value: u32,
+        value: i64,
     },
     /// The stack has no features.
     #[error("input_batches cannot be empty (the stack has no features)")]

@@ -285,7 +285,10 @@ impl Geometry {
             ),
         ] {
             if value == 0 {
-                return Err(PreprocessError::LimitNotPositive { name, value });
+                return Err(PreprocessError::LimitNotPositive {
+                    name,
+                    value: i64::from(value),
+                });
             }
         }
         Ok(Geometry {
