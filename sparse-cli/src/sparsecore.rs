@@ -47,8 +47,9 @@ pub enum Command {
         counts: PathBuf,
         /// The limit of one partition per minibatch: a node whose halves together count more
         /// is split.
+        /// Required; a missing or bad value is an error (exit status 1).
         #[arg(long, allow_hyphen_values = true, value_name = "N")]
-        limit: String,
+        limit: Option<String>,
     },
 }
 
@@ -63,6 +64,13 @@ pub fn run(command: Command) -> Result<(), String> {
             crate::write_stdout(|w| writeln!(w, "{out}"))
         }
         Command::Split { counts, limit } => {
+            let Some(limit) = limit else {
+                return Err(
+                    "sparsecore split needs --limit N, the limit of one partition per \
+                            minibatch (a max_ids_per_partition or max_unique_ids_per_partition)"
+                        .into(),
+                );
+            };
             let out = run_split(&counts, &limit)?;
             crate::write_stdout(|w| writeln!(w, "{out}"))
         }

@@ -49,14 +49,19 @@ pub(crate) fn round_up(n: u64, m: u64) -> u64 {
 ///
 /// `num_scs` is a power of two (the callers check it), so this equals the peer's
 /// `((id + col_shift) & (num_scs - 1)) + (id & ~(num_scs - 1)) + col_offset`; a negative
-/// `col_shift` is taken modulo `num_scs` as that two's-complement mask does. Computed in `i64`:
+/// `col_shift` is taken modulo `num_scs` as that two's-complement mask does;
 /// the caller checks that the result fits the 31-bit ids of the buffers.
+/// Computed exactly (no overflow); a result beyond `i64` saturates.
 ///
 /// Public checks (id, col_shift, col_offset, num_scs) -> col_id: (2, 4, 32, 4) -> 34,
 /// (38, 0, 0, 4) -> 38, (10, 0, 32, 8) -> 42, (26, 0, 0, 4) -> 26, (127, 1, 32, 4) -> 156.
 pub fn col_id(id: i64, col_shift: i64, col_offset: i64, num_scs: u32) -> i64 {
-    let n = i64::from(num_scs.max(1));
-    (id.wrapping_add(col_shift)).rem_euclid(n) + id.div_euclid(n) * n + col_offset
+    // In i128, so no input overflows; the result saturates to the i64 range.
+    let n = i128::from(num_scs.max(1));
+    let id = i128::from(id);
+    let c =
+        (id + i128::from(col_shift)).rem_euclid(n) + id.div_euclid(n) * n + i128::from(col_offset);
+    c.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
 }
 
 /// How the weights of one sample become gains (reference §3): `gain_i = w_i / divisor`, the
@@ -513,6 +518,7 @@ mod tests {
         // A negative shift is taken modulo num_scs, as the peer's mask does.
         assert_eq!(col_id(5, -1, 0, 4), 4);
         assert_eq!(col_id(4, -1, 0, 4), 7);
+        assert_eq!(col_id(i64::MAX, i64::MAX, i64::MAX, 4), i64::MAX);
     }
 
     #[test]

@@ -274,8 +274,15 @@ impl Geometry {
             return Err(PreprocessError::NumScPerDevice(0));
         }
         let n = cfg.num_scs();
-        if !n.is_power_of_two() || n > 1 << 30 {
+        if !n.is_power_of_two() {
             return Err(PreprocessError::NotPowerOfTwo(n));
+        }
+        // The buffer holds at least 8 * S * num_scs entries, below i32::MAX.
+        if n > 1 << 28 {
+            return Err(PreprocessError::BufferSize {
+                table: cfg.table.clone(),
+                size: n.saturating_mul(8 * u64::from(cfg.num_sc_per_device)),
+            });
         }
         for (name, value) in [
             ("max_ids_per_partition", cfg.max_ids_per_partition),
@@ -389,7 +396,7 @@ impl<'a> Stack<'a> {
         }
         for f in &sorted {
             let first = f.row_offset / (geo.global * geo.s as u64);
-            let end = first + f.num_samples() as u64 / slices;
+            let end = first.saturating_add(f.num_samples() as u64 / slices);
             if end > bs {
                 return Err(PreprocessError::RowOffset {
                     feature: f.name.clone(),
