@@ -11,6 +11,9 @@
 //!   or `max_unique_ids_per_partition`): a tree node whose two halves together count more than
 //!   it is split (reference §6).
 //!
+//! Beyond the contract, optional debug checks: CONFIG `check_id_bounds` (each id below its
+//! feature's `vocab_size`) and `check_nan` (finite weights and gains), both default false.
+//!
 //! Errors: `error: MESSAGE` on stderr, exit status 1; unknown keys are ignored.
 
 use std::path::{Path, PathBuf};
@@ -33,7 +36,8 @@ pub enum Command {
         /// The configuration: a JSON object (`num_sc_per_device`, `local_device_count`,
         /// `global_device_count`, `max_ids_per_partition`, `max_unique_ids_per_partition`;
         /// optional `allow_id_dropping`, `minibatching`, `combiner`,
-        /// `suggested_coo_buffer_size`, `table`, `minibatch_hash`); `-` reads standard input.
+        /// `suggested_coo_buffer_size`, `table`, `minibatch_hash`, `check_id_bounds`,
+        /// `check_nan`); `-` reads standard input.
         config: PathBuf,
         /// The batch: `{"features": [...]}` or, with minibatching, `{"minibatches":
         /// [{"features": [...]}, ...]}`; `-` reads standard input.
@@ -97,6 +101,10 @@ struct ConfigJson {
     table: Option<String>,
     #[serde(default)]
     minibatch_hash: Option<String>,
+    #[serde(default)]
+    check_id_bounds: bool,
+    #[serde(default)]
+    check_nan: bool,
 }
 
 /// BATCH.json: features, or minibatches of features.
@@ -125,6 +133,8 @@ struct FeatureJson {
     col_shift: i64,
     #[serde(default)]
     col_offset: i64,
+    #[serde(default)]
+    vocab_size: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -216,6 +226,8 @@ fn config(c: ConfigJson) -> Result<(PreprocessConfig, String), String> {
         cfg.combiner = name.parse::<Combiner>().map_err(err)?;
     }
     cfg.suggested_coo_buffer_size = c.suggested_coo_buffer_size;
+    cfg.check_id_bounds = c.check_id_bounds;
+    cfg.check_nan = c.check_nan;
     if let Some(t) = c.table {
         cfg.table = t;
     }
@@ -239,6 +251,7 @@ fn features(fs: Vec<FeatureJson>) -> Result<Vec<Feature>, String> {
             feature.row_offset = f.row_offset;
             feature.col_shift = f.col_shift;
             feature.col_offset = f.col_offset;
+            feature.vocab_size = f.vocab_size;
             Ok(feature)
         })
         .collect()

@@ -253,6 +253,11 @@ fn preprocess_errors() {
             r#"{"features": [{"name": "f", "samples": [[1], [1, 3, 5, 7, 9, 9, 9]]}]}"#.into(),
             "Observed max unique ids per partition: 5 for table: table is greater than the set max unique ids per partition: 4",
         ),
+        (
+            cfg(1, 1, 1, r#", "check_id_bounds": true"#),
+            r#"{"features": [{"name": "f", "samples": [[1, 9]], "vocab_size": 9}]}"#.into(),
+            "feature f, sample 0: id 9 is out of bounds of its table (9 rows)",
+        ),
         (cfg(1, 1, 1, ""), "{".into(), "batch.json: EOF while parsing"),
         (
             r#"{"num_sc_per_device": 1, "local_device_count": 1, "global_device_count": 1, "max_unique_ids_per_partition": 4}"#.into(),

@@ -144,6 +144,13 @@ pub struct PreprocessConfig {
     pub suggested_coo_buffer_size: Option<u64>,
     /// The stacked table's name, used in messages.
     pub table: String,
+    /// Debug check (reference "Debug checks"): every id below its feature's
+    /// [`Feature::vocab_size`] (features without one are not checked), else
+    /// [`PreprocessError::IdOutOfBounds`].
+    pub check_id_bounds: bool,
+    /// Debug check: every weight and every gain finite (a NaN or infinity, e.g. a mean over
+    /// weights summing to 0, is [`PreprocessError::NonFinite`]).
+    pub check_nan: bool,
 }
 
 impl PreprocessConfig {
@@ -167,6 +174,8 @@ impl PreprocessConfig {
             combiner: Combiner::Sum,
             suggested_coo_buffer_size: None,
             table: "table".to_string(),
+            check_id_bounds: false,
+            check_nan: false,
         }
     }
 
@@ -197,6 +206,8 @@ pub struct Feature {
     pub col_shift: i64,
     /// Column offset, a non-negative multiple of `num_scs` (§2, §7).
     pub col_offset: i64,
+    /// Rows of the feature's table, for [`PreprocessConfig::check_id_bounds`]; `None`: unknown.
+    pub vocab_size: Option<u64>,
 }
 
 impl Feature {
@@ -249,6 +260,7 @@ impl Feature {
             row_offset: 0,
             col_shift: 0,
             col_offset: 0,
+            vocab_size: None,
         })
     }
 
@@ -466,6 +478,30 @@ pub enum PreprocessError {
         col_id: i64,
         /// The largest column allowed (`i32::MAX - 1`).
         max: i64,
+    },
+    /// An id not below its table's vocabulary ([`PreprocessConfig::check_id_bounds`]).
+    #[error("feature {feature}, sample {sample}: id {id} is out of bounds of its table ({vocab_size} rows)")]
+    IdOutOfBounds {
+        /// The feature.
+        feature: String,
+        /// The sample index.
+        sample: usize,
+        /// The id.
+        id: i64,
+        /// The feature's `vocab_size`.
+        vocab_size: u64,
+    },
+    /// A NaN or infinite weight or gain ([`PreprocessConfig::check_nan`]).
+    #[error("feature {feature}, sample {sample}: {what} is {value} (NaN check)")]
+    NonFinite {
+        /// The feature.
+        feature: String,
+        /// The sample index.
+        sample: usize,
+        /// `weight` or `gain`.
+        what: &'static str,
+        /// The value.
+        value: f32,
     },
     /// Observed ids per partition exceed `max_ids_per_partition`, dropping not allowed.
     #[error(

@@ -349,6 +349,8 @@ struct Stack<'a> {
     batch_size_per_sc: u32,
     has_weights: bool,
     combiner: super::Combiner,
+    check_id_bounds: bool,
+    check_nan: bool,
 }
 
 impl<'a> Stack<'a> {
@@ -413,6 +415,8 @@ impl<'a> Stack<'a> {
             batch_size_per_sc: bs as u32,
             has_weights,
             combiner: cfg.combiner,
+            check_id_bounds: cfg.check_id_bounds,
+            check_nan: cfg.check_nan,
         })
     }
 }
@@ -520,9 +524,34 @@ fn extract(geo: &Geometry, stack: &Stack, d: usize, k: usize) -> Result<Extracte
                     });
                 }
                 let w = f.weights.as_ref().map_or(1.0, |w| w[lo + j]);
+                let gain = w / divisor;
+                if stack.check_id_bounds {
+                    if let Some(v) = f.vocab_size {
+                        if id as u64 >= v {
+                            return Err(PreprocessError::IdOutOfBounds {
+                                feature: f.name.clone(),
+                                sample: s,
+                                id,
+                                vocab_size: v,
+                            });
+                        }
+                    }
+                }
+                if stack.check_nan {
+                    for (what, value) in [("weight", w), ("gain", gain)] {
+                        if !value.is_finite() {
+                            return Err(PreprocessError::NonFinite {
+                                feature: f.name.clone(),
+                                sample: s,
+                                what,
+                                value,
+                            });
+                        }
+                    }
+                }
                 ex.rows.push(row);
                 ex.cols.push(c as u32);
-                ex.gains.push(w / divisor);
+                ex.gains.push(gain);
             }
         }
     }

@@ -394,3 +394,29 @@ fn configuration_and_batch_errors() {
     h.row_offset = 1;
     assert!(msg(cfg(1, 1, 1), &[h]).starts_with("feature f: row_offset 1"));
 }
+
+#[test]
+fn debug_checks_id_bounds_and_nan() {
+    let mut f = feature(&[vec![0, 7]]);
+    f.vocab_size = Some(7);
+    let mut c = cfg(1, 4, 4);
+    assert!(preprocess(&c, std::slice::from_ref(&f)).is_ok());
+    c.check_id_bounds = true;
+    assert_eq!(
+        preprocess(&c, std::slice::from_ref(&f))
+            .unwrap_err()
+            .to_string(),
+        "feature f, sample 0: id 7 is out of bounds of its table (7 rows)"
+    );
+    // A mean over weights summing to 0 divides by 0.
+    let g = Feature::from_samples("g", &[vec![1, 2]], Some(&[vec![1.0, -1.0]])).unwrap();
+    let mut c = cfg(1, 4, 4);
+    c.combiner = Combiner::Mean;
+    let out = preprocess(&c, std::slice::from_ref(&g)).unwrap();
+    assert_eq!(out.devices[0].gains[0], f32::INFINITY);
+    c.check_nan = true;
+    assert_eq!(
+        preprocess(&c, &[g]).unwrap_err().to_string(),
+        "feature g, sample 0: gain is inf (NaN check)"
+    );
+}
