@@ -420,3 +420,95 @@ fn debug_checks_id_bounds_and_nan() {
         "feature g, sample 0: gain is inf (NaN check)"
     );
 }
+
+// The worked examples of the peer's own tests (jax-tpu-embedding,
+// `lib/core/tests/input_preprocessing_util_test.cc` `SortAndGroupTest.IdDropping` and
+// `tests/input_preprocessing_test.py` `InputPreprocessingMinibatchingTest`), with their expected
+// values.
+
+#[test]
+fn peer_id_dropping() {
+    // 16 samples of [0, 1, 2, 3] on 4 SCs, max_ids 2, max_unique 1, dropping allowed: each SC
+    // keeps its first two samples per partition.
+    let f = feature(&vec![vec![0, 1, 2, 3]; 16]);
+    let mut c = cfg(4, 2, 1);
+    c.allow_id_dropping = true;
+    let out = preprocess(&c, &[f]).unwrap();
+    assert_eq!(out.dropped_id_count, 32);
+    let d = &out.devices[0];
+    assert_eq!(d.max_ids_per_partition, [4, 4, 4, 4]);
+    assert_eq!(d.max_unique_ids_per_partition, [1, 1, 1, 1]);
+    assert_eq!(d.required_buffer_size, [32, 32, 32, 32]);
+    for (k, coo) in d.coo.iter().enumerate() {
+        let want: Vec<CooEntry> = (0..4)
+            .flat_map(|col| {
+                (0..2).map(move |r| CooEntry {
+                    row_id: 4 * k as u32 + r,
+                    col_id: col,
+                    gain: 1.0,
+                })
+            })
+            .collect();
+        assert_eq!(coo, &want);
+    }
+}
+
+#[test]
+fn peer_multi_minibatch_exact_contents() {
+    let mb1 = feature(&[vec![5], vec![3], vec![9, 1], vec![6, 12, 0]]);
+    let mb2 = feature(&[vec![4], vec![15, 13, 11], vec![7, 8, 14, 2], vec![10]]);
+    let mut c = cfg(2, 16, 64);
+    c.minibatching = true;
+    let out = preprocess_minibatches(&c, &[vec![mb1], vec![mb2]]).unwrap();
+    let d = &out.devices[0];
+    #[rustfmt::skip]
+    let rp = [
+        0, 2, 8, 8, 8, 8, 8, 8,
+        9, 19, 24, 24, 24, 24, 24, 24,
+        27, 34, 40, 40, 40, 40, 40, 40,
+        44, 49, 56, 56, 56, 56, 56, 56,
+    ];
+    assert_eq!(d.row_pointers, rp);
+    let cells = [
+        (0, 1, 1),
+        (1, 2, 0),
+        (8, 2, 0),
+        (16, 5, 1),
+        (17, 6, 1),
+        (18, 7, 1),
+        (24, 0, 1),
+        (25, 3, 1),
+        (26, 6, 1),
+        (32, 0, 0),
+        (33, 4, 0),
+        (40, 1, 0),
+        (41, 4, 0),
+        (42, 5, 1),
+        (43, 7, 0),
+        (48, 3, 0),
+    ];
+    let emb: Vec<(usize, i32)> = cells.iter().map(|&(i, e, _)| (i, e)).collect();
+    let smp: Vec<(usize, i32)> = cells.iter().map(|&(i, _, s)| (i, s)).collect();
+    let ones: Vec<(usize, f32)> = cells.iter().map(|&(i, _, _)| (i, 1.0)).collect();
+    assert_eq!(d.embedding_ids, pads(&emb, 128));
+    assert_eq!(d.sample_ids, pads(&smp, 128));
+    assert_eq!(bits(&d.gains), gains_at(&ones, 128));
+}
+
+#[test]
+fn peer_deduplication_with_summing_gains() {
+    let f = Feature::from_samples(
+        "f",
+        &[vec![18, 18], vec![0]],
+        Some(&[vec![1.0, 2.0], vec![3.0]]),
+    )
+    .unwrap();
+    let mut c = cfg(1, 16, 64);
+    c.minibatching = true;
+    let out = preprocess_minibatches(&c, &[vec![f]]).unwrap();
+    let d = &out.devices[0];
+    assert_eq!(d.row_pointers, [2, 8, 8, 8, 8, 8, 8, 8]);
+    assert_eq!(d.embedding_ids, pads(&[(0, 0), (1, 18)], 16));
+    assert_eq!(d.sample_ids, pads(&[(0, 1), (1, 0)], 16));
+    assert_eq!(bits(&d.gains), gains_at(&[(0, 3.0), (1, 3.0)], 16));
+}
