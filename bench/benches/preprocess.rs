@@ -9,35 +9,25 @@
 //! (`num_scs = 64`), sum combiner, no weights. Cases:
 //! - `uniform`: ids uniform in `0..10_000_000`, limits 8192 (nothing dropped, one minibatch);
 //! - `skewed+minibatching`: ids log-uniform in `0..10_000_000` (small ids far more frequent),
-//!   limits 2048 with `minibatching` and `allow_id_dropping`, buckets by a Fibonacci hash
-//!   ([`Fibonacci`]), so the split of the reference's §6 is computed and applied (the hottest
+//!   limits 2048 with `minibatching` and `allow_id_dropping`, buckets by the peer's production
+//!   HighwayHash, so the split of the reference's §6 is computed and applied (the hottest
 //!   columns alone exceed the limit and are partly dropped), buffer length suggested as 2 entries
 //!   per id (the default would be 64 times the non-minibatching buffer, 403 MB to fill).
 //!
 //! Criterion's throughput is in elements = ids, so its report reads ids per second. The ids come
-//! from a fixed xorshift sequence, so every run preprocesses the same batch.
+//! from a fixed xorshift sequence, so every run preprocesses the same batch. (With `num_scs = 64`
+//! the identity hash would put each partition in one bucket, bucket = partition = `col_id & 63`,
+//! so splitting buckets could never shrink a partition.)
 
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-use sparse::runtime::sparsecore::{preprocess_with_hash, Feature, MinibatchHash, PreprocessConfig};
+use sparse::runtime::sparsecore::{preprocess_with_hash, Feature, HighwayHash, PreprocessConfig};
 
 const SAMPLES: usize = 16_384;
 const IDS_PER_SAMPLE: usize = 64;
 const VOCAB: f64 = 10_000_000.0;
-
-/// Fibonacci hashing: the top 6 bits of `col_id * 2^32 / φ`. With `num_scs = 64` the identity
-/// hash puts each partition in one bucket (bucket = partition = `col_id & 63`), so splitting
-/// buckets could never shrink a partition; a mixing hash spreads each partition over the buckets
-/// (the peer's production default, HighwayHash, does the same).
-struct Fibonacci;
-
-impl MinibatchHash for Fibonacci {
-    fn hash(&self, col_id: u32) -> u32 {
-        col_id.wrapping_mul(0x9e37_79b9) >> 26
-    }
-}
 
 /// xorshift64*: a fixed pseudo-random sequence in [0, 1).
 struct Rng(u64);
@@ -87,7 +77,7 @@ fn bench(c: &mut Criterion) {
             cfg.suggested_coo_buffer_size = Some(2 * ids);
         }
         let out =
-            preprocess_with_hash(&cfg, &features, &Fibonacci).expect("preprocessing succeeds");
+            preprocess_with_hash(&cfg, &features, &HighwayHash).expect("preprocessing succeeds");
         eprintln!(
             "{name}: {} ids, {} minibatches, {} dropped, max ids per partition {:?}",
             ids,
@@ -96,7 +86,7 @@ fn bench(c: &mut Criterion) {
             out.devices[0].max_ids_per_partition.iter().max()
         );
         group.bench_function(name, |b| {
-            b.iter(|| preprocess_with_hash(black_box(&cfg), black_box(&features), &Fibonacci))
+            b.iter(|| preprocess_with_hash(black_box(&cfg), black_box(&features), &HighwayHash))
         });
     }
     group.finish();

@@ -11,6 +11,9 @@
 //!   or `max_unique_ids_per_partition`): a tree node whose two halves together count more than
 //!   it is split (reference §6).
 //!
+//! `minibatch_hash`: `identity` (default, bucket = `col_id & 63`) or `highway` (the peer's
+//! production HighwayHash under its fixed key).
+//!
 //! Beyond the contract, optional debug checks: CONFIG `check_id_bounds` (each id below its
 //! feature's `vocab_size`) and `check_nan` (finite weights and gains), both default false.
 //!
@@ -22,7 +25,7 @@ use clap::Subcommand;
 use serde::{Deserialize, Serialize};
 use sparse_runtime::sparsecore::{
     compute_split, preprocess_minibatches, preprocess_with_hash, Combiner, CooEntry, Feature,
-    IdentityHash, PreprocessConfig, PreprocessError, Preprocessed,
+    HighwayHash, IdentityHash, PreprocessConfig, PreprocessError, Preprocessed,
 };
 
 use crate::input;
@@ -173,7 +176,7 @@ fn gain(g: f32) -> Option<f32> {
 }
 
 /// The configuration, checked in the peer's order with the peer's words for counts <= 0.
-fn config(c: ConfigJson) -> Result<(PreprocessConfig, String), String> {
+fn config(c: ConfigJson) -> Result<(PreprocessConfig, Hash), String> {
     let err = |e: PreprocessError| e.to_string();
     if c.local_device_count <= 0 {
         return Err(err(PreprocessError::LocalDeviceCount(c.local_device_count)));
@@ -231,11 +234,21 @@ fn config(c: ConfigJson) -> Result<(PreprocessConfig, String), String> {
     if let Some(t) = c.table {
         cfg.table = t;
     }
-    let hash = c.minibatch_hash.unwrap_or_else(|| "identity".to_string());
-    if hash != "identity" {
-        return Err(err(PreprocessError::UnknownHash(hash)));
-    }
+    let hash = match c.minibatch_hash.as_deref() {
+        None | Some("identity") => Hash::Identity,
+        Some("highway") => Hash::Highway,
+        Some(other) => return Err(err(PreprocessError::UnknownHash(other.to_string()))),
+    };
     Ok((cfg, hash))
+}
+
+/// The bucket hash of computed minibatching.
+#[derive(Clone, Copy)]
+enum Hash {
+    /// `bucket = col_id & 63` (the default).
+    Identity,
+    /// The peer's production HighwayHash.
+    Highway,
 }
 
 fn features(fs: Vec<FeatureJson>) -> Result<Vec<Feature>, String> {
@@ -261,7 +274,7 @@ fn features(fs: Vec<FeatureJson>) -> Result<Vec<Feature>, String> {
 fn run_preprocess(config_path: &Path, batch_path: &Path) -> Result<String, String> {
     let text = input::read_text(config_path)?;
     let c: ConfigJson = parse_json(config_path, &text)?;
-    let (cfg, _hash) = config(c)?;
+    let (cfg, hash) = config(c)?;
     let text = input::read_text(batch_path)?;
     let b: BatchJson = parse_json(batch_path, &text)?;
     let name = input::name(batch_path);
@@ -272,7 +285,13 @@ fn run_preprocess(config_path: &Path, batch_path: &Path) -> Result<String, Strin
             ))
         }
         (None, None) => return Err(format!("{name}: missing field `features`")),
-        (Some(fs), None) => preprocess_with_hash(&cfg, &features(fs)?, &IdentityHash),
+        (Some(fs), None) => {
+            let fs = features(fs)?;
+            match hash {
+                Hash::Identity => preprocess_with_hash(&cfg, &fs, &IdentityHash),
+                Hash::Highway => preprocess_with_hash(&cfg, &fs, &HighwayHash),
+            }
+        }
         (None, Some(mbs)) => {
             if !cfg.minibatching {
                 return Err(PreprocessError::MinibatchesWithoutMinibatching.to_string());

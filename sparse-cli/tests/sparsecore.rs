@@ -145,6 +145,40 @@ fn preprocess_computed_minibatching() {
 }
 
 #[test]
+fn preprocess_highway_hash() {
+    use sparse_runtime::sparsecore::{
+        preprocess_with_hash, Feature, HighwayHash, PreprocessConfig,
+    };
+    // 32 distinct ids in one partition, limit 4: the split follows the HighwayHash buckets.
+    let ids: Vec<i64> = (0..32).collect();
+    let b = format!(r#"{{"features": [{{"name": "f", "samples": [{ids:?}]}}]}}"#);
+    let c = r#"{"num_sc_per_device": 1, "local_device_count": 1, "global_device_count": 1,
+                "max_ids_per_partition": 4, "max_unique_ids_per_partition": 4,
+                "minibatching": true, "minibatch_hash": "highway"}"#;
+    let (code, out, err) = preprocess("highway", c, &b);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let mut cfg = PreprocessConfig::new(1, 1, 1, 4, 4);
+    cfg.minibatching = true;
+    let f = Feature::from_samples("f", &[ids], None).unwrap();
+    let want = preprocess_with_hash(&cfg, &[f], &HighwayHash).unwrap();
+    assert!(want.num_minibatches > 1);
+    assert!(out.ends_with(&format!(
+        r#""num_minibatches":{}}}
+"#,
+        want.num_minibatches
+    )));
+    let rp: Vec<String> = want.devices[0]
+        .row_pointers
+        .iter()
+        .map(|p| p.to_string())
+        .collect();
+    assert!(out.starts_with(&format!(
+        r#"{{"devices":[{{"row_pointers":[{}],"#,
+        rp.join(",")
+    )));
+}
+
+#[test]
 fn split_public_checks() {
     let d = dir("split");
     for (counts, limit, want) in [
@@ -281,9 +315,9 @@ fn preprocess_errors() {
             "unknown combiner 'max' (expected sum, mean or sqrtn)",
         ),
         (
-            cfg(1, 1, 1, r#", "minibatch_hash": "highway""#),
+            cfg(1, 1, 1, r#", "minibatch_hash": "murmur""#),
             batch.into(),
-            "unknown minibatch_hash 'highway' (expected identity)",
+            "unknown minibatch_hash 'murmur' (expected identity or highway)",
         ),
         (
             cfg(2, 1, 1, ""),

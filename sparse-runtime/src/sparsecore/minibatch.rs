@@ -15,8 +15,8 @@ use super::PreprocessError;
 pub const NUM_BUCKETS: usize = 64;
 
 /// The hash that puts a column in a bucket: `bucket = hash(col_id) & 63`. Pluggable; the
-/// peer's production default is HighwayHash, tests (ours and the reference's) use
-/// [`IdentityHash`].
+/// peer's production default is HighwayHash ([`HighwayHash`]), tests (ours and the
+/// reference's) use [`IdentityHash`].
 pub trait MinibatchHash {
     /// The hash of a column (after shift and offset); only its low 6 bits are used.
     fn hash(&self, col_id: u32) -> u32;
@@ -30,6 +30,36 @@ impl MinibatchHash for IdentityHash {
     fn hash(&self, col_id: u32) -> u32 {
         col_id
     }
+}
+
+/// The peer's production bucket hash: HighwayHash-64 of the column's 4 bytes (little-endian, as
+/// the peer hashes an `int` in memory on x86 and ARM) under the peer's fixed key
+/// (`kHighwayHashKey` of `coo_format.h`), truncated to 32 bits as its `HashFn` returns
+/// `uint32_t`. Computed with the `highway` crate (checked against HighwayHash's published test
+/// vectors below).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HighwayHash;
+
+/// The peer's `kHighwayHashKey`.
+pub const PEER_HIGHWAY_KEY: [u64; 4] = [
+    0x4451_e30f_87db_9609,
+    0xca73_58a1_fd27_37f8,
+    0x4b2c_991f_cee4_fdea,
+    0x0b26_58e1_8326_f6ba,
+];
+
+impl MinibatchHash for HighwayHash {
+    fn hash(&self, col_id: u32) -> u32 {
+        highway64(PEER_HIGHWAY_KEY, &col_id.to_le_bytes()) as u32
+    }
+}
+
+/// HighwayHash-64 of `data` under `key`.
+fn highway64(key: [u64; 4], data: &[u8]) -> u64 {
+    use highway::HighwayHash as _;
+    let mut h = highway::HighwayHasher::new(highway::Key(key));
+    h.append(data);
+    h.finalize64()
 }
 
 /// The bucket of a column: `hash(col_id) & 63`.
@@ -139,6 +169,26 @@ mod tests {
         // Only the root sees both.
         assert_eq!(compute_split(&c, 9), Ok(1 << 62));
         assert_eq!(bucket_minibatches(1 << 62, 64)[31..33], [0, 1]);
+    }
+
+    #[test]
+    fn highway_matches_the_published_vectors() {
+        // highwayhash_test.cc: key bytes 0..32, data bytes 0..n, kExpected64[n].
+        let key = [
+            0x0706_0504_0302_0100,
+            0x0f0e_0d0c_0b0a_0908,
+            0x1716_1514_1312_1110,
+            0x1f1e_1d1c_1b1a_1918,
+        ];
+        assert_eq!(highway64(key, &[]), 0x907a_56de_22c2_6e53);
+        assert_eq!(highway64(key, &[0, 1, 2, 3]), 0xf205_a468_9300_7eda);
+        assert_eq!(highway64(key, &[0, 1, 2, 3, 4]), 0x2b8a_1668_e4a9_4541);
+        // The bucket hash reads the column's 4 little-endian bytes under the peer's key.
+        assert_eq!(
+            HighwayHash.hash(0x0302_0100),
+            highway64(PEER_HIGHWAY_KEY, &[0, 1, 2, 3]) as u32
+        );
+        assert!(bucket_of(&HighwayHash, 70) < 64);
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub mod minibatch;
 mod preprocess;
 pub mod stack;
 
-pub use minibatch::{compute_split, IdentityHash, MinibatchHash, NUM_BUCKETS};
+pub use minibatch::{compute_split, HighwayHash, IdentityHash, MinibatchHash, NUM_BUCKETS};
 pub use preprocess::{preprocess, preprocess_minibatches, preprocess_with_hash};
 
 /// The padding value of `embedding_ids` and `sample_ids` (`i32::MAX`, the peer's `INT_MAX`);
@@ -367,7 +367,7 @@ pub enum PreprocessError {
     #[error("unknown combiner '{0}' (expected sum, mean or sqrtn)")]
     UnknownCombiner(String),
     /// A minibatch hash name other than the known ones.
-    #[error("unknown minibatch_hash '{0}' (expected identity)")]
+    #[error("unknown minibatch_hash '{0}' (expected identity or highway)")]
     UnknownHash(String),
     /// The suggested buffer size, rounded up to `8 * S`, exceeds the theoretical maximum.
     #[error(
