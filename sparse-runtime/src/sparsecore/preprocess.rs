@@ -457,10 +457,20 @@ fn check_ragged(f: &Feature) -> Result<()> {
 }
 
 /// The COO entries of one local SparseCore in extraction order.
+///
+/// Gains are kept as the peer keeps them: per entry when any feature of the stack has weights,
+/// else per row (`row_gain[row - row_base]`, written by each sample of the row in stack order,
+/// so when features share rows, as with equal `row_offset`s, the last one's divisor holds for
+/// all of them: the peer's `row_token_counts` / `row_gains`).
 struct Extracted {
     rows: Vec<u32>,
     cols: Vec<u32>,
+    /// Per entry (weighted stacks only).
     gains: Vec<f32>,
+    /// Per row of the SC (unweighted stacks only).
+    row_gain: Vec<f32>,
+    /// The SC's first row: `k * batch_size_per_sc`.
+    row_base: u32,
 }
 
 /// Extracts every local SC's entries (task `d * S + k`), in parallel; the first error in task
@@ -486,14 +496,22 @@ fn extract(geo: &Geometry, stack: &Stack, d: usize, k: usize) -> Result<Extracte
             f.row_splits[start + per] - f.row_splits[start]
         })
         .sum();
+    let weighted = stack.has_weights;
     let mut ex = Extracted {
         rows: Vec::with_capacity(n_ids),
         cols: Vec::with_capacity(n_ids),
-        gains: Vec::with_capacity(n_ids),
+        gains: Vec::with_capacity(if weighted { n_ids } else { 0 }),
+        row_gain: vec![1.0; if weighted { 0 } else { bs as usize }],
+        row_base: (k as u64 * bs) as u32,
     };
+    // With check_nan on an unweighted stack: who wrote each row's gain (feature, sample).
+    let mut writer: Vec<(usize, usize)> = Vec::new();
+    if stack.check_nan && !weighted {
+        writer.resize(bs as usize, (0, 0));
+    }
     let max_col = i64::from(PAD) - 1;
     let combiner = stack.combiner;
-    for f in &stack.features {
+    for (fi, f) in stack.features.iter().enumerate() {
         let per = f.num_samples() / slices;
         let start = (d * geo.s + k) * per;
         let row_base = k as u64 * bs + f.row_offset / (geo.global * geo.s as u64);
@@ -505,6 +523,13 @@ fn extract(geo: &Geometry, stack: &Stack, d: usize, k: usize) -> Result<Extracte
                 Some(w) => combiner.divisor(w[lo..hi].iter().copied()),
                 None => unity_divisor(combiner, hi - lo),
             };
+            if !weighted {
+                let local = (row - ex.row_base) as usize;
+                ex.row_gain[local] = 1.0 / divisor;
+                if let Some(w) = writer.get_mut(local) {
+                    *w = (fi, s);
+                }
+            }
             for (j, &id) in ids.iter().enumerate() {
                 if id < 0 {
                     return Err(PreprocessError::NegativeId {
@@ -537,7 +562,7 @@ fn extract(geo: &Geometry, stack: &Stack, d: usize, k: usize) -> Result<Extracte
                         }
                     }
                 }
-                if stack.check_nan {
+                if stack.check_nan && weighted {
                     for (what, value) in [("weight", w), ("gain", gain)] {
                         if !value.is_finite() {
                             return Err(PreprocessError::NonFinite {
@@ -551,7 +576,25 @@ fn extract(geo: &Geometry, stack: &Stack, d: usize, k: usize) -> Result<Extracte
                 }
                 ex.rows.push(row);
                 ex.cols.push(c as u32);
-                ex.gains.push(gain);
+                if weighted {
+                    ex.gains.push(gain);
+                }
+            }
+        }
+    }
+    if !writer.is_empty() {
+        // The gains entries get: a non-finite one comes from the sample that wrote it.
+        for &row in &ex.rows {
+            let local = (row - ex.row_base) as usize;
+            let value = ex.row_gain[local];
+            if !value.is_finite() {
+                let (fi, sample) = writer[local];
+                return Err(PreprocessError::NonFinite {
+                    feature: stack.features[fi].name.clone(),
+                    sample,
+                    what: "gain",
+                    value,
+                });
             }
         }
     }
@@ -593,19 +636,31 @@ fn group<H: MinibatchHash + ?Sized>(
     drop_ids: bool,
 ) -> Grouped {
     let n = ex.cols.len();
-    let mut keys: Vec<(u64, u64)> = Vec::with_capacity(n);
-    for i in 0..n {
+    // The peer's key: bucket, then the column rotated so the partition comes first, then
+    // `data` (the entry's index for weighted stacks, else its row). Packed in one u64 as the
+    // peer packs it (6 + 32 + 26 bits) when `data` fits 26 bits, else as a pair.
+    let data_of = |i: usize| -> u32 {
+        if by_index {
+            i as u32
+        } else {
+            ex.rows[i]
+        }
+    };
+    let hi_of = |i: usize| -> u64 {
         let col = ex.cols[i];
         let bucket = if buckets > 1 { bucket_of(hash, col) } else { 0 };
-        let hi = (u64::from(bucket) << 32) | u64::from(col.rotate_right(geo.bits));
-        let data = if by_index {
-            i as u64
-        } else {
-            u64::from(ex.rows[i])
-        };
-        keys.push((hi, (data << 32) | i as u64));
-    }
-    keys.sort_unstable();
+        (u64::from(bucket) << 32) | u64::from(col.rotate_right(geo.bits))
+    };
+    let max_data = if by_index {
+        n as u64
+    } else {
+        ex.rows
+            .iter()
+            .copied()
+            .max()
+            .map_or(0, |r| u64::from(r) + 1)
+    };
+    let sorted = sorted_keys(n, hi_of, data_of, max_data, DATA_BITS);
 
     let ns = geo.num_scs as usize;
     let mask = geo.num_scs - 1;
@@ -620,11 +675,14 @@ fn group<H: MinibatchHash + ?Sized>(
     let mut last_added: Option<(u32, u32)> = None;
     let mut prev: Option<(u32, u32, usize)> = None;
     let mut dropping_col = false;
-    for &(hi, lo) in &keys {
+    for &(hi, data) in &sorted {
         let bucket = (hi >> 32) as usize;
         let col = (hi as u32).rotate_left(geo.bits);
-        let i = (lo & 0xffff_ffff) as usize;
-        let (row, gain) = (ex.rows[i], ex.gains[i]);
+        let (row, gain) = if by_index {
+            (ex.rows[data as usize], ex.gains[data as usize])
+        } else {
+            (data, ex.row_gain[(data - ex.row_base) as usize])
+        };
         if last_added == Some((row, col)) {
             if let Some(e) = g.entries.last_mut() {
                 e.gain += gain;
@@ -666,6 +724,49 @@ fn group<H: MinibatchHash + ?Sized>(
         g.offsets[b + 1] = g.offsets[b] + a;
     }
     g
+}
+
+/// Bits of `data` in a packed key (the peer's `kDataBits`).
+const DATA_BITS: u32 = 26;
+
+/// The `n` keys `(hi_of(i), data_of(i))` in ascending order. `hi` has at most 38 bits; when every
+/// `data < max_data <= 2^data_bits` they are sorted packed in one `u64` (`hi << data_bits |
+/// data`), else as pairs; both give the same order.
+fn sorted_keys(
+    n: usize,
+    hi_of: impl Fn(usize) -> u64,
+    data_of: impl Fn(usize) -> u32,
+    max_data: u64,
+    data_bits: u32,
+) -> Vec<(u64, u32)> {
+    if max_data <= 1 << data_bits && data_bits <= 26 {
+        let mut keys: Vec<u64> = (0..n)
+            .map(|i| (hi_of(i) << data_bits) | u64::from(data_of(i)))
+            .collect();
+        keys.sort_unstable();
+        keys.into_iter()
+            .map(|k| (k >> data_bits, (k & ((1 << data_bits) - 1)) as u32))
+            .collect()
+    } else {
+        let mut keys: Vec<(u64, u32)> = (0..n).map(|i| (hi_of(i), data_of(i))).collect();
+        keys.sort_unstable();
+        keys
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn packed_and_pair_keys_sort_alike() {
+    let hi: Vec<u64> = (0..500u64)
+        .map(|i| (i * 7919) % 97 + ((i % 5) << 32))
+        .collect();
+    let data: Vec<u32> = (0..500u32).map(|i| (i * 31) % 13).collect();
+    let packed = sorted_keys(500, |i| hi[i], |i| data[i], 13, 4);
+    let pairs = sorted_keys(500, |i| hi[i], |i| data[i], 13, 3);
+    let mut want: Vec<(u64, u32)> = hi.iter().copied().zip(data.iter().copied()).collect();
+    want.sort_unstable();
+    assert_eq!(packed, want);
+    assert_eq!(pairs, want);
 }
 
 /// Limits exceeded without dropping: the largest observed count per (partition, bucket) over

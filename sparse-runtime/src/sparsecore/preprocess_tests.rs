@@ -512,3 +512,31 @@ fn peer_deduplication_with_summing_gains() {
     assert_eq!(d.sample_ids, pads(&[(0, 1), (1, 0)], 16));
     assert_eq!(bits(&d.gains), gains_at(&[(0, 3.0), (1, 3.0)], 16));
 }
+
+#[test]
+fn shared_rows_take_the_last_divisor_without_weights() {
+    // Two features on the same rows (both row_offset 0): without weights the peer keeps one
+    // divisor per row, the last feature's (3 ids: 1/3 for all five); with weights each entry
+    // keeps its own sample's (1/2 and 1/3).
+    let a = feature(&[vec![1, 2]]);
+    let b = feature(&[vec![3, 4, 5]]);
+    let mut c = cfg(1, 8, 8);
+    c.combiner = Combiner::Mean;
+    let out = preprocess(&c, &[a, b]).unwrap();
+    let gains: Vec<f32> = out.devices[0].coo[0].iter().map(|e| e.gain).collect();
+    assert_eq!(gains, [1.0 / 3.0; 5]);
+    let a = Feature::from_samples("a", &[vec![1, 2]], Some(&[vec![1.0, 1.0]])).unwrap();
+    let b = feature(&[vec![3, 4, 5]]);
+    let out = preprocess(&c, &[a, b]).unwrap();
+    let gains: Vec<f32> = out.devices[0].coo[0].iter().map(|e| e.gain).collect();
+    assert_eq!(gains, [0.5, 0.5, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0]);
+    // An empty sample written last makes the row's gain 1/0: the NaN check names it.
+    let a = feature(&[vec![1, 2]]);
+    let mut e = feature(&[vec![]]);
+    e.name = "e".into();
+    c.check_nan = true;
+    assert_eq!(
+        preprocess(&c, &[a, e]).unwrap_err().to_string(),
+        "feature e, sample 0: gain is inf (NaN check)"
+    );
+}
