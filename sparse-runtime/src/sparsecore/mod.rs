@@ -56,6 +56,17 @@ pub(crate) fn round_up(n: u64, m: u64) -> u64 {
 /// Public checks (id, col_shift, col_offset, num_scs) -> col_id: (2, 4, 32, 4) -> 34,
 /// (38, 0, 0, 4) -> 38, (10, 0, 32, 8) -> 42, (26, 0, 0, 4) -> 26, (127, 1, 32, 4) -> 156.
 pub fn col_id(id: i64, col_shift: i64, col_offset: i64, num_scs: u32) -> i64 {
+    // The fast path: a power of two and no overflow (the peer's masks).
+    if num_scs.is_power_of_two() {
+        let mask = i64::from(num_scs) - 1;
+        if let Some(c) = id
+            .checked_add(col_shift)
+            .and_then(|s| (s & mask).checked_add(id & !mask))
+            .and_then(|c| c.checked_add(col_offset))
+        {
+            return c;
+        }
+    }
     // In i128, so no input overflows; the result saturates to the i64 range.
     let n = i128::from(num_scs.max(1));
     let id = i128::from(id);
@@ -555,6 +566,18 @@ mod tests {
         assert_eq!(col_id(5, -1, 0, 4), 4);
         assert_eq!(col_id(4, -1, 0, 4), 7);
         assert_eq!(col_id(i64::MAX, i64::MAX, i64::MAX, 4), i64::MAX);
+        // Any num_scs (the general path) agrees with the masks on powers of two.
+        for id in [-9i64, -1, 0, 5, 127, 1 << 40] {
+            for shift in [-5i64, 0, 3, 1 << 50] {
+                let fast = col_id(id, shift, 64, 8);
+                let n = 8i128;
+                let slow = (i128::from(id) + i128::from(shift)).rem_euclid(n)
+                    + i128::from(id).div_euclid(n) * n
+                    + 64;
+                assert_eq!(i128::from(fast), slow);
+            }
+        }
+        assert_eq!(col_id(10, 1, 0, 3), 11 % 3 + 9);
     }
 
     #[test]
