@@ -343,3 +343,45 @@ fn preprocess_errors() {
         "cannot read /nonexistent/c.json",
     );
 }
+
+#[test]
+fn preprocess_reads_standard_input_and_feature_keys() {
+    use std::io::Write;
+    // Two devices of one SC each (num_scs 2), two features: "b" (row_offset 0) is taken before
+    // "a" (row_offset 2: b's 2 samples in all, so a's rows start at 2 / (2 * 1) = 1 on each SC);
+    // "a" has col_shift 1 and col_offset 2.
+    let d = dir("stdin");
+    let c = file(
+        &d,
+        "config.json",
+        r#"{"num_sc_per_device": 1, "local_device_count": 2, "global_device_count": 2,
+            "max_ids_per_partition": 4, "max_unique_ids_per_partition": 4}"#,
+    );
+    let batch = r#"{"features": [
+        {"name": "a", "samples": [[0], [1]], "row_offset": 2, "col_shift": 1, "col_offset": 2},
+        {"name": "b", "samples": [[2], [3]], "weights": null}]}"#;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sparse"))
+        .args(["sparsecore", "preprocess", &c, "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(batch.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    let text = String::from_utf8(out.stdout).unwrap();
+    // Device 0: b's sample 0 (id 2, row 0) and a's sample 0 (id 0 -> col 1 + 2 = 3, row 1);
+    // device 1: b's sample 1 (id 3, row 0) and a's sample 1 (id 1 -> col 0 + 2 = 2, row 1).
+    assert!(text.contains(r#""coo":[[[0,2,1.0],[1,3,1.0]]]"#), "{text}");
+    assert!(text.contains(r#""coo":[[[1,2,1.0],[0,3,1.0]]]"#), "{text}");
+    fails(
+        sparse(&["sparsecore", "preprocess", "-", "-"]),
+        "standard input can be read only once",
+    );
+}
