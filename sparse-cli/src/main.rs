@@ -11,6 +11,7 @@
 mod eval;
 mod input;
 mod render;
+mod sparsecore;
 mod summary;
 
 use std::io::Write;
@@ -91,6 +92,11 @@ enum Command {
     /// Run a kernel in TACO index notation through the sparsifier's interpreter; print the
     /// left-hand tensor (`sparse_tensor.print` form if sparse, `vector.print` form if dense).
     Eval(eval::EvalArgs),
+    /// SparseCore: host preprocessing as jax-tpu-embedding does it, minibatch splits (JSON).
+    Sparsecore {
+        #[command(subcommand)]
+        command: sparsecore::Command,
+    },
 }
 
 fn main() -> ExitCode {
@@ -115,6 +121,7 @@ fn main() -> ExitCode {
         Command::Fmt { file, pretty } => fmt(&file, pretty),
         Command::Expand { file } => expand(&file),
         Command::Eval(args) => eval::eval(&args, eval::stdout_text),
+        Command::Sparsecore { command } => sparsecore::run(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -22,6 +22,7 @@ pub(crate) mod level;
 pub mod mmio;
 pub mod packed;
 pub mod slice;
+pub mod sparsecore;
 pub mod storage;
 pub mod value;
 
