@@ -90,3 +90,24 @@ fn csr_expands_to_at_most_half_of_its_former_size() {
     let bsr = expand("BSR", FORMATS[3].1).lines().count();
     assert!(bsr <= 420, "BSR expands to {bsr} lines");
 }
+
+#[test]
+fn a_format_named_like_an_import_of_the_generated_code_is_refused() {
+    let parsed = parse_declaration(FORMATS[0].1).expect("parses");
+    for name in ["Result", "Option", "StorageError"] {
+        let decl = Declaration::from_declared(
+            quote!(pub),
+            format_ident!("{name}"),
+            parsed.declared.clone(),
+        )
+        .expect("declaration");
+        let err = expand_to_string(&decl, &quote!(::sparse::runtime)).expect_err(name);
+        assert_eq!(
+            err.0,
+            format!(
+                "the format name `{name}` would be shadowed by `{name}`, which the generated code \
+                 imports; choose another name"
+            )
+        );
+    }
+}

@@ -60,16 +60,24 @@ impl LevelFormat {
         }
     }
 
-    /// The MLIR spelling of the format (`structured[n, m]` for n:m).
+    /// The MLIR spelling of the format (`structured[n, m]` for n:m), from its unit's
+    /// [`Spelling`](crate::level::Spelling).
     pub fn mlir_name(&self) -> String {
         match self {
-            LevelFormat::Dense => "dense".into(),
-            LevelFormat::Batch => "batch".into(),
-            LevelFormat::Compressed => "compressed".into(),
-            LevelFormat::LooseCompressed => "loose_compressed".into(),
-            LevelFormat::Singleton => "singleton".into(),
             LevelFormat::NOutOfM { n, m } => format!("structured[{n}, {m}]"),
+            f => f.spelling().name.to_string(),
         }
+    }
+
+    /// How the format is written and which properties it takes: its unit's
+    /// [`Spelling`](crate::level::Spelling) in [`level::FORMATS`].
+    pub fn spelling(&self) -> &'static level::Spelling {
+        let kind = std::mem::discriminant(self);
+        level::FORMATS
+            .iter()
+            .copied()
+            .find(|s| std::mem::discriminant(&s.format) == kind)
+            .unwrap_or(level::FORMATS[0])
     }
 }
 

@@ -492,8 +492,8 @@ impl<V: Value> DynamicStorage<V> {
     /// [`StorageError::EllRowOverflow`] naming a row with more elements than ELL slices;
     /// [`StorageError::BatchNse`] when batches differ in their number of stored positions;
     /// [`StorageError::Unsupported`] for what cannot be stored (an encoding with slices is a view:
-    /// build the parent and call [`Self::slice`]). The encoding is a
-    /// [`VerifiedEncoding`](sparse_ir::verify::VerifiedEncoding): an encoding built in code gets
+    /// build the parent and call [`Self::slice`]). The encoding is a [`VerifiedEncoding`]: an
+    /// encoding built in code gets
     /// the parser's rules through `Encoding::verify` before it can reach the storage.
     pub fn from_coo(encoding: &VerifiedEncoding, coo: &CooTensor<V>) -> Result<Self, StorageError> {
         if encoding.dim_slices.is_some() {

@@ -12,7 +12,9 @@ use std::any::Any;
 
 use sparse_ir::ir::Encoding;
 
+use crate::dynamic;
 use crate::index::IndexBuffer;
+use crate::level::Builder;
 use crate::packed::{CrdBuffer, PackedBuffer};
 use crate::storage::FromCoo;
 use crate::{CooTensor, DynamicStorage, Index, StorageError, Value};
@@ -215,21 +217,27 @@ pub fn par_rows<V: Send>(
 }
 
 /// Assembles entries `(dimension coordinates, value)` in any order into the arrays of `encoding`
-/// on a tensor of dimension sizes `shape`, with the runtime's one assembly (MLIR's `lexInsert` /
-/// `endPath` over the level formats' units, as [`DynamicStorage::from_coo`] does): a generated
-/// struct takes its typed arrays out of the result with [`Assembled::positions`] and
-/// [`Assembled::coordinates`]. Dimension slices of `encoding` are ignored (a sliced format
-/// stores its parent's arrays).
+/// on a tensor of dimension sizes `shape` (level sizes `lvl_sizes`), mapping coordinates with
+/// the generated `dim_to_lvl`: MLIR's `lexInsert` / `endPath` over the level formats' units
+/// (`level/`), as [`DynamicStorage::from_coo`] does, in level order (`level_order`, with
+/// `nonordered` levels in first-occurrence order), duplicates summed when the last level is
+/// unique, batch positions rebased and narrowed in place. A generated struct takes its typed
+/// arrays out of the result with [`Assembled::positions`] and [`Assembled::coordinates`].
+/// Dimension slices of `encoding` are ignored (a sliced format stores its parent's arrays); an
+/// ELL counting map goes through [`DynamicStorage::from_coo`], which assigns the slices.
 ///
 /// Errors: [`StorageError::InvalidEncoding`] if `encoding` breaks a rule of the language (it is
 /// verified first: a generated struct's encoding was verified when it was generated, so this
-/// only reports a verifier that changed in between); otherwise as [`DynamicStorage::from_coo`]
-/// (`CoordinateOutOfRange`, `BlockShape`, `WidthOverflow`, `NOutOfMOverflow`,
-/// `EllRowOverflow`, `BatchNse`, ...).
-pub fn assemble<const D: usize, V: Value>(
+/// only reports a verifier that changed in between); [`StorageError::CoordinateOutOfRange`]
+/// naming the entry, dimension and value; [`StorageError::ShapeOverflow`] for a batch count or
+/// positions array that cannot be had; otherwise as [`DynamicStorage::from_coo`]
+/// (`WidthOverflow`, `NOutOfMOverflow`, `EllRowOverflow`, `BatchNse`, ...).
+pub fn assemble<const D: usize, const L: usize, V: Value>(
     mut encoding: Encoding,
     shape: [usize; D],
+    lvl_sizes: [usize; L],
     entries: impl IntoIterator<Item = ([usize; D], V)>,
+    dim_to_lvl: impl Fn(&[usize; D]) -> [usize; L],
 ) -> Result<Assembled<V>, StorageError> {
     encoding.dim_slices = None;
     let encoding = encoding
@@ -238,17 +246,101 @@ pub fn assemble<const D: usize, V: Value>(
             messages: errors.iter().map(ToString::to_string).collect(),
         })?;
     let entries = entries.into_iter();
-    let mut coo = CooTensor::new(shape.to_vec());
-    coo.coords.reserve(entries.size_hint().0.saturating_mul(D));
-    coo.values.reserve(entries.size_hint().0);
-    for (c, v) in entries {
-        coo.push(&c, v);
+    let cap = entries.size_hint().0;
+    if encoding.dim_to_lvl.num_symbols > 0 {
+        let mut coo = CooTensor::new(shape.to_vec());
+        coo.coords.reserve(cap.saturating_mul(D));
+        coo.values.reserve(cap);
+        for (c, v) in entries {
+            coo.push(&c, v);
+        }
+        let raw = DynamicStorage::from_coo(&encoding, &coo)?.into_raw_parts();
+        return Ok(Assembled {
+            positions: raw.positions,
+            coordinates: raw.coordinates,
+            values: raw.values,
+        });
     }
-    let raw = DynamicStorage::from_coo(&encoding, &coo)?.into_raw_parts();
+    let mut keys: Vec<[usize; L]> = Vec::with_capacity(cap);
+    let mut vals: Vec<V> = Vec::with_capacity(cap);
+    for (entry, (c, v)) in entries.enumerate() {
+        if let Some(dim) = (0..D).find(|&d| c[d] >= shape[d]) {
+            return Err(StorageError::CoordinateOutOfRange {
+                entry,
+                dim,
+                coordinate: c[dim],
+                size: shape[dim],
+            });
+        }
+        keys.push(dim_to_lvl(&c));
+        vals.push(v);
+    }
+    let n = keys.len();
+    let flat = keys.as_flattened();
+    let nonordered: Vec<bool> = encoding.lvl_types.iter().map(|t| !t.is_ordered()).collect();
+    let size0 = lvl_sizes.first().copied().unwrap_or(0);
+    let order = match dynamic::nonordered_sort_keys(flat, L, n, &nonordered) {
+        Some(sort_keys) => dynamic::level_order(&sort_keys, L, n, n.max(size0)),
+        None => dynamic::level_order(flat, L, n, size0),
+    };
+    let types = &encoding.lvl_types;
+    let batch_levels = types.iter().take_while(|t| t.capabilities().batch).count();
+    let batches = lvl_sizes[..batch_levels]
+        .iter()
+        .try_fold(1usize, |a, &s| a.checked_mul(s))
+        .ok_or_else(|| StorageError::ShapeOverflow {
+            shape: shape.to_vec(),
+        })?;
+    let merge = types.last().is_some_and(|t| t.is_unique());
+    let mut b = Builder::new(&encoding, &lvl_sizes, batches)?;
+    let mut k = 0;
+    let mut first = true;
+    while k < n {
+        let e = order[k];
+        let mut v = vals[e];
+        k += 1;
+        if merge {
+            while k < n && keys[order[k]] == keys[e] {
+                v += vals[order[k]];
+                k += 1;
+            }
+        }
+        b.lex_insert(first, &keys[e], v)?;
+        first = false;
+    }
+    b.end_insert(n == 0)?;
+    let Builder {
+        positions: global,
+        coordinates,
+        values,
+        ..
+    } = b;
+    // without batch levels the positions are final; with them, rebase and narrow in place
+    let mut positions = Vec::with_capacity(L);
+    for (l, p) in global.into_iter().enumerate() {
+        positions.push(match p {
+            Some(IndexBuffer::Native(mut g)) if batch_levels > 0 => {
+                dynamic::rebase_batches_in_place(l, types[l].format, &mut g, batches)?;
+                let width = encoding.pos_width;
+                let narrowed = IndexBuffer::from_native(width, g)
+                    .ok_or_else(|| StorageError::Unsupported {
+                        reason: format!("posWidth = {width}"),
+                    })?
+                    .map_err(|value| StorageError::WidthOverflow {
+                        level: l,
+                        kind: crate::BufferKind::Position,
+                        value,
+                        width,
+                    })?;
+                Some(narrowed)
+            }
+            p => p,
+        });
+    }
     Ok(Assembled {
-        positions: raw.positions,
-        coordinates: raw.coordinates,
-        values: raw.values,
+        positions,
+        coordinates,
+        values,
     })
 }
 

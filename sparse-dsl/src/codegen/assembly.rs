@@ -102,12 +102,19 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 entries: impl IntoIterator<Item = ([usize; #dim_rank], V)>,
             ) -> Result<Self, StorageError> {
                 #shape_check
-                let mut a = #rt::generated::assemble(Self::encoding(), shape, entries)?;
-                Ok(Self::from_parts(#parts {
+                let mut a = #rt::generated::assemble(
+                    Self::encoding(),
+                    shape,
+                    Self::lvl_sizes_for(&shape),
+                    entries,
+                    Self::dim_to_lvl,
+                )?;
+                let parts = #parts {
                     dim_shape: shape,
                     #(#assembled,)*
                     values: a.values,
-                }))
+                };
+                Ok(Self::from_parts(parts))
             }
 
             /// Builds the storage from a `CooTensor` (e.g. read from a Matrix Market file).

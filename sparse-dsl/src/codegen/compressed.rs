@@ -45,8 +45,8 @@ pub(super) fn loop_over_segment(cx: &LevelCtx, seg: TokenStream, body: TokenStre
     let (p, c) = (cx.p(), cx.c());
     let read = cx.read_crd(&quote!(self), &quote!(#p));
     quote! {
-        let (__lo, __hi) = #seg;
-        for #p in __lo..__hi {
+        let (lo, hi) = #seg;
+        for #p in lo..hi {
             let #c = #read;
             #body
         }
@@ -61,7 +61,7 @@ pub(super) fn owned_crd_fields(cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
     }
 }
 
-/// Locating `c{l}` in the segment `(__lo, __hi)`: binary search when the level is ordered and
+/// Locating `c{l}` in the segment `(lo, hi)`: binary search when the level is ordered and
 /// unique with a plain coordinate buffer, else a scan visiting every match.
 pub(super) fn locate_in_segment(cx: &LevelCtx, seg: TokenStream, body: TokenStream) -> TokenStream {
     let (p, c) = (cx.p(), cx.c());
@@ -69,17 +69,17 @@ pub(super) fn locate_in_segment(cx: &LevelCtx, seg: TokenStream, body: TokenStre
     if cx.lt.is_unique() && cx.lt.is_ordered() && loc.stride == 1 {
         let f = &loc.field;
         quote! {{
-            let (__lo, __hi) = #seg;
-            if let Ok(__k) = self.#f[__lo..__hi].binary_search_by(|__x| __x.index().cmp(&#c)) {
-                let #p = __lo + __k;
+            let (lo, hi) = #seg;
+            if let Ok(k) = self.#f[lo..hi].binary_search_by(|stored| stored.index().cmp(&#c)) {
+                let #p = lo + k;
                 #body
             }
         }}
     } else {
         let read = cx.read_crd(&quote!(self), &quote!(#p));
         quote! {{
-            let (__lo, __hi) = #seg;
-            for #p in __lo..__hi {
+            let (lo, hi) = #seg;
+            for #p in lo..hi {
                 if #read == #c {
                     #body
                 }
@@ -99,8 +99,8 @@ impl LevelGen for Compressed {
             let split = batch_split(cx, parent);
             return quote! {{
                 #split
-                let (__b, __r) = if __pp == 0 { (0, __q) } else { (__q / __pp, __q % __pp) };
-                let __at = __b * (__pp + 1) + __r;
+                let (__b, r) = if __pp == 0 { (0, __q) } else { (__q / __pp, __q % __pp) };
+                let __at = __b * (__pp + 1) + r;
                 (__b * __pc + self.#f[__at].index(), __b * __pc + self.#f[__at + 1].index())
             }};
         }

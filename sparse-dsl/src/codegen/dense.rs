@@ -38,10 +38,10 @@ impl LevelGen for Dense {
             };
         }
         quote! {
-            let __sz = #size;
-            let __lo = #parent * __sz;
-            for #c in 0..__sz {
-                let #p = __lo + #c;
+            let size = #size;
+            let lo = #parent * size;
+            for #c in 0..size {
+                let #p = lo + #c;
                 #body
             }
         }

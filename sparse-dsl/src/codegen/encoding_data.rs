@@ -9,9 +9,7 @@
 use proc_macro2::{Literal, TokenStream};
 use quote::quote;
 
-use crate::ir::{
-    AffineExpr, AffineMap, DimSlice, Encoding, LevelFormat, LevelProperties, LevelType,
-};
+use crate::ir::{AffineExpr, AffineMap, DimSlice, Encoding, LevelProperties, LevelType};
 use crate::types::{ElementType, FloatKind, QuantizedType, ScalarValue, Signedness, TypedValue};
 
 /// The statements `use ir::*; Encoding::new(..)` (a function body, `ir` the IR module as the
@@ -74,17 +72,13 @@ fn option<T>(v: Option<&T>, f: impl FnOnce(&T) -> TokenStream) -> TokenStream {
 /// encoding's value here and the storage's `LVL_TYPES` constant). `ir` is the path prefix of the
 /// IR types: empty where `ir::ir::*` is imported, else `<crate>::sparse_ir::ir::`.
 pub(crate) fn level_type(t: &LevelType, ir: &TokenStream) -> TokenStream {
-    let format = match t.format {
-        LevelFormat::Dense => quote!(Dense),
-        LevelFormat::Batch => quote!(Batch),
-        LevelFormat::Compressed => quote!(Compressed),
-        LevelFormat::LooseCompressed => quote!(LooseCompressed),
-        LevelFormat::Singleton => quote!(Singleton),
-        LevelFormat::NOutOfM { n, m } => {
-            let (n, m) = (Literal::u32_unsuffixed(n), Literal::u32_unsuffixed(m));
-            quote!(NOutOfM { n: #n, m: #m })
-        }
-    };
+    // the variant as Rust spells it: `Dense`, `NOutOfM { n: 2, m: 4 }` (its `Debug` form, so a
+    // new level format needs no line here)
+    let format: TokenStream = format!("{:?}", t.format).parse().unwrap_or_else(|_| {
+        quote!(::core::compile_error!(
+            "a level format whose Debug form is not Rust"
+        ))
+    });
     let p = t.properties;
     if p == LevelProperties::default() {
         return quote!(#ir LevelType::new(#ir LevelFormat::#format));

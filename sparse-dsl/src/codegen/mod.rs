@@ -520,8 +520,11 @@ impl<'a> Ctx<'a> {
 /// Generates the items for one declaration. `rt` is the path of the runtime crate as the
 /// generated code should name it (`::sparse::runtime` for users of the facade).
 ///
-/// Errors: [`CodegenError`] for encodings the generator does not handle yet (batch and n:m
-/// levels, slices, counting symbols, level expressions other than `d`, `d floordiv b`, `d mod b`).
+/// Errors: [`CodegenError`] for encodings the generator does not handle yet (level expressions
+/// other than `d`, `d floordiv b`, `d mod b` and one ELL counting level, widths without a Rust
+/// type), and for a struct name (or its `Parts` name) that one of the names the generated
+/// `const _` block imports would shadow (`Result`, `Option`, `Some`, `StorageError`, ...: see
+/// `IMPORTED`).
 pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, CodegenError> {
     let parts = format!("{}Parts", decl.name);
     if let Some(taken) = IMPORTED.iter().find(|n| decl.name == n || parts == **n) {

@@ -96,7 +96,7 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
         // non-decreasing)` here: their kernel runs on any range of rows, in parallel too.
         let mut row_kernel: Option<(usize, bool)> = None;
         let kernel = if let Some((bb, cc)) = bsr {
-            let seg = gens[1].segment(&ctxs[1], quote!(__ib));
+            let seg = gens[1].segment(&ctxs[1], quote!(ib));
             let crd_field = &ctxs[1]
                 .crd
                 .as_ref()
@@ -105,40 +105,40 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
             let bc = bb * cc;
             row_kernel = Some((bb, e.lvl_types[1].format == LevelFormat::Compressed));
             quote! {
-                let __vals = &self.values[..];
-                let __crd = &self.#crd_field[..];
-                for (__k, __yb) in y.chunks_exact_mut(#bb).enumerate() {
-                    let __ib = __row0 + __k;
-                    let (__lo, __hi) = #seg;
-                    let mut __acc = [<V as #rt::num_traits::Zero>::zero(); #bb];
-                    for __p in __lo..__hi {
-                        let __jb = __crd[__p].index();
-                        let __blk: &[V; #bc] = __vals[__p * #bc..__p * #bc + #bc].try_into().expect("block");
-                        let __xb: &[V; #cc] = x[__jb * #cc..__jb * #cc + #cc].try_into().expect("block of x");
-                        for __ii in 0..#bb {
-                            for __jj in 0..#cc {
-                                __acc[__ii] += __blk[__ii * #cc + __jj] * __xb[__jj];
+                let vals = &self.values[..];
+                let crd = &self.#crd_field[..];
+                for (k, yb) in y.chunks_exact_mut(#bb).enumerate() {
+                    let ib = row0 + k;
+                    let (lo, hi) = #seg;
+                    let mut acc = [<V as #rt::num_traits::Zero>::zero(); #bb];
+                    for p in lo..hi {
+                        let jb = crd[p].index();
+                        let block: &[V; #bc] = vals[p * #bc..p * #bc + #bc].try_into().expect("block");
+                        let xb: &[V; #cc] = x[jb * #cc..jb * #cc + #cc].try_into().expect("block of x");
+                        for ii in 0..#bb {
+                            for jj in 0..#cc {
+                                acc[ii] += block[ii * #cc + jj] * xb[jj];
                             }
                         }
                     }
-                    __yb.copy_from_slice(&__acc);
+                    yb.copy_from_slice(&acc);
                 }
             }
         } else if let Some((row_first, crd0)) = coo_aos {
             let (i, j) = if row_first {
-                (quote!(__c[0]), quote!(__c[1]))
+                (quote!(c[0]), quote!(c[1]))
             } else {
-                (quote!(__c[1]), quote!(__c[0]))
+                (quote!(c[1]), quote!(c[0]))
             };
             quote! {
-                for __yi in y.iter_mut() {
-                    *__yi = <V as #rt::num_traits::Zero>::zero();
+                for yi in y.iter_mut() {
+                    *yi = <V as #rt::num_traits::Zero>::zero();
                 }
-                for (__c, __v) in self.#crd0.chunks_exact(2).zip(self.values.iter()) {
-                    let (__i, __j) = (#i.index(), #j.index());
-                    debug_assert!(__i < y.len() && __j < x.len());
+                for (c, v) in self.#crd0.chunks_exact(2).zip(self.values.iter()) {
+                    let (i, j) = (#i.index(), #j.index());
+                    debug_assert!(i < y.len() && j < x.len());
                     #rt::safety!("every stored coordinate is below its level size (`from_coo` builds such arrays, `from_raw_parts` validates them, `from_raw_parts_unchecked` makes it the caller's promise), and the level sizes are the dimension sizes `y.len()` and `x.len()`, checked by `check_spmv` before this loop.");
-                    unsafe { *y.get_unchecked_mut(__i) += *__v * *x.get_unchecked(__j) };
+                    unsafe { *y.get_unchecked_mut(i) += *v * *x.get_unchecked(j) };
                 }
             }
         } else if csr_like {
@@ -150,32 +150,32 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
                 .field;
             row_kernel = Some((1, e.lvl_types[1].format == LevelFormat::Compressed));
             quote! {
-                let __vals = &self.values[..];
-                let __crd = &self.#crd_field[..];
-                for (__k, __yi) in y.iter_mut().enumerate() {
-                    let i = __row0 + __k;
-                    let (__lo, __hi) = #seg;
-                    let mut __acc = <V as #rt::num_traits::Zero>::zero();
-                    for (__v, __c) in __vals[__lo..__hi].iter().zip(&__crd[__lo..__hi]) {
-                        let __j = __c.index();
-                        debug_assert!(__j < x.len());
+                let vals = &self.values[..];
+                let crd = &self.#crd_field[..];
+                for (k, yi) in y.iter_mut().enumerate() {
+                    let i = row0 + k;
+                    let (lo, hi) = #seg;
+                    let mut acc = <V as #rt::num_traits::Zero>::zero();
+                    for (v, c) in vals[lo..hi].iter().zip(&crd[lo..hi]) {
+                        let j = c.index();
+                        debug_assert!(j < x.len());
                         #rt::safety!("every coordinate of level 1 is below its level size `shape()[1]`, which equals `x.len()` (`check_spmv` checks it before this kernel runs): `from_coo` builds such arrays, `from_raw_parts` validates them (invariant 5.5) and `from_raw_parts_unchecked` makes it the caller's promise.");
-                        __acc += *__v * unsafe { *x.get_unchecked(__j) };
+                        acc += *v * unsafe { *x.get_unchecked(j) };
                     }
-                    *__yi = __acc;
+                    *yi = acc;
                 }
             }
         } else {
             let scatter = nest(
                 quote! {
-                    let [__i, __j] = Self::lvl_to_dim(&[#(#cs),*]);
-                    y[__i] += self.values[#p_last] * x[__j];
+                    let [i, j] = Self::lvl_to_dim(&[#(#cs),*]);
+                    y[i] += self.values[#p_last] * x[j];
                 },
                 false,
             );
             quote! {
-                for __yi in y.iter_mut() {
-                    *__yi = <V as #rt::num_traits::Zero>::zero();
+                for yi in y.iter_mut() {
+                    *yi = <V as #rt::num_traits::Zero>::zero();
                 }
                 #scatter
             }
@@ -186,20 +186,20 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
                 let unit = proc_macro2::Literal::usize_unsuffixed(*unit);
                 let before = match (&ctxs[1].pos_field, *monotonic) {
                     // entries before row r: the compressed level's pos[r] (defined for r <= rows)
-                    (Some(pf), true) => quote!(|__r| self.#pf[__r].index()),
-                    _ => quote!(|__r| __r),
+                    (Some(pf), true) => quote!(|r| self.#pf[r].index()),
+                    _ => quote!(|r| r),
                 };
                 (
                     quote!(self.spmv_rows(x, y, 0);),
                     quote! {
-                        /// The row kernel: `y` holds rows (block rows for BSR) `__row0..`, overwritten.
+                        /// The row kernel: `y` holds rows (block rows for BSR) `row0..`, overwritten.
                         #[allow(clippy::needless_range_loop)]
-                        fn spmv_rows(&self, x: &[V], y: &mut [V], __row0: usize) {
+                        fn spmv_rows(&self, x: &[V], y: &mut [V], row0: usize) {
                             #kernel
                         }
                     },
                     quote! {
-                        #rt::generated::par_rows(y, #unit, #before, |__chunk, __row0| self.spmv_rows(x, __chunk, __row0));
+                        #rt::generated::par_rows(y, #unit, #before, |chunk, row0| self.spmv_rows(x, chunk, row0));
                     },
                 )
             }

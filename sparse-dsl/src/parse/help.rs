@@ -174,16 +174,6 @@ pub(super) fn block_size_help(d: usize, n: u64, b: u64) -> String {
     )
 }
 
-/// Level format names as written (`name`, spelling in help).
-pub(super) const LEVEL_FORMATS: &[(&str, &str)] = &[
-    ("dense", "dense"),
-    ("batch", "batch"),
-    ("compressed", "compressed"),
-    ("loose_compressed", "loose_compressed"),
-    ("singleton", "singleton"),
-    ("structured", "structured[n, m]"),
-];
-
 /// Level property names (`name`, spelling in help).
 pub(super) const LEVEL_PROPERTIES: &[(&str, &str)] = &[
     ("nonunique", "nonunique"),

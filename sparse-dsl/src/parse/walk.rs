@@ -1388,13 +1388,10 @@ impl<'t> Cx<'t> {
                 m: u32::try_from(m).ok()?,
             })
         };
-        let format = match name.as_str() {
-            "dense" => Some(LevelFormat::Dense),
-            "batch" => Some(LevelFormat::Batch),
-            "compressed" => Some(LevelFormat::Compressed),
-            "loose_compressed" => Some(LevelFormat::LooseCompressed),
-            "singleton" => Some(LevelFormat::Singleton),
-            "structured" => {
+        // the name through the level formats' own spellings (`sparse_ir::level::FORMATS`); n:m
+        // is written with its sizes (`structured[n, m]`) or as `blockN_M`
+        let format = match sparse_ir::level::spelled(name.as_str()).map(|s| s.format) {
+            Some(LevelFormat::NOutOfM { .. }) => {
                 let mut vals = Vec::new();
                 if let Some(sz) = sizes.clone() {
                     for v in inner(sz).filter(|q| q.as_rule() == Rule::structured_size) {
@@ -1425,12 +1422,13 @@ impl<'t> Cx<'t> {
                 }
                 Some(nm(self, vals[0], vals[1])?)
             }
-            s => match parse_block_name(s) {
+            Some(plain) => Some(plain),
+            None => match parse_block_name(name.as_str()) {
                 Some(Some((n, m))) => Some(nm(self, n, m)?),
                 Some(None) => {
                     self.error(
                         name.as_span(),
-                        format!("invalid structured size in level format: {s}"),
+                        format!("invalid structured size in level format: {}", name.as_str()),
                     );
                     return None;
                 }
@@ -1458,17 +1456,16 @@ impl<'t> Cx<'t> {
         let Some(mut format) = format else {
             let at = (name.as_span().start(), name.as_span().end());
             let message = format!("unknown level format: {}", name.as_str());
-            let help = choices_help(name.as_str(), LEVEL_FORMATS, "valid level formats");
+            let formats: Vec<(&str, &str)> = sparse_ir::level::FORMATS
+                .iter()
+                .map(|s| (s.name, s.shown))
+                .collect();
+            let help = choices_help(name.as_str(), &formats, "valid level formats");
             self.error_help(at, self.rank, &message, help);
             return None;
         };
-        let supports = match format {
-            LevelFormat::Dense | LevelFormat::Batch | LevelFormat::NOutOfM { .. } => {
-                props.is_empty()
-            }
-            LevelFormat::Singleton => !high,
-            LevelFormat::Compressed | LevelFormat::LooseCompressed => true,
-        };
+        let accepted = format.spelling().properties;
+        let supports = props.iter().all(|p| accepted.contains(&p.as_str()));
         if !supports {
             self.error(
                 span,

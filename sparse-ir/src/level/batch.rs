@@ -1,7 +1,9 @@
 //! `batch`: a leading dense level whose coordinate selects an independent tensor; every buffer
 //! below holds one batch after another, positions local to their batch (MLIR `batch`).
 
-use super::{LevelCapabilities, PositionCount, PositionsArray};
+use crate::ir::LevelFormat;
+
+use super::{LevelCapabilities, PositionCount, PositionsArray, Spelling};
 
 /// The capabilities of `batch`.
 pub(crate) const CAPABILITIES: LevelCapabilities = LevelCapabilities {
@@ -15,4 +17,12 @@ pub(crate) const CAPABILITIES: LevelCapabilities = LevelCapabilities {
     append: false,
     insert: true,
     batch: true,
+};
+
+/// How `batch` is written and which level properties it takes.
+pub(crate) const SPELLING: Spelling = Spelling {
+    name: "batch",
+    shown: "batch",
+    properties: &[],
+    format: LevelFormat::Batch,
 };

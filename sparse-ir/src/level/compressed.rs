@@ -1,7 +1,9 @@
 //! `compressed`: only the coordinates that hold entries; `pos` (parent count + 1) bounds the
 //! segments, which follow one another without gaps.
 
-use super::{LevelCapabilities, PositionCount, PositionsArray};
+use crate::ir::LevelFormat;
+
+use super::{LevelCapabilities, PositionCount, PositionsArray, Spelling};
 
 /// The capabilities of `compressed`.
 pub(crate) const CAPABILITIES: LevelCapabilities = LevelCapabilities {
@@ -15,4 +17,12 @@ pub(crate) const CAPABILITIES: LevelCapabilities = LevelCapabilities {
     append: true,
     insert: false,
     batch: false,
+};
+
+/// How `compressed` is written and which level properties it takes.
+pub(crate) const SPELLING: Spelling = Spelling {
+    name: "compressed",
+    shown: "compressed",
+    properties: &["nonunique", "nonordered", "soa", "high"],
+    format: LevelFormat::Compressed,
 };

@@ -1,6 +1,8 @@
 //! `dense`: every coordinate present, nothing stored; position = parent * size + coordinate.
 
-use super::{LevelCapabilities, PositionCount, PositionsArray};
+use crate::ir::LevelFormat;
+
+use super::{LevelCapabilities, PositionCount, PositionsArray, Spelling};
 
 /// The capabilities of `dense`.
 pub(crate) const CAPABILITIES: LevelCapabilities = LevelCapabilities {
@@ -14,4 +16,12 @@ pub(crate) const CAPABILITIES: LevelCapabilities = LevelCapabilities {
     append: false,
     insert: true,
     batch: false,
+};
+
+/// How `dense` is written and which level properties it takes.
+pub(crate) const SPELLING: Spelling = Spelling {
+    name: "dense",
+    shown: "dense",
+    properties: &[],
+    format: LevelFormat::Dense,
 };

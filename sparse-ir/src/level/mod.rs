@@ -2,8 +2,9 @@
 //! (TACO's `mode_format_*.cpp`, MLIR's `SparseTensorLevel`). The runtime and the code generator
 //! ask these capabilities instead of testing a format's name.
 //!
-//! A new level format adds its file here with a [`LevelCapabilities`] constant and one line in
-//! [`LevelFormat::capabilities`](crate::ir::LevelFormat::capabilities).
+//! A new level format adds its file here with a [`LevelCapabilities`] constant and a
+//! [`Spelling`], its `mod` line, its line in [`FORMATS`] (what the parser, the printer and the
+//! help texts read) and its arm in [`LevelFormat::capabilities`](crate::ir::LevelFormat::capabilities).
 
 pub(crate) mod batch;
 pub(crate) mod compressed;
@@ -11,6 +12,41 @@ pub(crate) mod dense;
 pub(crate) mod loose_compressed;
 pub(crate) mod n_out_of_m;
 pub(crate) mod singleton;
+
+use crate::ir::LevelFormat;
+
+/// Every level format's spelling, in the order help texts list them: the one registration of a
+/// format's name (the parser reads a format name through [`spelled`], the printer writes
+/// [`LevelFormat::mlir_name`](crate::ir::LevelFormat::mlir_name) from it).
+pub const FORMATS: [&Spelling; 6] = [
+    &dense::SPELLING,
+    &batch::SPELLING,
+    &compressed::SPELLING,
+    &loose_compressed::SPELLING,
+    &singleton::SPELLING,
+    &n_out_of_m::SPELLING,
+];
+
+/// How a level format is written (MLIR's `LevelFormat` names) and which level properties MLIR
+/// accepts on it: declared by the format's unit, next to its capabilities.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Spelling {
+    /// The name (`compressed`), or the keyword before a parametric format's sizes (`structured`).
+    pub name: &'static str,
+    /// The name as help texts list it (`structured[n, m]`).
+    pub shown: &'static str,
+    /// The level properties the format accepts (`nonunique`, `nonordered`, `soa`, `high`): any
+    /// other known property is `invalid level type: level format doesn't support the
+    /// properties` (MLIR's message).
+    pub properties: &'static [&'static str],
+    /// The format; for a parametric one (n:m) its variant with placeholder sizes.
+    pub format: LevelFormat,
+}
+
+/// The spelling named `name` (`"compressed"`, `"structured"`), if a format has it.
+pub fn spelled(name: &str) -> Option<&'static Spelling> {
+    FORMATS.iter().copied().find(|s| s.name == name)
+}
 
 /// The positions array a level format keeps (MLIR's `pos` buffer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -1,7 +1,9 @@
 //! `singleton`: one coordinate per parent position, no positions (the trailing levels of a COO
 //! region).
 
-use super::{LevelCapabilities, PositionCount, PositionsArray};
+use crate::ir::LevelFormat;
+
+use super::{LevelCapabilities, PositionCount, PositionsArray, Spelling};
 
 /// The capabilities of `singleton`.
 pub(crate) const CAPABILITIES: LevelCapabilities = LevelCapabilities {
@@ -15,4 +17,12 @@ pub(crate) const CAPABILITIES: LevelCapabilities = LevelCapabilities {
     append: true,
     insert: false,
     batch: false,
+};
+
+/// How `singleton` is written and which level properties it takes.
+pub(crate) const SPELLING: Spelling = Spelling {
+    name: "singleton",
+    shown: "singleton",
+    properties: &["nonunique", "nonordered", "soa"],
+    format: LevelFormat::Singleton,
 };

@@ -113,6 +113,9 @@ pub(crate) struct Builder<'e, V> {
     pub loose_start: Vec<usize>,
     /// n:m: the open block's `(in-block coordinate, value)` entries.
     pub pending: Vec<(usize, V)>,
+    /// Per level: the level whose coordinate buffer holds its coordinates (`crd_location`'s
+    /// owner, looked up once instead of per pushed coordinate).
+    crd_owner: Vec<Option<usize>>,
 }
 
 impl<'e, V: Value> Builder<'e, V> {
@@ -181,6 +184,9 @@ impl<'e, V: Value> Builder<'e, V> {
             count: vec![0; lvl_rank],
             loose_start: vec![0; lvl_rank],
             pending: Vec::new(),
+            crd_owner: (0..lvl_rank)
+                .map(|l| enc.crd_location(l).map(|(owner, _, _)| owner))
+                .collect(),
         })
     }
 
@@ -192,7 +198,7 @@ impl<'e, V: Value> Builder<'e, V> {
     /// Appends coordinate `crd` of level `l` to the buffer that holds it (its own, or the
     /// interleaved buffer of its AoS COO region), width-checked.
     pub fn push_crd(&mut self, l: usize, crd: usize) -> Result<(), StorageError> {
-        let (owner, _, _) = self.enc.crd_location(l).expect("level stores coordinates");
+        let owner = self.crd_owner[l].expect("level stores coordinates");
         let width = self.enc.crd_width;
         let buf = self.coordinates[owner]
             .as_mut()
