@@ -8,6 +8,7 @@
 //! `check`, whose contract lines go to stdout; nothing aborts or panics, whatever the input (a
 //! huge declared shape is an allocation error, a closed stdout ends the output).
 
+mod compressed;
 mod eval;
 mod input;
 mod render;
@@ -92,6 +93,12 @@ enum Command {
     /// Run a kernel in TACO index notation through the sparsifier's interpreter; print the
     /// left-hand tensor (`sparse_tensor.print` form if sparse, `vector.print` form if dense).
     Eval(eval::EvalArgs),
+    /// PyTorch's compressed sparse layouts: check `torch.sparse_compressed_tensor` arguments
+    /// (JSON) in PyTorch's order.
+    Compressed {
+        #[command(subcommand)]
+        command: compressed::Command,
+    },
     /// SparseCore: host preprocessing as jax-tpu-embedding does it, minibatch splits (JSON).
     Sparsecore {
         #[command(subcommand)]
@@ -121,6 +128,7 @@ fn main() -> ExitCode {
         Command::Fmt { file, pretty } => fmt(&file, pretty),
         Command::Expand { file } => expand(&file),
         Command::Eval(args) => eval::eval(&args, eval::stdout_text),
+        Command::Compressed { command } => compressed::run(command),
         Command::Sparsecore { command } => sparsecore::run(command),
     };
     match result {

@@ -24,6 +24,7 @@ pub mod packed;
 pub mod slice;
 pub mod sparsecore;
 pub mod storage;
+pub mod torch;
 pub mod value;
 
 pub use coo::CooTensor;
