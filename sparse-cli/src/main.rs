@@ -107,7 +107,17 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // A usage error exits 1 like every other error (the issues' contracts: `error: MESSAGE`,
+    // exit status 1); `--help` and `--version` print and exit 0.
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 1 } else { 0 };
+            // clap renders `error: ...` with its usage; a failure to print is ignored.
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
     if let Err(msg) = stdin_once(&cli.command) {
         report(&msg);
         return ExitCode::FAILURE;

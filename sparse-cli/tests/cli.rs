@@ -719,3 +719,20 @@ fn encoding_at_without_a_file_name() {
         )
     );
 }
+
+#[test]
+fn usage_errors_exit_1_and_help_exits_0() {
+    for args in [
+        &["eval"][..],
+        &["--bogus"],
+        &["compressed", "check"],
+        &["quant"],
+    ] {
+        let (code, out, err) = sparse(args);
+        assert_eq!((code, out.as_str()), (1, ""), "{args:?}: {err}");
+        assert!(err.starts_with("error: "), "{args:?}: {err}");
+    }
+    let (code, out, _) = sparse(&["--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("Usage: sparse"), "{out}");
+}
