@@ -11,6 +11,7 @@
 mod compressed;
 mod eval;
 mod input;
+mod quant;
 mod render;
 mod sparsecore;
 mod summary;
@@ -99,6 +100,11 @@ enum Command {
         #[command(subcommand)]
         command: compressed::Command,
     },
+    /// Uniform quantized values with StableHLO's semantics: quantize, dequantize, requantize.
+    Quant {
+        #[command(subcommand)]
+        command: quant::Command,
+    },
     /// SparseCore: host preprocessing as jax-tpu-embedding does it, minibatch splits (JSON).
     Sparsecore {
         #[command(subcommand)]
@@ -139,6 +145,7 @@ fn main() -> ExitCode {
         Command::Expand { file } => expand(&file),
         Command::Eval(args) => eval::eval(&args, eval::stdout_text),
         Command::Compressed { command } => compressed::run(command),
+        Command::Quant { command } => quant::run(command),
         Command::Sparsecore { command } => sparsecore::run(command),
     };
     match result {

@@ -21,6 +21,7 @@ pub mod index;
 pub(crate) mod level;
 pub mod mmio;
 pub mod packed;
+pub mod quant;
 pub mod slice;
 pub mod sparsecore;
 pub mod storage;
