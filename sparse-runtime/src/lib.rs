@@ -18,6 +18,7 @@ pub mod error;
 pub mod frostt;
 pub mod generated;
 pub mod index;
+pub mod layout;
 pub(crate) mod level;
 pub mod mmio;
 pub mod packed;
