@@ -24,6 +24,7 @@
 //!   [`preprocess_minibatches`].
 
 pub mod chip;
+pub mod lookup;
 pub mod minibatch;
 mod preprocess;
 pub mod stack;
