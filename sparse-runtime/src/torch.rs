@@ -624,6 +624,237 @@ fn estimate_size(
     size
 }
 
+/// Why PyTorch arrays cannot become a storage.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum TorchError {
+    /// A violated invariant ([`validate_compressed`]).
+    #[error(transparent)]
+    Invariant(#[from] InvariantError),
+    /// Batch or dense dimensions (not stored by this constructor yet).
+    #[error("{0}")]
+    Unsupported(String),
+    /// `values` does not hold `nnz * blocksize[0] * blocksize[1]` elements.
+    #[error("values holds {got} elements, but nnz * blocksize = {expected}")]
+    ValuesLength {
+        /// Elements given.
+        got: usize,
+        /// Elements needed.
+        expected: usize,
+    },
+    /// The storage rejected the arrays (cannot happen for validated arguments; reported rather
+    /// than assumed).
+    #[error(transparent)]
+    Storage(#[from] crate::StorageError),
+}
+
+/// The MLIR encoding of a PyTorch layout with block size `[r, c]` and index width `width` bits
+/// (32 or 64) as `posWidth` and `crdWidth`:
+/// - CSR: `(i, j) -> (i : dense, j : compressed)`; CSC: `(i, j) -> (j : dense, i : compressed)`;
+/// - BSR: `(i, j) -> (i floordiv r : dense, j floordiv c : compressed, i mod r : dense, j mod c :
+///   dense)`; BSC: `(i, j) -> (j floordiv c : dense, i floordiv r : compressed, i mod r : dense,
+///   j mod c : dense)` (PyTorch's blocks are row-major in both, `bsr-invariants.md`).
+///
+/// # Errors
+/// `TorchError::Unsupported` if the encoding does not verify (a zero block size).
+pub fn encoding_of(
+    layout: CompressedLayout,
+    blocksize: [usize; 2],
+    width: u32,
+) -> Result<crate::sparse_ir::ir::VerifiedEncoding, TorchError> {
+    use crate::sparse_ir::ir::{AffineExpr::*, AffineMap, Encoding, LevelFormat, LevelType};
+    let dense = LevelType::new(LevelFormat::Dense);
+    let compressed = LevelType::new(LevelFormat::Compressed);
+    let (r, c) = (blocksize[0] as i64, blocksize[1] as i64);
+    let (types, dim_to_lvl, lvl_to_dim) = match layout {
+        CompressedLayout::Csr => (
+            vec![dense, compressed],
+            AffineMap::identity(2),
+            AffineMap::identity(2),
+        ),
+        CompressedLayout::Csc => (
+            vec![dense, compressed],
+            AffineMap::new(2, 0, [Var(1), Var(0)]),
+            AffineMap::new(2, 0, [Var(1), Var(0)]),
+        ),
+        CompressedLayout::Bsr => (
+            vec![dense, compressed, dense, dense],
+            AffineMap::new(
+                2,
+                0,
+                [
+                    Var(0).floor_div(Constant(r)),
+                    Var(1).floor_div(Constant(c)),
+                    Var(0) % Constant(r),
+                    Var(1) % Constant(c),
+                ],
+            ),
+            AffineMap::new(
+                4,
+                0,
+                [Var(0) * Constant(r) + Var(2), Var(1) * Constant(c) + Var(3)],
+            ),
+        ),
+        CompressedLayout::Bsc => (
+            vec![dense, compressed, dense, dense],
+            AffineMap::new(
+                2,
+                0,
+                [
+                    Var(1).floor_div(Constant(c)),
+                    Var(0).floor_div(Constant(r)),
+                    Var(0) % Constant(r),
+                    Var(1) % Constant(c),
+                ],
+            ),
+            AffineMap::new(
+                4,
+                0,
+                [Var(1) * Constant(r) + Var(2), Var(0) * Constant(c) + Var(3)],
+            ),
+        ),
+    };
+    let mut enc = Encoding::new(types, dim_to_lvl, lvl_to_dim);
+    enc.pos_width = width;
+    enc.crd_width = width;
+    enc.verify().map_err(|errors| {
+        let first = errors
+            .first()
+            .map_or("invalid".to_string(), ToString::to_string);
+        TorchError::Unsupported(format!(
+            "no encoding for {} {blocksize:?}: {first}",
+            layout.name()
+        ))
+    })
+}
+
+/// The index arrays as buffers of the dtype's width (`int32` -> 32 bits, else 64).
+fn index_buffer(data: &[i64], dtype: TorchDtype) -> crate::IndexBuffer {
+    // validated indices are non-negative and fit the dtype
+    if dtype == TorchDtype::Int32 {
+        crate::IndexBuffer::U32(data.iter().map(|&x| x as u32).collect())
+    } else {
+        crate::IndexBuffer::U64(data.iter().map(|&x| x as u64).collect())
+    }
+}
+
+/// The parts of a storage for `args` (not validated).
+#[allow(clippy::type_complexity)]
+fn storage_parts<V>(
+    args: &CompressedArgs,
+    summary: &CompressedSummary,
+    values: Vec<V>,
+) -> Result<
+    (
+        crate::sparse_ir::ir::VerifiedEncoding,
+        Vec<Option<crate::IndexBuffer>>,
+        Vec<Option<crate::CrdBuffer>>,
+        Vec<V>,
+    ),
+    TorchError,
+> {
+    if !summary.batch.is_empty() || !summary.dense.is_empty() {
+        return Err(TorchError::Unsupported(format!(
+            "batch dimensions {} and dense dimensions {} are not stored yet: give a 2-d tensor",
+            format_list(&summary.batch),
+            format_list(&summary.dense)
+        )));
+    }
+    let expected = summary.nnz * summary.blocksize[0] * summary.blocksize[1];
+    if values.len() != expected {
+        return Err(TorchError::ValuesLength {
+            got: values.len(),
+            expected,
+        });
+    }
+    let dtype = args.compressed_indices.meta.dtype;
+    let width = if dtype == TorchDtype::Int32 { 32 } else { 64 };
+    let enc = encoding_of(args.layout, summary.blocksize, width)?;
+    let levels = enc.lvl_types.len();
+    let mut positions = vec![None; levels];
+    let mut coordinates = vec![None; levels];
+    positions[1] = Some(index_buffer(&args.compressed_indices.data, dtype));
+    coordinates[1] = Some(crate::CrdBuffer::Plain(index_buffer(
+        &args.plain_indices.data,
+        dtype,
+    )));
+    Ok((enc, positions, coordinates, values))
+}
+
+/// A storage (CSR, CSC, BSR or BSC as [`encoding_of`] spells them) of PyTorch's compressed
+/// arguments and values: checked by [`validate_compressed`] first, then stored without
+/// conversion (the compressed indices become level 1's positions, the plain indices its
+/// coordinates, the values stay in PyTorch's order: row-major blocks).
+///
+/// `values` holds `nnz * blocksize[0] * blocksize[1]` elements in PyTorch's contiguous order.
+///
+/// # Errors
+/// [`TorchError::Invariant`] as [`validate_compressed`]; [`TorchError::Unsupported`] for batch
+/// or dense dimensions; [`TorchError::ValuesLength`].
+pub fn to_storage<V: crate::Value>(
+    args: &CompressedArgs,
+    values: Vec<V>,
+) -> Result<crate::DynamicStorage<V>, TorchError> {
+    let summary = validate_compressed(args)?;
+    let (enc, positions, coordinates, values) = storage_parts(args, &summary, values)?;
+    Ok(crate::DynamicStorage::from_raw_parts(
+        &enc,
+        &summary.size,
+        positions,
+        coordinates,
+        values,
+    )?)
+}
+
+/// [`to_storage`] without PyTorch's checks or the storage's validation: for trusted arrays
+/// (PyTorch's own `_sparse_compressed_tensor_unsafe`).
+///
+/// # Safety
+/// `args` must satisfy every invariant [`validate_compressed`] checks, with `size` given;
+/// otherwise later reads of the storage may index out of bounds.
+///
+/// # Errors
+/// [`TorchError::Unsupported`] without a size or with batch or dense dimensions;
+/// [`TorchError::ValuesLength`].
+pub unsafe fn to_storage_unchecked<V: crate::Value>(
+    args: &CompressedArgs,
+    values: Vec<V>,
+) -> Result<crate::DynamicStorage<V>, TorchError> {
+    let Some(size) = args.size.clone() else {
+        return Err(TorchError::Unsupported(
+            "to_storage_unchecked needs the size (estimating it reads the indices)".into(),
+        ));
+    };
+    let b = args.compressed_indices.meta.shape.len().saturating_sub(1);
+    let k = if args.layout.is_block() { 2 } else { 0 };
+    let v = &args.values.shape;
+    if b != 0 || v.len() != 1 + k || size.len() != 2 {
+        return Err(TorchError::Unsupported(
+            "batch and dense dimensions are not stored yet: give a 2-d tensor".into(),
+        ));
+    }
+    let blocksize = if args.layout.is_block() {
+        [v[1].max(1), v[2].max(1)]
+    } else {
+        [1, 1]
+    };
+    let summary = CompressedSummary {
+        layout: args.layout,
+        batch: vec![],
+        dense: vec![],
+        nnz: v[0],
+        blocksize,
+        size: size.clone(),
+        size_estimated: false,
+    };
+    let (enc, positions, coordinates, values) = storage_parts(args, &summary, values)?;
+    // SAFETY: the caller promises the invariants validate_compressed checks; they are the
+    // storage's invariants for this encoding (segments within nnz, coordinates below the level
+    // size, sorted and unique within a segment).
+    Ok(unsafe {
+        crate::DynamicStorage::from_raw_parts_unchecked(&enc, &size, positions, coordinates, values)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -717,5 +948,51 @@ mod tests {
         a.plain_indices.meta.dtype = TorchDtype::Int32;
         a.plain_indices.data = vec![-1, 1, 0, 1];
         assert!(check(&a).starts_with("invariant 1.1: "));
+    }
+
+    #[test]
+    fn reference_bsr_and_its_bsc_transpose_store_the_same_matrix() {
+        let vals: Vec<f64> = [
+            0, 1, 2, 6, 7, 8, 3, 4, 5, 9, 10, 11, 12, 13, 14, 18, 19, 20, 15, 16, 17, 21, 22, 23,
+        ]
+        .map(f64::from)
+        .to_vec();
+        let s = to_storage(&bsr(), vals).unwrap();
+        let dense: Vec<f64> = (0..24).map(f64::from).collect();
+        assert_eq!(s.to_dense().unwrap(), dense);
+        // the transpose: 6 x 4 BSC, blocks 3 x 2 (the reference's example)
+        let bsc = CompressedArgs {
+            layout: CompressedLayout::Bsc,
+            compressed_indices: index(&[3], &[0, 2, 4]),
+            plain_indices: index(&[4], &[0, 1, 0, 1]),
+            values: values(&[4, 3, 2]),
+            size: Some(vec![6, 4]),
+        };
+        let t: Vec<f64> = [
+            0, 6, 1, 7, 2, 8, 3, 9, 4, 10, 5, 11, 12, 18, 13, 19, 14, 20, 15, 21, 16, 22, 17, 23,
+        ]
+        .map(f64::from)
+        .to_vec();
+        let st = to_storage(&bsc, t.clone()).unwrap();
+        let transposed: Vec<f64> = (0..24)
+            .map(|k| f64::from((k % 4 * 6 + k / 4) as u8))
+            .collect();
+        assert_eq!(st.to_dense().unwrap(), transposed);
+        // SAFETY: the arguments are the valid ones just checked
+        let unchecked = unsafe { to_storage_unchecked(&bsc, t) }.unwrap();
+        assert_eq!(unchecked.to_dense().unwrap(), transposed);
+        let mut bad = bsr();
+        bad.plain_indices.data = vec![1, 0, 0, 1];
+        assert!(matches!(
+            to_storage(&bad, vec![0.0; 24]),
+            Err(TorchError::Invariant(_))
+        ));
+        assert!(matches!(
+            to_storage(&bsr(), vec![0.0; 23]),
+            Err(TorchError::ValuesLength {
+                got: 23,
+                expected: 24
+            })
+        ));
     }
 }
