@@ -30,7 +30,7 @@ pub struct EvalArgs {
     /// `tensor<4x8xf64>` dense row-major, `tensor<f64>` 0-d), or `NAME=@FILE` holding one.
     #[arg(long = "tensor", value_name = "NAME=TYPE")]
     tensors: Vec<String>,
-    /// `NAME=FILE` (`.mtx` rank 2, `.tns` FROSTT any rank, duplicates summed) or `NAME=NUMBER`
+    /// `NAME=FILE` (`.mtx` or SciPy `.npz` rank 2, `.tns` FROSTT any rank, duplicates summed) or `NAME=NUMBER`
     /// for a 0-d tensor. A tensor without input starts empty (all zero).
     #[arg(
         long = "input",
@@ -215,6 +215,20 @@ fn read_entries(path: &str, decl: &TensorDecl) -> Result<CooTensor<f64>, String>
                 })?
                 .tensor
         }
+        Some("npz") => {
+            if decl.shape.len() != 2 {
+                return Err(format!(
+                    "--input {}: {path} is a matrix, but `{}` has {} dimensions",
+                    decl.name,
+                    decl.name,
+                    decl.shape.len()
+                ));
+            }
+            // SciPy's save_npz (CSR, CSC, COO, BSR); its message names the path
+            sparse_runtime::npz::read_npz(p)
+                .map_err(|e| e.to_string())?
+                .1
+        }
         Some("tns") => {
             let shape: Option<Vec<usize>> = if decl
                 .encoding
@@ -232,7 +246,7 @@ fn read_entries(path: &str, decl: &TensorDecl) -> Result<CooTensor<f64>, String>
         }
         _ => {
             return Err(format!(
-                "--input {}: {path}: unknown file type (expected .mtx or .tns)",
+                "--input {}: {path}: unknown file type (expected .mtx, .tns or .npz)",
                 decl.name
             ))
         }

@@ -53,7 +53,8 @@ enum Command {
         #[arg(long)]
         encoding: String,
         /// The tensor: a Matrix Market matrix (`.mtx`, coordinate format) or a FROSTT tensor
-        /// (`.tns`, any order; its shape is the largest coordinate per mode unless `--shape`);
+        /// (`.tns`, any order; its shape is the largest coordinate per mode unless `--shape`),
+        /// or a SciPy sparse matrix (`.npz` from `scipy.sparse.save_npz`: CSR, CSC, COO, BSR);
         /// `-` reads a Matrix Market matrix from standard input.
         matrix: PathBuf,
         /// Dimension sizes for a `.tns` tensor, comma-separated (e.g. `10,10,10`).
@@ -270,6 +271,14 @@ fn build(
         parse_matrix_market(std::io::stdin().lock())
             .map_err(|e| format!("{}: {e}", input::STDIN))?
             .tensor
+    } else if matrix
+        .extension()
+        .is_some_and(|x| x.eq_ignore_ascii_case("npz"))
+    {
+        // SciPy's save_npz (CSR, CSC, COO, BSR); its message names the path
+        sparse_runtime::npz::read_npz(matrix)
+            .map_err(|e| e.to_string())?
+            .1
     } else if matrix
         .extension()
         .is_some_and(|x| x.eq_ignore_ascii_case("tns"))

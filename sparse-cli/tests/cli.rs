@@ -736,3 +736,35 @@ fn usage_errors_exit_1_and_help_exits_0() {
     assert_eq!(code, 0);
     assert!(out.contains("Usage: sparse"), "{out}");
 }
+
+#[test]
+fn inspect_and_eval_read_scipy_npz() {
+    let data = |f: &str| format!("{}/../data/scipy/{f}", env!("CARGO_MANIFEST_DIR"));
+    let csr = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>";
+    let (code, out, err) = sparse(&["inspect", "--encoding", csr, &data("csr.npz")]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(
+        out,
+        "---- Sparse Tensor ----\nnse = 7\ndim = ( 4, 6 )\nlvl = ( 4, 6 )\n\
+         pos[1] : ( 0, 2, 4, 5, 7 )\ncrd[1] : ( 0, 4, 1, 5, 2, 0, 3 )\n\
+         values : ( 1, 2, 3, 4, 5, 6, 7 )\n----\n"
+    );
+    let a = format!("A=tensor<4x6xf64, {csr}>");
+    let input = format!("A={}", data("csc.npz"));
+    let args = [
+        "eval",
+        "y(i) = A(i,j)",
+        "--tensor",
+        &a,
+        "--tensor",
+        "y=tensor<4xf64>",
+    ];
+    let (code, out, err) = sparse(&[&args[..], &["--input", &input]].concat());
+    assert_eq!(
+        (code, err.as_str(), out.as_str()),
+        (0, "", "( 3, 7, 5, 13 )\n")
+    );
+    let (code, _, err) = sparse(&["inspect", "--encoding", csr, "/nonexistent/m.npz"]);
+    assert_eq!(code, 1);
+    assert!(err.starts_with("error: /nonexistent/m.npz: "), "{err}");
+}

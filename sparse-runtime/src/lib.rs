@@ -21,6 +21,8 @@ pub mod index;
 pub mod layout;
 pub(crate) mod level;
 pub mod mmio;
+#[cfg(feature = "npz")]
+pub mod npz;
 pub mod packed;
 pub mod quant;
 pub mod slice;
