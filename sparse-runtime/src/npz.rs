@@ -110,8 +110,8 @@ pub fn read_npz(path: impl AsRef<Path>) -> Result<(ScipyFormat, CooTensor<f64>),
                     o + 1
                 )));
             }
-            for k in a..b {
-                f(o, idx(indices[k], inner, "indices", k)?, k);
+            for (k, &x) in indices.iter().enumerate().take(b).skip(a) {
+                f(o, idx(x, inner, "indices", k)?, k);
             }
         }
         Ok(())
@@ -204,6 +204,9 @@ pub fn read_npz(path: impl AsRef<Path>) -> Result<(ScipyFormat, CooTensor<f64>),
     Ok((format, coo))
 }
 
+/// The sort key of an entry `(row, col, value)`: `(outer, inner)` coordinates.
+type Key<'a> = dyn Fn(&(usize, usize, f64)) -> (usize, usize) + 'a;
+
 /// Writes rank-2 entries as `scipy.sparse.save_npz` does in `format` (CSR/CSC/BSR: duplicates
 /// summed, indices sorted; BSR: every block holding an entry stored whole, zeros filled).
 ///
@@ -240,7 +243,7 @@ pub fn write_npz(
     }
     let shape = [r as u64, n as u64];
     // (outer, inner) keys, sorted, duplicates summed; indptr over `outer` slices
-    let compress = |key: &dyn Fn(&(usize, usize, f64)) -> (usize, usize), outer: usize| {
+    let compress = |key: &Key<'_>, outer: usize| {
         let mut e: Vec<((usize, usize), f64)> = entries.iter().map(|t| (key(t), t.2)).collect();
         e.sort_by_key(|t| t.0);
         let mut merged: Vec<((usize, usize), f64)> = Vec::with_capacity(e.len());
