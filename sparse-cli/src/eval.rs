@@ -198,16 +198,16 @@ fn read_entries(path: &str, decl: &TensorDecl) -> Result<CooTensor<f64>, String>
     let ext = p
         .extension()
         .map(|x| x.to_string_lossy().to_ascii_lowercase());
+    if matches!(ext.as_deref(), Some("mtx" | "npz")) && decl.shape.len() != 2 {
+        return Err(format!(
+            "--input {}: {path} is a matrix, but `{}` has {} dimensions",
+            decl.name,
+            decl.name,
+            decl.shape.len()
+        ));
+    }
     let coo = match ext.as_deref() {
         Some("mtx") => {
-            if decl.shape.len() != 2 {
-                return Err(format!(
-                    "--input {}: {path} is a matrix, but `{}` has {} dimensions",
-                    decl.name,
-                    decl.name,
-                    decl.shape.len()
-                ));
-            }
             read_matrix_market(p)
                 .map_err(|e| match e {
                     MmError::Open { .. } => e.to_string(),
@@ -216,14 +216,6 @@ fn read_entries(path: &str, decl: &TensorDecl) -> Result<CooTensor<f64>, String>
                 .tensor
         }
         Some("npz") => {
-            if decl.shape.len() != 2 {
-                return Err(format!(
-                    "--input {}: {path} is a matrix, but `{}` has {} dimensions",
-                    decl.name,
-                    decl.name,
-                    decl.shape.len()
-                ));
-            }
             // SciPy's save_npz (CSR, CSC, COO, BSR); its message names the path
             sparse_runtime::npz::read_npz(p)
                 .map_err(|e| e.to_string())?

@@ -97,16 +97,19 @@ enum Command {
     Eval(eval::EvalArgs),
     /// PyTorch's compressed sparse layouts: check `torch.sparse_compressed_tensor` arguments
     /// (JSON) in PyTorch's order.
+    #[command(arg_required_else_help = false)]
     Compressed {
         #[command(subcommand)]
         command: compressed::Command,
     },
     /// Uniform quantized values with StableHLO's semantics: quantize, dequantize, requantize.
+    #[command(arg_required_else_help = false)]
     Quant {
         #[command(subcommand)]
         command: quant::Command,
     },
     /// SparseCore: host preprocessing as jax-tpu-embedding does it, minibatch splits (JSON).
+    #[command(arg_required_else_help = false)]
     Sparsecore {
         #[command(subcommand)]
         command: sparsecore::Command,

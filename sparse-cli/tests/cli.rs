@@ -8,17 +8,8 @@ use std::process::Command;
 
 use common::{data, shared};
 
-fn sparse(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sparse"))
-        .args(args)
-        .output()
-        .expect("run sparse");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
+mod run;
+use run::sparse;
 
 /// Runs `sparse` with `input` on its standard input; returns (exit code, stdout, stderr). The exit
 /// code is -1 when the process was killed by a signal (an abort).
@@ -727,6 +718,7 @@ fn usage_errors_exit_1_and_help_exits_0() {
         &["--bogus"],
         &["compressed", "check"],
         &["quant"],
+        &["sparsecore"],
     ] {
         let (code, out, err) = sparse(args);
         assert_eq!((code, out.as_str()), (1, ""), "{args:?}: {err}");

@@ -2,19 +2,9 @@
 //! and `error: MESSAGE` with exit status 1 for every error.
 
 use std::path::PathBuf;
-use std::process::Command;
 
-fn sparse(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sparse"))
-        .args(args)
-        .output()
-        .expect("run sparse");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
+mod run;
+use run::sparse;
 
 /// Writes `text` to a fresh file named `name` for test `test`; returns its path.
 fn file(test: &str, name: &str, text: &str) -> String {

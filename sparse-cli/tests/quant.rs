@@ -2,19 +2,8 @@
 //! requantize, exact output lines, per-axis quantization along every axis, and every listed
 //! error as `error: MESSAGE` with exit status 1.
 
-use std::process::Command;
-
-fn sparse(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sparse"))
-        .args(args)
-        .output()
-        .expect("run sparse");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
+mod run;
+use run::sparse;
 
 fn ok(args: &[&str]) -> String {
     let (code, out, err) = sparse(args);

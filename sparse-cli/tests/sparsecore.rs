@@ -4,17 +4,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-fn sparse(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sparse"))
-        .args(args)
-        .output()
-        .expect("run sparse");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
+mod run;
+use run::sparse;
 
 /// A fresh directory for one test's fixtures.
 fn dir(test: &str) -> PathBuf {

@@ -68,6 +68,7 @@ pub fn read_npz(path: impl AsRef<Path>) -> Result<(ScipyFormat, CooTensor<f64>),
     };
     let mut npz = NpzArchive::open(path).map_err(io)?;
     let m = sparse::Sparse::<f64>::from_npz(&mut npz).map_err(io)?;
+    let is_csr = matches!(m, sparse::Sparse::Csr(_));
     let dims = |shape: [u64; 2]| -> Result<[usize; 2], NpzError> {
         let r = usize::try_from(shape[0]).map_err(|_| invalid(format!("shape {shape:?}")))?;
         let c = usize::try_from(shape[1]).map_err(|_| invalid(format!("shape {shape:?}")))?;
@@ -138,32 +139,39 @@ pub fn read_npz(path: impl AsRef<Path>) -> Result<(ScipyFormat, CooTensor<f64>),
                 );
             }
         }
-        sparse::Sparse::Csr(c) => {
-            format = ScipyFormat::Csr;
-            let [r, n] = dims(c.shape)?;
+        sparse::Sparse::Csr(sparse::Csr {
+            shape,
+            indices,
+            indptr,
+            data,
+        })
+        | sparse::Sparse::Csc(sparse::Csc {
+            shape,
+            indices,
+            indptr,
+            data,
+        }) => {
+            // CSR's outer index is the row, CSC's the column
+            let csr = is_csr;
+            format = if csr {
+                ScipyFormat::Csr
+            } else {
+                ScipyFormat::Csc
+            };
+            let [r, n] = dims(shape)?;
+            let (outer, inner) = if csr { (r, n) } else { (n, r) };
             coo = CooTensor::new(vec![r, n]);
             compressed(
-                &c.indptr,
-                &c.indices,
-                r,
-                n,
+                &indptr,
+                &indices,
+                outer,
+                inner,
                 1,
-                c.data.len(),
-                &mut |i, j, k| coo.push(&[i, j], c.data[k]),
-            )?;
-        }
-        sparse::Sparse::Csc(c) => {
-            format = ScipyFormat::Csc;
-            let [r, n] = dims(c.shape)?;
-            coo = CooTensor::new(vec![r, n]);
-            compressed(
-                &c.indptr,
-                &c.indices,
-                n,
-                r,
-                1,
-                c.data.len(),
-                &mut |j, i, k| coo.push(&[i, j], c.data[k]),
+                data.len(),
+                &mut |o, i, k| {
+                    let at = if csr { [o, i] } else { [i, o] };
+                    coo.push(&at, data[k]);
+                },
             )?;
         }
         sparse::Sparse::Bsr(b) => {
