@@ -9,7 +9,8 @@
 //!    one batch (`row_offset` = samples of the earlier features). The batch is preprocessed
 //!    (`preprocess`) and looked up on the chip model (`lookup`), the result checked against the
 //!    plain computation, and the statistics, the report and an ASCII heat map of per-tile load
-//!    printed.
+//!    printed; the heat map is also written as a PNG (`target/embedding_tiles.png`, or the second
+//!    argument), one cell per tile, SparseCores as rows, darker = more ids.
 //! 2. A skewed synthetic batch (Zipf ids, s = 1.2, fixed seed; labelled synthetic) with limits
 //!    low enough to force vocabulary-dimension minibatching, showing the split.
 //!
@@ -93,6 +94,11 @@ fn main() -> Result<(), Box<dyn Error>> {
         act == plain
     );
     print_report(&report);
+    let png = std::env::args().nth(2).unwrap_or_else(|| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/target/embedding_tiles.png").into()
+    });
+    write_heat_map(&report, &png)?;
+    println!("  heat map of per-tile load written to {png}");
 
     // ---- 2. skewed synthetic batch forcing minibatching ----
     println!("\nsynthetic (Zipf s = 1.2 over 100000 ids, 4096 samples x 8 ids, seed 7):");
@@ -213,6 +219,38 @@ fn print_report(r: &LookupReport) {
             .collect();
         println!("  SC {k} |{line}|");
     }
+}
+
+/// A PNG heat map of per-tile ids: one 24 x 24 cell per tile, a row per SparseCore, white (0)
+/// to dark red (the busiest tile).
+fn write_heat_map(r: &LookupReport, path: &str) -> Result<(), Box<dyn Error>> {
+    use plotters::prelude::*;
+    let tiles = r.scs.first().map_or(0, |s| s.tiles.len()) as u32;
+    let cell = 24u32;
+    let size = (tiles.max(1) * cell, (r.scs.len() as u32).max(1) * cell);
+    let root = BitMapBackend::new(path, size).into_drawing_area();
+    root.fill(&WHITE)?;
+    let max = r
+        .scs
+        .iter()
+        .flat_map(|s| s.tiles.iter().map(|t| t.ids))
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    for (k, sc) in r.scs.iter().enumerate() {
+        for (t, tile) in sc.tiles.iter().enumerate() {
+            let share = tile.ids as f64 / max as f64;
+            let fade = (255.0 * (1.0 - share)) as u8;
+            let color = RGBColor(255 - (share * 100.0) as u8, fade, fade);
+            let (x, y) = (t as i32 * cell as i32, k as i32 * cell as i32);
+            root.draw(&Rectangle::new(
+                [(x, y), (x + cell as i32 - 1, y + cell as i32 - 1)],
+                color.filled(),
+            ))?;
+        }
+    }
+    root.present()?;
+    Ok(())
 }
 
 /// Zipf over `1..=n` with exponent `s`, by inverse CDF; a xorshift generator with a fixed seed.
