@@ -25,12 +25,16 @@ use sparse_sparsifier::notation::{BinOp, Literal, ReduceOp};
 use sparse_sparsifier::order::{Extent, IndexLoops};
 use sparse_sparsifier::{Error, ValueType};
 
-use super::{KernelDecl, ParamKind};
+use super::{KernelDecl, KernelParam, ParamKind};
 
 struct Cx<'a> {
     k: &'a KernelDecl,
     p: &'a Program,
+    /// Per kernel tensor: its parameter.
+    param_of: Vec<usize>,
     rt: &'a TokenStream,
+    /// Set when a compressed level is read (the loops call `Index::index`).
+    uses_index: std::cell::Cell<bool>,
     /// Per temporary: its reduction (a sum needs no visited flag).
     temp_ops: Vec<Option<ReduceOp>>,
 }
@@ -52,14 +56,28 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
     if p.strategy != Strategy::InPlace {
         return Err(unsupported("sparse outputs"));
     }
-    let out = p.kernel.output.tensor;
-    for (t, param) in k.params.iter().enumerate() {
+    // kernel tensors (output first, in order of appearance) → parameters, by name
+    let mut param_of = Vec::with_capacity(p.kernel.tensors.len());
+    for t in &p.kernel.tensors {
+        match k.params.iter().position(|q| q.name == t.name) {
+            Some(i) => param_of.push(i),
+            None => return Err(Error::plain(format!("no parameter `{}`", t.name))),
+        }
+    }
+    let out = param_of[p.kernel.output.tensor];
+    for (i, param) in k.params.iter().enumerate() {
+        if !param_of.contains(&i) {
+            return Err(Error::plain(format!(
+                "the parameter `{}` is not used by the statement",
+                param.name
+            )));
+        }
         let mutable = match param.kind {
             ParamKind::Slice { mutable } | ParamKind::Format { mutable, .. } => mutable,
             ParamKind::Scalar => false,
         };
-        if (t == out) != mutable {
-            let msg = if t == out {
+        if (i == out) != mutable {
+            let msg = if i == out {
                 format!("the output `{}` must be passed by `&mut`", param.name)
             } else {
                 format!(
@@ -83,7 +101,9 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
     let mut cx = Cx {
         k,
         p,
+        param_of,
         rt,
+        uses_index: std::cell::Cell::new(false),
         temp_ops: vec![None; p.temps],
     };
     collect_temps(&p.body, &mut cx.temp_ops);
@@ -107,15 +127,23 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
     let body = cx.stmts(&p.body)?;
     let name = &k.name;
     let vis = &k.vis;
-    let doc = format!(
-        " `{}`, compiled by the sparsifier.\n\n Errors: `StorageError::LengthMismatch` naming the operand and dimension whose size differs from its index's extent.",
-        k.statement.trim()
-    );
+    let index = if cx.uses_index.get() {
+        quote!(use #rt::Index as _;)
+    } else {
+        TokenStream::new()
+    };
+    let doc = [
+        format!(" `{}`, compiled by the sparsifier.", k.statement.trim()),
+        String::new(),
+        String::from(
+            " Errors: `StorageError::LengthMismatch` naming the operand (and dimension) whose",
+        ),
+        String::from(" size differs from the extent of its index."),
+    ];
     Ok(quote! {
-        #[doc = #doc]
+        #(#[doc = #doc])*
         #vis fn #name(#(#params),*) -> ::core::result::Result<(), #rt::StorageError> {
-            #[allow(unused_imports)]
-            use #rt::Index as _;
+            #index
             #extents
             #init
             #rt::safety!("every position read lies in a segment of its level's positions and every stored coordinate is below its level size (`from_coo` builds such arrays, `from_raw_parts` validates them, `from_raw_parts_unchecked` makes it the caller's promise); every dense operand's size was checked against its indices' extents above.");
@@ -163,15 +191,20 @@ impl Cx<'_> {
         }
     }
 
+    /// The parameter of kernel tensor `t`.
+    fn param(&self, t: usize) -> &KernelParam {
+        &self.k.params[self.param_of[t]]
+    }
+
     fn tensor_name(&self, t: usize) -> &Ident {
-        &self.k.params[t].name
+        &self.param(t).name
     }
 
     /// The size of dimension `d` of tensor `t` at run time.
     fn dim_size(&self, t: usize, d: usize) -> TokenStream {
         let name = self.tensor_name(t);
         let d = usize_lit(d);
-        match self.k.params[t].kind {
+        match self.param(t).kind {
             ParamKind::Slice { .. } => quote!(#name.len()),
             _ => quote!(#name.dim_shape[#d]),
         }
@@ -216,7 +249,7 @@ impl Cx<'_> {
                 seen.push((t, d));
                 let size = self.dim_size(t, d);
                 let n = self.extent_ident(ix);
-                let what = match self.k.params[t].kind {
+                let what = match self.param(t).kind {
                     ParamKind::Slice { .. } => self.tensor_name(t).to_string(),
                     _ => format!("{} (dimension {d})", self.tensor_name(t)),
                 };
@@ -266,7 +299,7 @@ impl Cx<'_> {
     fn output_values(&self) -> TokenStream {
         let t = self.p.kernel.output.tensor;
         let name = self.tensor_name(t);
-        match self.k.params[t].kind {
+        match self.param(t).kind {
             ParamKind::Slice { .. } => quote!(#name),
             _ => quote!(#name.values),
         }
@@ -295,16 +328,21 @@ impl Cx<'_> {
             .count()
             > 1;
         if repeated {
-            format_ident!("{}{}_p{}", name, li.access, li.level)
+            format_ident!(
+                "{}{}_p{}",
+                name.to_string().to_lowercase(),
+                li.access,
+                li.level
+            )
         } else {
-            format_ident!("{}_p{}", name, li.level)
+            format_ident!("{}_p{}", name.to_string().to_lowercase(), li.level)
         }
     }
 
     fn format_level(&self, it: usize) -> Result<LevelFormat, Error> {
         let li = &self.p.levels.iters[it];
         let t = self.p.kernel.accesses[li.access].tensor;
-        match &self.k.params[t].kind {
+        match &self.param(t).kind {
             ParamKind::Format { encoding, .. } => {
                 if li.slice_dim.is_some() {
                     return Err(unsupported("slices"));
@@ -406,7 +444,7 @@ impl Cx<'_> {
         let kern = &self.p.kernel;
         let out = self.output_values();
         let t = kern.output.tensor;
-        let at = match &self.k.params[t].kind {
+        let at = match &self.param(t).kind {
             ParamKind::Slice { .. } => {
                 let c = self.index_ident(kern.output.indices[0]);
                 quote!(#c)
@@ -421,17 +459,21 @@ impl Cx<'_> {
             Combine::Assign => quote!(#slot = #v;),
             Combine::Reduce(ReduceOp::Sum) => quote!(#slot += #v;),
             Combine::Reduce(op) if !self.output_flags() => {
-                let c = combine_tokens(op, quote!(#slot), quote!(__v));
-                quote! { let __v = #v; #slot = #c; }
+                let c = combine_tokens(op, quote!(*__slot), quote!(__v));
+                quote! {
+                    let __v = #v;
+                    let __slot = #out.get_unchecked_mut(#at);
+                    *__slot = #c;
+                }
             }
             Combine::Reduce(op) => {
                 let flags = self.flags_ident();
-                let c = combine_tokens(op, quote!(#slot), quote!(__v));
+                let c = combine_tokens(op, quote!(*__slot), quote!(__v));
                 quote! {
                     let __v = #v;
-                    let __at = #at;
-                    let __seen = #flags.get_unchecked_mut(__at);
-                    *#out.get_unchecked_mut(__at) = if *__seen { #c } else { __v };
+                    let __slot = #out.get_unchecked_mut(#at);
+                    let __seen = #flags.get_unchecked_mut(#at);
+                    *__slot = if *__seen { #c } else { __v };
                     *__seen = true;
                 }
             }
@@ -502,8 +544,13 @@ impl Cx<'_> {
                             None => (quote!(0), quote!(1)),
                             Some(parent) => (quote!(#parent), quote!(#parent + 1)),
                         };
+                        self.uses_index.set(true);
+                        let begin = format_ident!("{}_begin", p);
+                        let end = format_ident!("{}_end", p);
                         Ok(quote! {
-                            for #p in #t.#pos.get_unchecked(#lo).index()..#t.#pos.get_unchecked(#hi).index() {
+                            let #begin = #t.#pos.get_unchecked(#lo).index();
+                            let #end = #t.#pos.get_unchecked(#hi).index();
+                            for #p in #begin..#end {
                                 let #c = #t.#crd.get_unchecked(#p).index();
                                 #body
                             }
@@ -541,11 +588,29 @@ impl Cx<'_> {
                 }
             }
             Expr::Neg(a) => {
-                let a = self.expr(a)?;
-                quote!((-#a))
+                let inner = self.expr(a)?;
+                if matches!(**a, Expr::Binary(..)) {
+                    quote!(-(#inner))
+                } else {
+                    quote!(-#inner)
+                }
             }
             Expr::Binary(op, a, b) => {
-                let (a, b) = (self.expr(a)?, self.expr(b)?);
+                let prec = precedence(*op);
+                let side = |e: &Expr, right: bool| -> Result<TokenStream, Error> {
+                    let t = self.expr(e)?;
+                    // left-associative: a right operand of equal precedence keeps its parentheses
+                    Ok(match e {
+                        Expr::Binary(inner, ..)
+                            if precedence(*inner) < prec
+                                || (right && precedence(*inner) == prec) =>
+                        {
+                            quote!((#t))
+                        }
+                        _ => t,
+                    })
+                };
+                let (a, b) = (side(a, false)?, side(b, true)?);
                 let op = match op {
                     BinOp::Add => quote!(+),
                     BinOp::Sub => quote!(-),
@@ -555,7 +620,7 @@ impl Cx<'_> {
                     BinOp::Or => quote!(|),
                     BinOp::Xor => quote!(^),
                 };
-                quote!((#a #op #b))
+                quote!(#a #op #b)
             }
             Expr::Reduce(..) => return Err(Error::plain("a reduction left in a compute")),
         })
@@ -586,7 +651,7 @@ impl Cx<'_> {
             };
             return Ok(quote!(*#name.values.get_unchecked(#p)));
         }
-        Ok(match &self.k.params[acc.tensor].kind {
+        Ok(match &self.param(acc.tensor).kind {
             ParamKind::Scalar => quote!(#name),
             ParamKind::Slice { .. } => {
                 let c = self.index_ident(acc.indices[0]);
@@ -617,6 +682,17 @@ fn output_combines(body: &[Stmt]) -> Vec<Combine> {
         }
     }
     out
+}
+
+/// Rust's precedence of the operator (higher binds tighter).
+fn precedence(op: BinOp) -> u8 {
+    match op {
+        BinOp::Mul | BinOp::Div => 5,
+        BinOp::Add | BinOp::Sub => 4,
+        BinOp::And => 3,
+        BinOp::Xor => 2,
+        BinOp::Or => 1,
+    }
 }
 
 /// `a op b` for a reduction (min/max keep `a` on ties, as the interpreter does).

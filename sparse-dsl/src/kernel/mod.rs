@@ -90,3 +90,14 @@ pub fn generate_kernel(k: &KernelDecl, rt: &TokenStream) -> Result<TokenStream, 
     let program = sparse_sparsifier::compile(&k.statement, &k.tensor_decls())?;
     emit::emit(k, &program, rt)
 }
+
+/// The kernel function formatted as `sparse expand` prints generated code (`prettyplease`,
+/// `// SAFETY:` comments); what `sparse eval --emit rust` prints.
+///
+/// Errors: as [`generate_kernel`].
+pub fn expand_kernel_to_string(k: &KernelDecl, rt: &TokenStream) -> Result<String, Error> {
+    let tokens = generate_kernel(k, rt)?;
+    let file: syn::File = syn::parse2(tokens)
+        .map_err(|e| Error::plain(format!("generated code does not parse: {e}")))?;
+    Ok(crate::codegen::print(&file))
+}
