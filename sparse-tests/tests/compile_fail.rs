@@ -1,4 +1,4 @@
-//! Compile-fail tests: bad encodings in `sparse_format!` are compile errors at the offending
+//! Compile-fail tests: bad encodings and kernels in `sparse_format!` are compile errors at the offending
 //! token, with MLIR's message. The expected compiler output is pinned in `tests/ui/*.stderr`.
 
 #[test]

@@ -87,7 +87,23 @@ impl KernelDecl {
 /// statement cannot use (an input by `&mut`, the output by `&`); a loop form the Rust back end
 /// does not generate yet (named in the message).
 pub fn generate_kernel(k: &KernelDecl, rt: &TokenStream) -> Result<TokenStream, Error> {
-    let program = sparse_sparsifier::compile(&k.statement, &k.tensor_decls())?;
+    let program =
+        sparse_sparsifier::compile(&k.statement, &k.tensor_decls()).map_err(|mut e| {
+            // the sparsifier's help names the CLI's `--tensor`: here operands are parameters
+            if e.help
+                .as_deref()
+                .is_some_and(|h| h.starts_with("declare it"))
+            {
+                let name = e
+                    .span
+                    .and_then(|s| k.statement.get(s.start..s.end))
+                    .unwrap_or("x");
+                e.help = Some(format!(
+                    "add a parameter for it: `{name}: &[T]`, `{name}: &Format<T>` or `{name}: T`"
+                ));
+            }
+            e
+        })?;
     emit::emit(k, &program, rt)
 }
 
