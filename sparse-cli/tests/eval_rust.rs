@@ -39,18 +39,20 @@ fn spmv_prints_the_generated_function() {
 fn a_form_not_generated_yet_is_an_error() {
     let (code, out, err) = sparse(&[
         "eval",
-        "C(i,j) = A(i,j) * 2.0",
+        "C(i,j) = A(i,j) + B(i,j)",
         "--tensor",
-        &CSR.replacen("A=", "C=", 1),
+        "C=tensor<4x5xf64>",
         "--tensor",
         CSR,
+        "--tensor",
+        &CSR.replacen("A=", "B=", 1),
         "--emit",
         "rust",
     ]);
     assert_eq!((code, out.as_str()), (1, ""));
     assert_eq!(
         err,
-        "error: --emit rust: the Rust back end does not generate sparse outputs yet (`sparse eval` runs it through the interpreter)\n"
+        "error: --emit rust: the Rust back end does not generate merges of several iterators yet (`sparse eval` runs it through the interpreter)\n"
     );
 }
 

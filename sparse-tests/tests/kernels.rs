@@ -15,6 +15,8 @@ sparse_format! {
     pub Dcsr = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed, j : compressed) }>;
     pub Dense = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : dense) }>;
     pub kernel spmv(y: &mut [f64], a: &Csr<f64>, x: &[f64]) { y(i) = a(i, j) * x(j) }
+    pub kernel spgemm(c: &mut Csr<f64>, a: &Csr<f64>, b: &Csr<f64>) { c(i, j) = a(i, k) * b(k, j) }
+    pub kernel sddmm(c: &mut Csr<f64>, s: &Csr<f64>, a: &Dense<f64>, b: &Dense<f64>) { c(i, j) = s(i, j) * a(i, k) * b(j, k) }
     pub kernel rowmin(m: &mut [f64], a: &Csr<f64>) { m(i) = min(j, a(i, j)) }
 }
 
@@ -78,6 +80,26 @@ fn bits(v: &[f64]) -> Vec<u64> {
     v.iter().map(|x| x.to_bits()).collect()
 }
 
+fn dense_operand(shape: [usize; 2], v: &[f64]) -> Operand<f64> {
+    Operand::Dense {
+        shape: shape.to_vec(),
+        values: v.to_vec(),
+    }
+}
+
+/// The entries of a generated Csr in level order, values as bits.
+fn entries(c: &Csr<f64>) -> Vec<(Vec<usize>, u64)> {
+    c.iter().map(|(c, v)| (c.to_vec(), v.to_bits())).collect()
+}
+
+/// The entries of the interpreter's sparse output in level order, values as bits.
+fn interp_entries(out: Output<f64>) -> Vec<(Vec<usize>, u64)> {
+    match out {
+        Output::Sparse(s) => s.iter().map(|(c, v)| (c, v.to_bits())).collect(),
+        Output::Dense { .. } => panic!("a sparse output was expected"),
+    }
+}
+
 fn csr(shape: [usize; 2], entries: &[(usize, usize, f64)]) -> Csr<f64> {
     Csr::from_coo(shape, entries.iter().map(|&(i, j, v)| ([i, j], v))).unwrap()
 }
@@ -136,6 +158,91 @@ proptest! {
         ];
         prop_assert_eq!(bits(&m), bits(&dense_output(run(&p, &ops).unwrap())));
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    #[test]
+    fn spgemm_matches_reference_and_interpreter(
+        (m, n, q, a, b) in (1usize..5, 1usize..5, 1usize..5).prop_flat_map(|(m, n, q)| {
+            (Just(m), Just(n), Just(q), matrix(m, n), matrix(n, q))
+        })
+    ) {
+        let mut c = csr([m, q], &[]);
+        spgemm(&mut c, &csr([m, n], &a), &csr([n, q], &b)).unwrap();
+        // Gustavson's order: row i of a by k ascending, then row k of b
+        let mut reference = std::collections::BTreeMap::new();
+        for &(i, k, x) in &a {
+            for &(_, j, y) in b.iter().filter(|e| e.0 == k) {
+                reference.entry((i, j)).and_modify(|s: &mut f64| *s += x * y).or_insert(x * y);
+            }
+        }
+        let reference: Vec<(Vec<usize>, u64)> =
+            reference.into_iter().map(|((i, j), v)| (vec![i, j], v.to_bits())).collect();
+        prop_assert_eq!(entries(&c), reference);
+        let p = compile(
+            "c(i,j) = a(i,k) * b(k,j)",
+            &[decl("c", &[m, q], true), decl("a", &[m, n], true), decl("b", &[n, q], true)],
+        )
+        .unwrap();
+        let ops = [storage([m, q], &[]), storage([m, n], &a), storage([n, q], &b)];
+        prop_assert_eq!(entries(&c), interp_entries(run(&p, &ops).unwrap()));
+    }
+
+    #[test]
+    fn sddmm_matches_reference_and_interpreter(
+        (m, n, q, s, a, b) in (1usize..5, 1usize..5, 1usize..4).prop_flat_map(|(m, n, q)| {
+            (Just(m), Just(n), Just(q), matrix(m, n), nonzero_vec(m * q), nonzero_vec(n * q))
+        })
+    ) {
+        let mut c = csr([m, n], &[]);
+        let da = Dense::from_dense([m, q], &a).unwrap();
+        let db = Dense::from_dense([n, q], &b).unwrap();
+        sddmm(&mut c, &csr([m, n], &s), &da, &db).unwrap();
+        let reference: Vec<(Vec<usize>, u64)> = s
+            .iter()
+            .map(|&(i, j, x)| {
+                let mut t = x * a[i * q] * b[j * q];
+                for k in 1..q {
+                    t += x * a[i * q + k] * b[j * q + k];
+                }
+                (vec![i, j], t.to_bits())
+            })
+            .collect();
+        prop_assert_eq!(entries(&c), reference);
+        let p = compile(
+            "c(i,j) = s(i,j) * a(i,k) * b(j,k)",
+            &[
+                decl("c", &[m, n], true),
+                decl("s", &[m, n], true),
+                decl("a", &[m, q], false),
+                decl("b", &[n, q], false),
+            ],
+        )
+        .unwrap();
+        let ops = [
+            storage([m, n], &[]),
+            storage([m, n], &s),
+            dense_operand([m, q], &a),
+            dense_operand([n, q], &b),
+        ];
+        prop_assert_eq!(entries(&c), interp_entries(run(&p, &ops).unwrap()));
+    }
+}
+
+#[test]
+fn spgemm_shape_mismatch_is_an_error() {
+    let a = csr([2, 3], &[(0, 1, 2.0)]);
+    let mut c = csr([2, 2], &[]);
+    assert!(matches!(
+        spgemm(&mut c, &a, &a),
+        Err(sparse::Error::LengthMismatch {
+            operand: "b (dimension 0)",
+            expected: 3,
+            got: 2
+        })
+    ));
 }
 
 #[test]

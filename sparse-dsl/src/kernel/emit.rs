@@ -37,6 +37,8 @@ struct Cx<'a> {
     uses_index: std::cell::Cell<bool>,
     /// Per temporary: its reduction (a sum needs no visited flag).
     temp_ops: Vec<Option<ReduceOp>>,
+    /// Per temporary: appended to the sparse output (needs its visited flag).
+    temp_appended: Vec<bool>,
 }
 
 fn unsupported(what: &str) -> Error {
@@ -52,9 +54,6 @@ fn unsupported(what: &str) -> Error {
 pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream, Error> {
     if !p.conversions.is_empty() {
         return Err(unsupported("conversions of operands"));
-    }
-    if p.strategy != Strategy::InPlace {
-        return Err(unsupported("sparse outputs"));
     }
     // kernel tensors (output first, in order of appearance) → parameters, by name
     let mut param_of = Vec::with_capacity(p.kernel.tensors.len());
@@ -105,8 +104,14 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         rt,
         uses_index: std::cell::Cell::new(false),
         temp_ops: vec![None; p.temps],
+        temp_appended: vec![false; p.temps],
     };
-    collect_temps(&p.body, &mut cx.temp_ops);
+    collect_temps(&p.body, &mut cx.temp_ops, &mut cx.temp_appended);
+    let sparse_out = match (&k.params[out].kind, p.strategy) {
+        (_, Strategy::InPlace) => None,
+        (ParamKind::Format { format, .. }, _) => Some(format.clone()),
+        _ => return Err(Error::plain("a sparse output strategy for a dense output")),
+    };
     let params = k.params.iter().map(|param| {
         let name = &param.name;
         let v = value_type(param.value);
@@ -123,7 +128,27 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         }
     });
     let extents = cx.extents();
-    let init = cx.init_output()?;
+    let mut init = TokenStream::new();
+    let mut finish = TokenStream::new();
+    match &sparse_out {
+        None => init.extend(cx.init_output()?),
+        Some(format) => {
+            let v = value_type(k.params[out].value);
+            let rank = usize_lit(p.kernel.output.indices.len());
+            let o = &k.params[out].name;
+            init.extend(quote!(let mut entries: ::std::vec::Vec<([usize; #rank], #v)> = ::std::vec::Vec::new();));
+            if let Strategy::Workspace { var } = p.strategy {
+                let n = cx.extent(var);
+                let zero = cx.zero();
+                init.extend(quote! {
+                    let mut workspace = ::std::vec![#zero; #n];
+                    let mut visited = ::std::vec![false; #n];
+                    let mut touched: ::std::vec::Vec<usize> = ::std::vec::Vec::new();
+                });
+            }
+            finish.extend(quote!(*#o = #format::from_coo(#o.dim_shape, entries)?;));
+        }
+    }
     let body = cx.stmts(&p.body)?;
     let name = &k.name;
     let vis = &k.vis;
@@ -150,15 +175,20 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
             unsafe {
                 #body
             }
+            #finish
             ::core::result::Result::Ok(())
         }
     })
 }
 
-fn collect_temps(body: &[Stmt], ops: &mut Vec<Option<ReduceOp>>) {
+fn collect_temps(body: &[Stmt], ops: &mut Vec<Option<ReduceOp>>, appended: &mut Vec<bool>) {
     for s in body {
         match s {
-            Stmt::Loop(l) => l.cases.iter().for_each(|c| collect_temps(&c.body, ops)),
+            Stmt::Loop(l) => l
+                .cases
+                .iter()
+                .for_each(|c| collect_temps(&c.body, ops, appended)),
+            Stmt::AppendTemp(t) => appended[*t] = true,
             Stmt::Compute {
                 target: Target::Temp(t),
                 combine: Combine::Reduce(op),
@@ -189,6 +219,23 @@ impl Cx<'_> {
         } else {
             quote!(0.0)
         }
+    }
+
+    /// Whether temporary `t` keeps a visited flag (a reduction other than a sum, or appended).
+    fn temp_flag(&self, t: usize) -> bool {
+        self.temp_appended[t] || !matches!(self.temp_ops[t], Some(ReduceOp::Sum) | None)
+    }
+
+    /// The output's dimension coordinates, `[i, j]`.
+    fn out_coords(&self) -> TokenStream {
+        let c = self
+            .p
+            .kernel
+            .output
+            .indices
+            .iter()
+            .map(|&ix| self.index_ident(ix));
+        quote!([#(#c),*])
     }
 
     /// The parameter of kernel tensor `t`.
@@ -399,12 +446,11 @@ impl Cx<'_> {
             Stmt::InitTemp(t) => {
                 let name = format_ident!("t{}", *t);
                 let zero = self.zero();
-                match self.temp_ops[*t] {
-                    Some(ReduceOp::Sum) | None => quote!(let mut #name = #zero;),
-                    Some(_) => {
-                        let seen = format_ident!("t{}_visited", *t);
-                        quote!(let mut #name = #zero; let mut #seen = false;)
-                    }
+                if self.temp_flag(*t) {
+                    let seen = format_ident!("t{}_visited", *t);
+                    quote!(let mut #name = #zero; let mut #seen = false;)
+                } else {
+                    quote!(let mut #name = #zero;)
                 }
             }
             Stmt::Compute {
@@ -419,8 +465,13 @@ impl Cx<'_> {
                         let name = format_ident!("t{}", *t);
                         let seen = format_ident!("t{}_visited", *t);
                         match combine {
+                            Combine::Assign if self.temp_flag(*t) => {
+                                quote!(#name = #v; #seen = true;)
+                            }
                             Combine::Assign => quote!(#name = #v;),
-                            Combine::Reduce(ReduceOp::Sum) => quote!(#name += #v;),
+                            Combine::Reduce(ReduceOp::Sum) if !self.temp_flag(*t) => {
+                                quote!(#name += #v;)
+                            }
                             Combine::Reduce(op) => {
                                 let c = combine_tokens(*op, quote!(#name), quote!(__v));
                                 quote! {
@@ -431,11 +482,68 @@ impl Cx<'_> {
                             }
                         }
                     }
-                    _ => return Err(unsupported("sparse outputs")),
+                    Target::Append | Target::Buffer => {
+                        if matches!(combine, Combine::Reduce(op) if *op != ReduceOp::Sum)
+                            && *target == Target::Buffer
+                        {
+                            return Err(unsupported("buffered outputs combined by min, max, prod or a bitwise reduction"));
+                        }
+                        let c = self.out_coords();
+                        quote!(entries.push((#c, #v));)
+                    }
+                    Target::Workspace => {
+                        let Strategy::Workspace { var } = self.p.strategy else {
+                            return Err(Error::plain("a workspace without its strategy"));
+                        };
+                        let j = self.var_ident(var);
+                        let c = match combine {
+                            Combine::Reduce(op) => {
+                                combine_assign(*op, quote!(*__slot), quote!(__v))
+                            }
+                            Combine::Assign => quote!(*__slot = __v;),
+                        };
+                        quote! {
+                            let __v = #v;
+                            let __slot = workspace.get_unchecked_mut(#j);
+                            let __seen = visited.get_unchecked_mut(#j);
+                            if *__seen {
+                                #c
+                            } else {
+                                touched.push(#j);
+                                *__slot = __v;
+                                *__seen = true;
+                            }
+                        }
+                    }
                 }
             }
-            Stmt::AppendTemp(_) | Stmt::Expand | Stmt::Compress => {
-                return Err(unsupported("sparse outputs"))
+            Stmt::AppendTemp(t) => {
+                let name = format_ident!("t{}", *t);
+                let seen = format_ident!("t{}_visited", *t);
+                let c = self.out_coords();
+                quote! {
+                    if #seen {
+                        entries.push((#c, #name));
+                    }
+                }
+            }
+            // the workspace is clear before the first row and `Compress` clears what it
+            // touched: MLIR's `expand` has nothing left to do here
+            Stmt::Expand => TokenStream::new(),
+            Stmt::Compress => {
+                let Strategy::Workspace { var } = self.p.strategy else {
+                    return Err(Error::plain("a workspace without its strategy"));
+                };
+                let j = self.var_ident(var);
+                let c = self.out_coords();
+                quote! {
+                    touched.sort_unstable();
+                    for &#j in &touched {
+                        entries.push((#c, *workspace.get_unchecked(#j)));
+                        *visited.get_unchecked_mut(#j) = false;
+                    }
+                    touched.clear();
+                }
             }
         })
     }
@@ -459,22 +567,26 @@ impl Cx<'_> {
             Combine::Assign => quote!(#slot = #v;),
             Combine::Reduce(ReduceOp::Sum) => quote!(#slot += #v;),
             Combine::Reduce(op) if !self.output_flags() => {
-                let c = combine_tokens(op, quote!(*__slot), quote!(__v));
+                let c = combine_assign(op, quote!(*__slot), quote!(__v));
                 quote! {
                     let __v = #v;
                     let __slot = #out.get_unchecked_mut(#at);
-                    *__slot = #c;
+                    #c
                 }
             }
             Combine::Reduce(op) => {
                 let flags = self.flags_ident();
-                let c = combine_tokens(op, quote!(*__slot), quote!(__v));
+                let c = combine_assign(op, quote!(*__slot), quote!(__v));
                 quote! {
                     let __v = #v;
                     let __slot = #out.get_unchecked_mut(#at);
                     let __seen = #flags.get_unchecked_mut(#at);
-                    *__slot = if *__seen { #c } else { __v };
-                    *__seen = true;
+                    if *__seen {
+                        #c
+                    } else {
+                        *__slot = __v;
+                        *__seen = true;
+                    }
                 }
             }
         })
@@ -578,13 +690,12 @@ impl Cx<'_> {
             Expr::Zero => self.zero(),
             Expr::Temp(t) => {
                 let name = format_ident!("t{}", *t);
-                match self.temp_ops[*t] {
-                    Some(ReduceOp::Sum) | None => quote!(#name),
-                    Some(_) => {
-                        let seen = format_ident!("t{}_visited", *t);
-                        let zero = self.zero();
-                        quote!((if #seen { #name } else { #zero }))
-                    }
+                if self.temp_flag(*t) {
+                    let seen = format_ident!("t{}_visited", *t);
+                    let zero = self.zero();
+                    quote!((if #seen { #name } else { #zero }))
+                } else {
+                    quote!(#name)
                 }
             }
             Expr::Neg(a) => {
@@ -692,6 +803,20 @@ fn precedence(op: BinOp) -> u8 {
         BinOp::And => 3,
         BinOp::Xor => 2,
         BinOp::Or => 1,
+    }
+}
+
+/// `a op= b;` for a reduction (min/max replace `a` only when `b` is smaller/larger, as the
+/// interpreter keeps `a` on ties).
+fn combine_assign(op: ReduceOp, a: TokenStream, b: TokenStream) -> TokenStream {
+    match op {
+        ReduceOp::Sum => quote!(#a += #b;),
+        ReduceOp::Prod => quote!(#a *= #b;),
+        ReduceOp::Min => quote!(if #b < #a { #a = #b; }),
+        ReduceOp::Max => quote!(if #b > #a { #a = #b; }),
+        ReduceOp::And => quote!(#a &= #b;),
+        ReduceOp::Or => quote!(#a |= #b;),
+        ReduceOp::Xor => quote!(#a ^= #b;),
     }
 }
 
