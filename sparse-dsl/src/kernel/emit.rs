@@ -619,8 +619,11 @@ impl Cx<'_> {
 
     fn loop_(&self, l: &Loop) -> Result<TokenStream, Error> {
         let c = self.var_ident(l.var);
+        if l.driver == Driver::Merge && l.iters.len() > 1 {
+            return self.merge(l);
+        }
         let [case] = &l.cases[..] else {
-            return Err(unsupported("merges of several iterators"));
+            return Err(unsupported("several cases in a dense range"));
         };
         let body = self.stmts(&case.body)?;
         match l.driver {
@@ -681,6 +684,91 @@ impl Cx<'_> {
                 }
             }
         }
+    }
+
+    /// A two-pointer (k-way) merge over ordered compressed levels (TACO's merge loop): the
+    /// smallest coordinate first; the first case whose iterators all stand there runs; every
+    /// iterator standing there advances. Ends when no case can be met (an exhausted iterator
+    /// reads `usize::MAX`, above every coordinate).
+    fn merge(&self, l: &Loop) -> Result<TokenStream, Error> {
+        let c = self.var_ident(l.var);
+        let mut setup = TokenStream::new();
+        let mut reads = TokenStream::new();
+        let mut advance = TokenStream::new();
+        let mut alive = Vec::new();
+        let mut crd_of = Vec::new();
+        for &it in &l.iters {
+            if self.format_level(it)? != LevelFormat::Compressed {
+                return Err(unsupported("merges over levels other than compressed"));
+            }
+            self.uses_index.set(true);
+            let li = &self.p.levels.iters[it];
+            let p = self.pos_ident(it);
+            let t = self.tensor_name(self.p.kernel.accesses[li.access].tensor);
+            let pos = format_ident!("pos_{}", li.level);
+            let crd = format_ident!("crd_{}", li.level);
+            let end = format_ident!("{}_end", p);
+            let at = format_ident!("{}_{}", c, p);
+            let (lo, hi) = match self.parent(it) {
+                None => (quote!(0), quote!(1)),
+                Some(parent) => (quote!(#parent), quote!(#parent + 1)),
+            };
+            setup.extend(quote! {
+                let mut #p = #t.#pos.get_unchecked(#lo).index();
+                let #end = #t.#pos.get_unchecked(#hi).index();
+            });
+            reads.extend(quote! {
+                let #at = if #p < #end { #t.#crd.get_unchecked(#p).index() } else { usize::MAX };
+            });
+            advance.extend(quote! {
+                if #at == #c {
+                    #p += 1;
+                }
+            });
+            alive.push((it, quote!(#p < #end)));
+            crd_of.push((it, at));
+        }
+        let find = |it: usize, v: &[(usize, TokenStream)]| {
+            v.iter().find(|(i, _)| *i == it).map(|(_, t)| t.clone())
+        };
+        let mut cond = Vec::new();
+        let mut branches = Vec::new();
+        for case in &l.cases {
+            // a case implied by a case over fewer iterators adds nothing to the condition
+            let implied = l.cases.iter().any(|o| {
+                o.iters.len() < case.iters.len() && o.iters.iter().all(|i| case.iters.contains(i))
+            });
+            if !implied {
+                let live: Vec<TokenStream> =
+                    case.iters.iter().filter_map(|&i| find(i, &alive)).collect();
+                cond.push(if live.len() == 1 || l.cases.len() == 1 {
+                    quote!(#(#live)&&*)
+                } else {
+                    quote!((#(#live)&&*))
+                });
+            }
+            let here: Vec<TokenStream> = case
+                .iters
+                .iter()
+                .filter_map(|&i| crd_of.iter().find(|(j, _)| *j == i).map(|(_, a)| a))
+                .map(|a| quote!(#a == #c))
+                .collect();
+            let body = self.stmts(&case.body)?;
+            branches.push(quote!(if #(#here)&&* { #body }));
+        }
+        let crds: Vec<&Ident> = crd_of.iter().map(|(_, a)| a).collect();
+        let (first, rest) = crds
+            .split_first()
+            .ok_or_else(|| Error::plain("an empty merge"))?;
+        Ok(quote! {
+            #setup
+            while #(#cond)||* {
+                #reads
+                let #c = #first #(.min(#rest))*;
+                #(#branches)else*
+                #advance
+            }
+        })
     }
 
     fn expr(&self, e: &Expr) -> Result<TokenStream, Error> {
