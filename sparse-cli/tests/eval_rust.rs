@@ -45,14 +45,14 @@ fn a_form_not_generated_yet_is_an_error() {
         "--tensor",
         CSR,
         "--tensor",
-        &CSR.replacen("A=", "B=", 1),
+        "B=tensor<4x5xf64, #sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed) }>>",
         "--emit",
         "rust",
     ]);
     assert_eq!((code, out.as_str()), (1, ""));
     assert_eq!(
         err,
-        "error: --emit rust: the Rust back end does not generate merges of several iterators yet (`sparse eval` runs it through the interpreter)\n"
+        "error: --emit rust: the Rust back end does not generate conversions of operands yet (`sparse eval` runs it through the interpreter)\n"
     );
 }
 
