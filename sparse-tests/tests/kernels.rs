@@ -18,6 +18,7 @@ sparse_format! {
     pub kernel spgemm(c: &mut Csr<f64>, a: &Csr<f64>, b: &Csr<f64>) { c(i, j) = a(i, k) * b(k, j) }
     pub kernel sddmm(c: &mut Csr<f64>, s: &Csr<f64>, a: &Dense<f64>, b: &Dense<f64>) { c(i, j) = s(i, j) * a(i, k) * b(j, k) }
     pub kernel rowmin(m: &mut [f64], a: &Csr<f64>) { m(i) = min(j, a(i, j)) }
+    pub kernel scaled_spmv(y: &mut [f64], alpha: f64, a: &Csr<f64>, x: &[f64]) { y(i) += alpha * a(i, j) * x(j) - 0.5 * x(i) }
     // `add` of the issue reads `b` in CSC, which the sparsifier converts first: the Rust back
     // end does not generate conversions yet. The same union over two row-major operands:
     pub kernel add_rows(c: &mut Dcsr<f64>, a: &Csr<f64>, b: &Csr<f64>) { c(i, j) = a(i, j) + b(i, j) }
@@ -275,6 +276,16 @@ proptest! {
         ];
         prop_assert_eq!(got, interp_entries(run(&p, &ops).unwrap()));
     }
+}
+
+#[test]
+fn scaled_spmv_accumulates_a_0d_operand_and_literals() {
+    // y += 2 * A x - 0.5 x with A = [[1, 0, 2], [0, 0, 0], [0, 3, 0]], x = [1, 2, 4]:
+    // A x = [9, 0, 6]; y starts at [1, 1, 1]
+    let a = csr([3, 3], &[(0, 0, 1.0), (0, 2, 2.0), (2, 1, 3.0)]);
+    let mut y = vec![1.0; 3];
+    scaled_spmv(&mut y, 2.0, &a, &[1.0, 2.0, 4.0]).unwrap();
+    assert_eq!(y, [1.0 + 18.0 - 0.5, 1.0 - 1.0, 1.0 + 12.0 - 2.0]);
 }
 
 #[test]
