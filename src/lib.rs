@@ -28,6 +28,8 @@ extern crate self as sparse;
 pub use sparse_dsl as dsl;
 pub use sparse_macros::sparse_format;
 pub use sparse_runtime as runtime;
+/// The error of storage constructors and of kernels (`sparse_runtime::StorageError`).
+pub use sparse_runtime::StorageError as Error;
 
 /// The README's code blocks, compiled and run as doc-tests so they cannot rot.
 #[cfg(doctest)]

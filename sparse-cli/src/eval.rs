@@ -134,6 +134,78 @@ fn declare(arg: &str) -> Result<TensorDecl, String> {
     })
 }
 
+/// `--emit rust`: the function `sparse_format!` generates for the statement, as `sparse expand`
+/// prints it. The kernel is named `kernel`; its parameters are the statement's tensors in
+/// `--tensor` order (the output `&mut`): rank 1 dense as slices, 0-d by value, any other as a
+/// format struct named after the tensor (`A` → `AFormat`), listed in a comment above with its
+/// encoding (all-dense row-major for a dense tensor).
+fn rust_text(statement: &str, decls: &[TensorDecl], program: &Program) -> Result<String, String> {
+    use sparse_dsl::kernel::{expand_kernel_to_string, KernelDecl, KernelParam, ParamKind};
+    let ident = |n: &str| {
+        syn::parse_str::<syn::Ident>(n)
+            .map_err(|_| format!("--emit rust: `{n}` is not a Rust identifier"))
+    };
+    let out = &program.kernel.tensors[program.kernel.output.tensor].name;
+    let mut header = String::new();
+    let mut params = Vec::new();
+    for d in decls {
+        if !program.kernel.tensors.iter().any(|t| t.name == d.name) {
+            continue;
+        }
+        let mutable = d.name == *out;
+        let kind = match (&d.encoding, d.shape.len()) {
+            (None, 0) => ParamKind::Scalar,
+            (None, 1) => ParamKind::Slice { mutable },
+            (enc, rank) => {
+                let encoding = match enc {
+                    Some(e) => e.clone(),
+                    None => all_dense(rank)?,
+                };
+                let mut cap = d.name.chars();
+                let format = match cap.next() {
+                    Some(c) => format!("{}{}Format", c.to_uppercase(), cap.as_str()),
+                    None => String::from("Format"),
+                };
+                header.push_str(&format!("// {format} = {}\n", &*encoding));
+                ParamKind::Format {
+                    mutable,
+                    format: ident(&format)?,
+                    encoding: Box::new(encoding),
+                }
+            }
+        };
+        params.push(KernelParam {
+            name: ident(&d.name)?,
+            kind,
+            value: d.value,
+        });
+    }
+    let k = KernelDecl {
+        vis: quote::quote!(pub),
+        name: ident("kernel")?,
+        params,
+        statement: statement.to_string(),
+    };
+    let code = expand_kernel_to_string(&k, &quote::quote!(::sparse::runtime))
+        .map_err(|e| format!("--emit rust: {e}"))?;
+    Ok(format!("{header}{code}"))
+}
+
+/// The all-dense row-major encoding of a dense tensor of `rank` dimensions.
+fn all_dense(rank: usize) -> Result<sparse_dsl::ir::VerifiedEncoding, String> {
+    let dims: Vec<String> = (0..rank).map(|d| format!("d{d}")).collect();
+    let levels: Vec<String> = dims.iter().map(|d| format!("{d} : dense")).collect();
+    let text = format!(
+        "#sparse_tensor.encoding<{{ map = ({}) -> ({}) }}>",
+        dims.join(", "),
+        levels.join(", ")
+    );
+    match parse_declaration(&text).map(|p| p.declared) {
+        Ok(Declared::Encoding(e)) => Ok(e),
+        _ => Err(format!("--emit rust: no all-dense encoding of rank {rank}")),
+    }
+}
+
 /// Runs `sparse eval`.
 pub fn eval(
     args: &EvalArgs,
@@ -181,7 +253,7 @@ pub fn eval(
     match args.emit.as_deref() {
         None => {}
         Some("loops") => return write_stdout(&print::print(&program)),
-        Some("rust") => return Err("--emit rust is not available yet".into()),
+        Some("rust") => return write_stdout(&rust_text(&args.statement, &decls, &program)?),
         Some(o) => return Err(format!("--emit {o}: expected loops or rust")),
     }
     let text = match program.kernel.value {

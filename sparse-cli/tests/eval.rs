@@ -393,21 +393,6 @@ fn errors() {
     assert_eq!(
         e(&[
             "eval",
-            "y(i) = A(i,j) * x(j)",
-            "--tensor",
-            &ta,
-            "--tensor",
-            "x=tensor<3xf64>",
-            "--tensor",
-            "y=tensor<2xf64>",
-            "--emit",
-            "rust"
-        ]),
-        "error: --emit rust is not available yet"
-    );
-    assert_eq!(
-        e(&[
-            "eval",
             "y(i) = A(i,j)",
             "--tensor",
             &ta,

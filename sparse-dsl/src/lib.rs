@@ -15,6 +15,7 @@
 pub mod build;
 pub mod codegen;
 pub mod diag;
+pub mod kernel;
 pub mod parse;
 
 pub use sparse_ir::{infer, ir, print, types, verify};

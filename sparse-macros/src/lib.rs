@@ -13,7 +13,10 @@ use syn::{Attribute, Ident, LitStr, Token, Visibility};
 
 use sparse_dsl::codegen::{generate, Declaration};
 use sparse_dsl::diag::Diagnostic;
+use sparse_dsl::kernel::{generate_kernel, KernelDecl, KernelParam, ParamKind};
 use sparse_dsl::parse::parse_declaration;
+use sparse_ir::verify::VerifiedEncoding;
+use sparse_sparsifier::ValueType;
 
 /// Declares sparse tensor formats in MLIR's encoding language and generates, for each, a
 /// monomorphised storage struct `Name<V = f64>` with its constructors, iterators and kernels.
@@ -39,7 +42,47 @@ pub fn sparse_format(input: proc_macro::TokenStream) -> proc_macro::TokenStream 
     }
 }
 
-struct Declarations(Vec<RawDeclaration>);
+struct Declarations(Vec<RawDeclaration>, Vec<RawKernel>);
+
+/// `vis kernel name(params) { statement }`.
+struct RawKernel {
+    attrs: Vec<Attribute>,
+    vis: Visibility,
+    name: Ident,
+    params: Vec<(Ident, syn::Type)>,
+    body: TokenStream,
+    body_span: Span,
+}
+
+impl RawKernel {
+    fn parse(attrs: Vec<Attribute>, vis: Visibility, input: ParseStream) -> syn::Result<Self> {
+        let name: Ident = input.parse()?;
+        let content;
+        syn::parenthesized!(content in input);
+        let mut params = Vec::new();
+        while !content.is_empty() {
+            let p: Ident = content.parse()?;
+            content.parse::<Token![:]>()?;
+            let ty: syn::Type = content.parse()?;
+            params.push((p, ty));
+            if content.is_empty() {
+                break;
+            }
+            content.parse::<Token![,]>()?;
+        }
+        let body;
+        let brace = syn::braced!(body in input);
+        let body: TokenStream = body.parse()?;
+        Ok(RawKernel {
+            attrs,
+            vis,
+            name,
+            params,
+            body,
+            body_span: brace.span.join(),
+        })
+    }
+}
 
 struct RawDeclaration {
     attrs: Vec<Attribute>,
@@ -58,9 +101,17 @@ enum EncodingSource {
 impl Parse for Declarations {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let mut out = Vec::new();
+        let mut kernels = Vec::new();
         while !input.is_empty() {
             let attrs = input.call(Attribute::parse_outer)?;
             let vis: Visibility = input.parse()?;
+            // `kernel name(` starts a kernel item (`kernel = ...` is a format named `kernel`)
+            let fork = input.fork();
+            if fork.parse::<Ident>().is_ok_and(|i| i == "kernel") && fork.peek(Ident) {
+                input.parse::<Ident>()?;
+                kernels.push(RawKernel::parse(attrs, vis, input)?);
+                continue;
+            }
             let name: Ident = input.parse()?;
             let eq: Token![=] = input.parse()?;
             let encoding = if input.peek(LitStr) {
@@ -91,7 +142,7 @@ impl Parse for Declarations {
                 encoding,
             });
         }
-        Ok(Declarations(out))
+        Ok(Declarations(out, kernels))
     }
 }
 
@@ -224,6 +275,7 @@ fn expand(decls: Declarations) -> TokenStream {
         Some(all) => all.combine(e),
         None => errors = Some(e),
     };
+    let mut formats: Vec<(Ident, VerifiedEncoding)> = Vec::new();
     for d in decls.0 {
         let (text, to_error): (String, ToError) = match d.encoding {
             EncodingSource::Literal(lit) => {
@@ -270,6 +322,7 @@ fn expand(decls: Declarations) -> TokenStream {
                     }
                 };
                 decl.attrs = d.attrs.iter().map(|a| a.to_token_stream()).collect();
+                formats.push((decl.name.clone(), decl.encoding.clone()));
                 match generate(&decl, &rt) {
                     Ok(tokens) => out.extend(tokens),
                     Err(e) => add_error(syn::Error::new(d.name.span(), e.to_string())),
@@ -277,8 +330,125 @@ fn expand(decls: Declarations) -> TokenStream {
             }
         }
     }
+    for k in decls.1 {
+        match kernel(k, &formats, &rt) {
+            Ok(tokens) => out.extend(tokens),
+            Err(e) => add_error(e),
+        }
+    }
     if let Some(e) = errors {
         out.extend(e.to_compile_error());
     }
     out
+}
+
+/// The value type named by `ty` (`f64`, `f32`, `i64`, `i32`).
+fn value_type(ty: &syn::Type) -> syn::Result<ValueType> {
+    let name = match ty {
+        syn::Type::Path(p) if p.qself.is_none() => p.path.get_ident().map(|i| i.to_string()),
+        _ => None,
+    };
+    match name.as_deref() {
+        Some("f64") => Ok(ValueType::F64),
+        Some("f32") => Ok(ValueType::F32),
+        Some("i64") => Ok(ValueType::I64),
+        Some("i32") => Ok(ValueType::I32),
+        _ => Err(syn::Error::new_spanned(
+            ty,
+            "expected a value type: f64, f32, i64 or i32",
+        )),
+    }
+}
+
+/// One kernel parameter: `&[T]`, `&mut [T]`, `&Fmt<T>`, `&mut Fmt<T>` or `T`.
+fn kernel_param(
+    name: Ident,
+    ty: &syn::Type,
+    formats: &[(Ident, VerifiedEncoding)],
+) -> syn::Result<KernelParam> {
+    let expected = "expected `&[T]`, `&mut [T]`, `&Format<T>`, `&mut Format<T>` (a format declared in this block) or `T` for a 0-d operand";
+    let syn::Type::Reference(r) = ty else {
+        let value = value_type(ty).map_err(|_| syn::Error::new_spanned(ty, expected))?;
+        return Ok(KernelParam {
+            name,
+            kind: ParamKind::Scalar,
+            value,
+        });
+    };
+    let mutable = r.mutability.is_some();
+    match &*r.elem {
+        syn::Type::Slice(s) => Ok(KernelParam {
+            name,
+            kind: ParamKind::Slice { mutable },
+            value: value_type(&s.elem)?,
+        }),
+        syn::Type::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
+            let seg = &p.path.segments[0];
+            let Some((_, encoding)) = formats.iter().find(|(f, _)| *f == seg.ident) else {
+                return Err(syn::Error::new_spanned(
+                    &seg.ident,
+                    format!("unknown format `{}`: declare it in this block", seg.ident),
+                ));
+            };
+            let syn::PathArguments::AngleBracketed(args) = &seg.arguments else {
+                return Err(syn::Error::new_spanned(ty, expected));
+            };
+            let [syn::GenericArgument::Type(v)] = &args.args.iter().collect::<Vec<_>>()[..] else {
+                return Err(syn::Error::new_spanned(ty, expected));
+            };
+            Ok(KernelParam {
+                name,
+                kind: ParamKind::Format {
+                    mutable,
+                    format: seg.ident.clone(),
+                    encoding: Box::new(encoding.clone()),
+                },
+                value: value_type(v)?,
+            })
+        }
+        _ => Err(syn::Error::new_spanned(ty, expected)),
+    }
+}
+
+/// Compiles one kernel item: the statement rendered to text (spans kept), the parameters
+/// resolved against the formats of the block; a sparsifier error at the offending tokens.
+fn kernel(
+    k: RawKernel,
+    formats: &[(Ident, VerifiedEncoding)],
+    rt: &TokenStream,
+) -> syn::Result<TokenStream> {
+    let params = k
+        .params
+        .iter()
+        .map(|(name, ty)| kernel_param(name.clone(), ty, formats))
+        .collect::<syn::Result<Vec<_>>>()?;
+    let mut r = Rendered {
+        text: String::new(),
+        pieces: Vec::new(),
+    };
+    r.render(k.body, &mut false);
+    let decl = KernelDecl {
+        vis: k.vis.to_token_stream(),
+        name: k.name.clone(),
+        params,
+        statement: r.text.clone(),
+    };
+    match generate_kernel(&decl, rt) {
+        Ok(f) => {
+            let attrs = &k.attrs;
+            Ok(quote!(#(#attrs)* #f))
+        }
+        Err(e) => {
+            let (start, end) = match e.span {
+                Some(s) => r.span_range(s.start, s.end, k.body_span),
+                None => (k.name.span(), k.name.span()),
+            };
+            let diag = Diagnostic {
+                message: e.message.clone(),
+                help: e.help.clone(),
+                ..Diagnostic::new(&decl.statement, 0, 0, String::new())
+            };
+            Err(spanned_error(start, end, &diag, false))
+        }
+    }
 }

@@ -1,5 +1,5 @@
-//! Compile-fail tests: bad encodings in `sparse_format!` are compile errors at the offending
-//! token, with MLIR's message. The expected compiler output is pinned in `tests/ui/*.stderr`.
+//! Compile-fail tests: bad encodings and kernels in `sparse_format!` are compile errors at the
+//! offending token, with MLIR's (or the sparsifier's) message. The expected compiler output is pinned in `tests/ui/*.stderr`.
 
 #[test]
 fn ui() {

@@ -1,0 +1,105 @@
+//! `sparse eval --emit rust`: the function `sparse_format!` generates for the statement, printed
+//! as `sparse expand` prints generated code.
+
+use std::process::Command;
+
+fn sparse(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sparse"))
+        .args(args)
+        .output()
+        .expect("the sparse binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const CSR: &str = "A=tensor<4x5xf64, #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>>";
+
+#[test]
+fn spmv_prints_the_generated_function() {
+    let (code, out, err) = sparse(&[
+        "eval",
+        "y(i) = A(i,j) * x(j)",
+        "--tensor",
+        "y=tensor<4xf64>",
+        "--tensor",
+        CSR,
+        "--tensor",
+        "x=tensor<5xf64>",
+        "--emit",
+        "rust",
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(out, SPMV);
+}
+
+#[test]
+fn a_form_not_generated_yet_is_an_error() {
+    let (code, out, err) = sparse(&[
+        "eval",
+        "C(i,j) = A(i,j) + B(i,j)",
+        "--tensor",
+        "C=tensor<4x5xf64>",
+        "--tensor",
+        CSR,
+        "--tensor",
+        "B=tensor<4x5xf64, #sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed) }>>",
+        "--emit",
+        "rust",
+    ]);
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert_eq!(
+        err,
+        "error: --emit rust: the Rust back end does not generate conversions of operands yet (`sparse eval` runs it through the interpreter)\n"
+    );
+}
+
+const SPMV: &str = r#"// AFormat = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32 }>
+/// `y(i) = A(i,j) * x(j)`, compiled by the sparsifier.
+///
+/// Errors: `StorageError::LengthMismatch` naming the operand (and dimension) whose
+/// size differs from the extent of its index.
+pub fn kernel(
+    y: &mut [f64],
+    A: &AFormat<f64>,
+    x: &[f64],
+) -> ::core::result::Result<(), ::sparse::runtime::StorageError> {
+    use ::sparse::runtime::Index as _;
+    let n_i = y.len();
+    let n_j = A.dim_shape[1];
+    if A.dim_shape[0] != n_i {
+        return ::core::result::Result::Err(::sparse::runtime::StorageError::LengthMismatch {
+            operand: "A (dimension 0)",
+            expected: n_i,
+            got: A.dim_shape[0],
+        });
+    }
+    if x.len() != n_j {
+        return ::core::result::Result::Err(::sparse::runtime::StorageError::LengthMismatch {
+            operand: "x",
+            expected: n_j,
+            got: x.len(),
+        });
+    }
+    y.fill(0.0);
+    // SAFETY: every position read lies in a segment of its level's positions and every stored
+    // coordinate is below its level size (`from_coo` builds such arrays, `from_raw_parts` validates
+    // them, `from_raw_parts_unchecked` makes it the caller's promise); every dense operand's size
+    // was checked against its indices' extents above.
+    unsafe {
+        for i in 0..n_i {
+            let a_p0 = i;
+            let a_p1_begin = A.pos_1.get_unchecked(a_p0).index();
+            let a_p1_end = A.pos_1.get_unchecked(a_p0 + 1).index();
+            for a_p1 in a_p1_begin..a_p1_end {
+                let j = A.crd_1.get_unchecked(a_p1).index();
+                *y.get_unchecked_mut(i)
+                    += *A.values.get_unchecked(a_p1) * *x.get_unchecked(j);
+            }
+        }
+    }
+    ::core::result::Result::Ok(())
+}
+"#;

@@ -1,0 +1,119 @@
+//! Kernels declared in `sparse_format!` (`pub kernel spmv(y: &mut [f64], a: &Csr<f64>, x: &[f64])
+//! { y(i) = a(i, j) * x(j) }`): the parameters become the sparsifier's tensor declarations, the
+//! statement is compiled by `sparse-sparsifier` to its loop IR, and [`emit`] turns the loop IR
+//! into Rust that reads the generated storage structs' arrays directly (TACO's code generator,
+//! MLIR's sparsifier lowering to loops).
+
+pub mod emit;
+
+use proc_macro2::{Ident, TokenStream};
+use sparse_ir::verify::VerifiedEncoding;
+use sparse_sparsifier::{Error, TensorDecl, ValueType};
+
+/// How a kernel parameter is passed.
+#[derive(Clone, Debug)]
+pub enum ParamKind {
+    /// `&[T]` or `&mut [T]`: a dense rank-1 operand.
+    Slice {
+        /// `&mut`.
+        mutable: bool,
+    },
+    /// `T` by value: a 0-d operand.
+    Scalar,
+    /// `&Fmt<T>` or `&mut Fmt<T>`: a storage struct declared in the same block.
+    Format {
+        /// `&mut`.
+        mutable: bool,
+        /// The struct name.
+        format: Ident,
+        /// Its verified encoding.
+        encoding: Box<VerifiedEncoding>,
+    },
+}
+
+/// One kernel parameter.
+#[derive(Clone, Debug)]
+pub struct KernelParam {
+    /// The operand name the statement uses.
+    pub name: Ident,
+    /// How it is passed.
+    pub kind: ParamKind,
+    /// Its value type.
+    pub value: ValueType,
+}
+
+/// A kernel item: `vis kernel name(params) { statement }`.
+#[derive(Clone, Debug)]
+pub struct KernelDecl {
+    /// Visibility tokens (`pub`, or empty).
+    pub vis: TokenStream,
+    /// The function name.
+    pub name: Ident,
+    /// The parameters, in order.
+    pub params: Vec<KernelParam>,
+    /// The statement in TACO's index notation (byte spans of errors index it).
+    pub statement: String,
+}
+
+impl KernelDecl {
+    /// The sparsifier's tensor declarations of the parameters (dimension sizes known at run
+    /// time; a slice has rank 1, a scalar rank 0).
+    pub fn tensor_decls(&self) -> Vec<TensorDecl> {
+        self.params
+            .iter()
+            .map(|p| {
+                let (shape, encoding) = match &p.kind {
+                    ParamKind::Slice { .. } => (vec![None], None),
+                    ParamKind::Scalar => (Vec::new(), None),
+                    ParamKind::Format { encoding, .. } => {
+                        (vec![None; encoding.dim_rank()], Some((**encoding).clone()))
+                    }
+                };
+                TensorDecl {
+                    name: p.name.to_string(),
+                    shape,
+                    value: p.value,
+                    encoding,
+                }
+            })
+            .collect()
+    }
+}
+
+/// Compiles the kernel with the sparsifier and emits its Rust function; `rt` names the runtime.
+///
+/// Errors: the sparsifier's (unknown operand, rank or value-type mismatch, an order no strategy
+/// serves), with a byte span into [`KernelDecl::statement`]; a parameter passed in a way the
+/// statement cannot use (an input by `&mut`, the output by `&`); a loop form the Rust back end
+/// does not generate yet (named in the message).
+pub fn generate_kernel(k: &KernelDecl, rt: &TokenStream) -> Result<TokenStream, Error> {
+    let program =
+        sparse_sparsifier::compile(&k.statement, &k.tensor_decls()).map_err(|mut e| {
+            // the sparsifier's help names the CLI's `--tensor`: here operands are parameters
+            if e.help
+                .as_deref()
+                .is_some_and(|h| h.starts_with("declare it"))
+            {
+                let name = e
+                    .span
+                    .and_then(|s| k.statement.get(s.start..s.end))
+                    .unwrap_or("x");
+                e.help = Some(format!(
+                    "add a parameter for it: `{name}: &[T]`, `{name}: &Format<T>` or `{name}: T`"
+                ));
+            }
+            e
+        })?;
+    emit::emit(k, &program, rt)
+}
+
+/// The kernel function formatted as `sparse expand` prints generated code (`prettyplease`,
+/// `// SAFETY:` comments); what `sparse eval --emit rust` prints.
+///
+/// Errors: as [`generate_kernel`].
+pub fn expand_kernel_to_string(k: &KernelDecl, rt: &TokenStream) -> Result<String, Error> {
+    let tokens = generate_kernel(k, rt)?;
+    let file: syn::File = syn::parse2(tokens)
+        .map_err(|e| Error::plain(format!("generated code does not parse: {e}")))?;
+    Ok(crate::codegen::print(&file))
+}

@@ -1,0 +1,341 @@
+//! Kernels declared in `sparse_format!` (issue 9): the generated Rust against a dense reference
+//! and against the sparsifier's interpreter, on random small inputs. The generated loops add in
+//! the interpreter's order, so results are compared bit for bit (no term is `-0.0`: stored
+//! values and the dense operands are nonzero).
+
+use proptest::prelude::*;
+use sparse::runtime::{CooTensor, DynamicStorage};
+use sparse::sparse_format;
+use sparse_sparsifier::interp::{run, Operand, Output};
+use sparse_sparsifier::{compile, TensorDecl, ValueType};
+
+sparse_format! {
+    pub Csr = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>;
+    pub Csc = #sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed) }>;
+    pub Dcsr = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed, j : compressed) }>;
+    pub Dense = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : dense) }>;
+    pub kernel spmv(y: &mut [f64], a: &Csr<f64>, x: &[f64]) { y(i) = a(i, j) * x(j) }
+    pub kernel spgemm(c: &mut Csr<f64>, a: &Csr<f64>, b: &Csr<f64>) { c(i, j) = a(i, k) * b(k, j) }
+    pub kernel sddmm(c: &mut Csr<f64>, s: &Csr<f64>, a: &Dense<f64>, b: &Dense<f64>) { c(i, j) = s(i, j) * a(i, k) * b(j, k) }
+    pub kernel rowmin(m: &mut [f64], a: &Csr<f64>) { m(i) = min(j, a(i, j)) }
+    pub kernel scaled_spmv(y: &mut [f64], alpha: f64, a: &Csr<f64>, x: &[f64]) { y(i) += alpha * a(i, j) * x(j) - 0.5 * x(i) }
+    // `add` of the issue reads `b` in CSC, which the sparsifier converts first: the Rust back
+    // end does not generate conversions yet. The same union over two row-major operands:
+    pub kernel add_rows(c: &mut Dcsr<f64>, a: &Csr<f64>, b: &Csr<f64>) { c(i, j) = a(i, j) + b(i, j) }
+}
+
+/// A random `rows x cols` matrix: about a third of the entries stored, values in [-4, 4] and
+/// never zero, as `(row, col, value)` in row-major order.
+fn matrix(rows: usize, cols: usize) -> impl Strategy<Value = Vec<(usize, usize, f64)>> {
+    proptest::collection::vec((0..3u8, 0.25f64..4.0, any::<bool>()), rows * cols).prop_map(
+        move |cells| {
+            cells
+                .into_iter()
+                .enumerate()
+                .filter(|(_, (keep, _, _))| *keep == 0)
+                .map(|(f, (_, v, neg))| (f / cols, f % cols, if neg { -v } else { v }))
+                .collect()
+        },
+    )
+}
+
+fn nonzero_vec(n: usize) -> impl Strategy<Value = Vec<f64>> {
+    proptest::collection::vec((0.25f64..4.0, any::<bool>()), n)
+        .prop_map(|v| v.into_iter().map(|(x, n)| if n { -x } else { x }).collect())
+}
+
+fn csr_encoding() -> sparse::runtime::sparse_ir::ir::VerifiedEncoding {
+    match sparse_dsl::parse::parse_declaration(Csr::<f64>::ENCODING)
+        .unwrap()
+        .declared
+    {
+        sparse_dsl::parse::Declared::Encoding(e) => e,
+        sparse_dsl::parse::Declared::Tensor(_) => unreachable!("an encoding"),
+    }
+}
+
+fn storage(shape: [usize; 2], entries: &[(usize, usize, f64)]) -> Operand<f64> {
+    let mut coo = CooTensor::new(shape.to_vec());
+    for &(i, j, v) in entries {
+        coo.push(&[i, j], v);
+    }
+    Operand::Storage(Box::new(
+        DynamicStorage::from_coo(&csr_encoding(), &coo).unwrap(),
+    ))
+}
+
+fn decl(name: &str, shape: &[usize], sparse: bool) -> TensorDecl {
+    TensorDecl {
+        name: name.into(),
+        shape: shape.iter().map(|&n| Some(n)).collect(),
+        value: ValueType::F64,
+        encoding: sparse.then(csr_encoding),
+    }
+}
+
+fn dense_output(out: Output<f64>) -> Vec<f64> {
+    match out {
+        Output::Dense { values, .. } => values,
+        Output::Sparse(_) => panic!("a dense output was expected"),
+    }
+}
+
+fn bits(v: &[f64]) -> Vec<u64> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+fn dense_operand(shape: [usize; 2], v: &[f64]) -> Operand<f64> {
+    Operand::Dense {
+        shape: shape.to_vec(),
+        values: v.to_vec(),
+    }
+}
+
+/// The entries of a generated Csr in level order, values as bits.
+fn entries(c: &Csr<f64>) -> Vec<(Vec<usize>, u64)> {
+    c.iter().map(|(c, v)| (c.to_vec(), v.to_bits())).collect()
+}
+
+/// The entries of the interpreter's sparse output in level order, values as bits.
+fn interp_entries(out: Output<f64>) -> Vec<(Vec<usize>, u64)> {
+    match out {
+        Output::Sparse(s) => s.iter().map(|(c, v)| (c, v.to_bits())).collect(),
+        Output::Dense { .. } => panic!("a sparse output was expected"),
+    }
+}
+
+fn csr(shape: [usize; 2], entries: &[(usize, usize, f64)]) -> Csr<f64> {
+    Csr::from_coo(shape, entries.iter().map(|&(i, j, v)| ([i, j], v))).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn spmv_matches_reference_and_interpreter(
+        (rows, cols, a, x) in (1usize..6, 1usize..6).prop_flat_map(|(r, c)| {
+            (Just(r), Just(c), matrix(r, c), nonzero_vec(c))
+        })
+    ) {
+        let mut y = vec![7.0; rows];
+        spmv(&mut y, &csr([rows, cols], &a), &x).unwrap();
+        let mut reference = vec![0.0; rows];
+        for &(i, j, v) in &a {
+            reference[i] += v * x[j];
+        }
+        prop_assert_eq!(bits(&y), bits(&reference));
+        let p = compile(
+            "y(i) = a(i,j) * x(j)",
+            &[decl("y", &[rows], false), decl("a", &[rows, cols], true), decl("x", &[cols], false)],
+        )
+        .unwrap();
+        let ops = [
+            Operand::Dense { shape: vec![rows], values: vec![0.0; rows] },
+            storage([rows, cols], &a),
+            Operand::Dense { shape: vec![cols], values: x.clone() },
+        ];
+        prop_assert_eq!(bits(&y), bits(&dense_output(run(&p, &ops).unwrap())));
+    }
+
+    #[test]
+    fn rowmin_matches_reference_and_interpreter(
+        (rows, cols, a) in (1usize..6, 1usize..6).prop_flat_map(|(r, c)| {
+            (Just(r), Just(c), matrix(r, c))
+        })
+    ) {
+        let mut m = vec![7.0; rows];
+        rowmin(&mut m, &csr([rows, cols], &a)).unwrap();
+        let mut reference = vec![None::<f64>; rows];
+        for &(i, _, v) in &a {
+            reference[i] = Some(reference[i].map_or(v, |r: f64| r.min(v)));
+        }
+        let reference: Vec<f64> = reference.into_iter().map(|r| r.unwrap_or(0.0)).collect();
+        prop_assert_eq!(bits(&m), bits(&reference));
+        let p = compile(
+            "m(i) = min(j, a(i,j))",
+            &[decl("m", &[rows], false), decl("a", &[rows, cols], true)],
+        )
+        .unwrap();
+        let ops = [
+            Operand::Dense { shape: vec![rows], values: vec![0.0; rows] },
+            storage([rows, cols], &a),
+        ];
+        prop_assert_eq!(bits(&m), bits(&dense_output(run(&p, &ops).unwrap())));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    #[test]
+    fn spgemm_matches_reference_and_interpreter(
+        (m, n, q, a, b) in (1usize..5, 1usize..5, 1usize..5).prop_flat_map(|(m, n, q)| {
+            (Just(m), Just(n), Just(q), matrix(m, n), matrix(n, q))
+        })
+    ) {
+        let mut c = csr([m, q], &[]);
+        spgemm(&mut c, &csr([m, n], &a), &csr([n, q], &b)).unwrap();
+        // Gustavson's order: row i of a by k ascending, then row k of b
+        let mut reference = std::collections::BTreeMap::new();
+        for &(i, k, x) in &a {
+            for &(_, j, y) in b.iter().filter(|e| e.0 == k) {
+                reference.entry((i, j)).and_modify(|s: &mut f64| *s += x * y).or_insert(x * y);
+            }
+        }
+        let reference: Vec<(Vec<usize>, u64)> =
+            reference.into_iter().map(|((i, j), v)| (vec![i, j], v.to_bits())).collect();
+        prop_assert_eq!(entries(&c), reference);
+        let p = compile(
+            "c(i,j) = a(i,k) * b(k,j)",
+            &[decl("c", &[m, q], true), decl("a", &[m, n], true), decl("b", &[n, q], true)],
+        )
+        .unwrap();
+        let ops = [storage([m, q], &[]), storage([m, n], &a), storage([n, q], &b)];
+        prop_assert_eq!(entries(&c), interp_entries(run(&p, &ops).unwrap()));
+    }
+
+    #[test]
+    fn sddmm_matches_reference_and_interpreter(
+        (m, n, q, s, a, b) in (1usize..5, 1usize..5, 1usize..4).prop_flat_map(|(m, n, q)| {
+            (Just(m), Just(n), Just(q), matrix(m, n), nonzero_vec(m * q), nonzero_vec(n * q))
+        })
+    ) {
+        let mut c = csr([m, n], &[]);
+        let da = Dense::from_dense([m, q], &a).unwrap();
+        let db = Dense::from_dense([n, q], &b).unwrap();
+        sddmm(&mut c, &csr([m, n], &s), &da, &db).unwrap();
+        let reference: Vec<(Vec<usize>, u64)> = s
+            .iter()
+            .map(|&(i, j, x)| {
+                let mut t = x * a[i * q] * b[j * q];
+                for k in 1..q {
+                    t += x * a[i * q + k] * b[j * q + k];
+                }
+                (vec![i, j], t.to_bits())
+            })
+            .collect();
+        prop_assert_eq!(entries(&c), reference);
+        let p = compile(
+            "c(i,j) = s(i,j) * a(i,k) * b(j,k)",
+            &[
+                decl("c", &[m, n], true),
+                decl("s", &[m, n], true),
+                decl("a", &[m, q], false),
+                decl("b", &[n, q], false),
+            ],
+        )
+        .unwrap();
+        let ops = [
+            storage([m, n], &[]),
+            storage([m, n], &s),
+            dense_operand([m, q], &a),
+            dense_operand([n, q], &b),
+        ];
+        prop_assert_eq!(entries(&c), interp_entries(run(&p, &ops).unwrap()));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    #[test]
+    fn add_matches_reference_and_interpreter(
+        (m, n, a, b) in (1usize..5, 1usize..5).prop_flat_map(|(m, n)| {
+            (Just(m), Just(n), matrix(m, n), matrix(m, n))
+        })
+    ) {
+        let mut c = Dcsr::from_coo([m, n], []).unwrap();
+        add_rows(&mut c, &csr([m, n], &a), &csr([m, n], &b)).unwrap();
+        let mut reference = std::collections::BTreeMap::new();
+        for &(i, j, x) in a.iter().chain(&b) {
+            reference.entry((i, j)).and_modify(|s: &mut f64| *s += x).or_insert(x);
+        }
+        let reference: Vec<(Vec<usize>, u64)> =
+            reference.into_iter().map(|((i, j), v)| (vec![i, j], v.to_bits())).collect();
+        let got: Vec<(Vec<usize>, u64)> =
+            c.iter().map(|(c, v)| (c.to_vec(), v.to_bits())).collect();
+        prop_assert_eq!(&got, &reference);
+        let dcsr = match sparse_dsl::parse::parse_declaration(Dcsr::<f64>::ENCODING)
+            .unwrap()
+            .declared
+        {
+            sparse_dsl::parse::Declared::Encoding(e) => e,
+            sparse_dsl::parse::Declared::Tensor(_) => unreachable!("an encoding"),
+        };
+        let out = TensorDecl { encoding: Some(dcsr.clone()), ..decl("c", &[m, n], true) };
+        let p = compile(
+            "c(i,j) = a(i,j) + b(i,j)",
+            &[out, decl("a", &[m, n], true), decl("b", &[m, n], true)],
+        )
+        .unwrap();
+        let empty = DynamicStorage::from_coo(&dcsr, &CooTensor::new(vec![m, n])).unwrap();
+        let ops = [
+            Operand::Storage(Box::new(empty)),
+            storage([m, n], &a),
+            storage([m, n], &b),
+        ];
+        prop_assert_eq!(got, interp_entries(run(&p, &ops).unwrap()));
+    }
+}
+
+#[test]
+fn scaled_spmv_accumulates_a_0d_operand_and_literals() {
+    // y += 2 * A x - 0.5 x with A = [[1, 0, 2], [0, 0, 0], [0, 3, 0]], x = [1, 2, 4]:
+    // A x = [9, 0, 6]; y starts at [1, 1, 1]
+    let a = csr([3, 3], &[(0, 0, 1.0), (0, 2, 2.0), (2, 1, 3.0)]);
+    let mut y = vec![1.0; 3];
+    scaled_spmv(&mut y, 2.0, &a, &[1.0, 2.0, 4.0]).unwrap();
+    assert_eq!(y, [1.0 + 18.0 - 0.5, 1.0 - 1.0, 1.0 + 12.0 - 2.0]);
+}
+
+#[test]
+fn spgemm_shape_mismatch_is_an_error() {
+    let a = csr([2, 3], &[(0, 1, 2.0)]);
+    let mut c = csr([2, 2], &[]);
+    assert!(matches!(
+        spgemm(&mut c, &a, &a),
+        Err(sparse::Error::LengthMismatch {
+            operand: "b (dimension 0)",
+            expected: 3,
+            got: 2
+        })
+    ));
+}
+
+#[test]
+fn spmv_shape_mismatch_is_an_error() {
+    let a = csr([2, 3], &[(0, 1, 2.0), (1, 2, 3.0)]);
+    let mut y = vec![0.0; 2];
+    let e = spmv(&mut y, &a, &[1.0, 2.0]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        sparse::runtime::StorageError::LengthMismatch {
+            operand: "x",
+            expected: 3,
+            got: 2
+        }
+        .to_string()
+    );
+    // `y` fixes the extent of `i`: the matrix's rows are checked against it
+    let mut y = vec![0.0; 3];
+    assert!(matches!(
+        spmv(&mut y, &a, &[1.0, 2.0, 3.0]),
+        Err(sparse::Error::LengthMismatch {
+            operand: "a (dimension 0)",
+            expected: 3,
+            got: 2
+        })
+    ));
+}
+
+#[test]
+fn spmv_known_result() {
+    // [[1, 0, 2], [0, 0, 0], [0, 3, 0]] · [1, 2, 3] = [7, 0, 6]
+    let a = csr([3, 3], &[(0, 0, 1.0), (0, 2, 2.0), (2, 1, 3.0)]);
+    let mut y = vec![9.0; 3];
+    spmv(&mut y, &a, &[1.0, 2.0, 3.0]).unwrap();
+    assert_eq!(y, [7.0, 0.0, 6.0]);
+    let mut m = vec![9.0; 3];
+    rowmin(&mut m, &a).unwrap();
+    assert_eq!(m, [1.0, 0.0, 3.0]);
+}
