@@ -1,19 +1,8 @@
 //! `sparse eval --emit rust`: the function `sparse_format!` generates for the statement, printed
 //! as `sparse expand` prints generated code.
 
-use std::process::Command;
-
-fn sparse(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sparse"))
-        .args(args)
-        .output()
-        .expect("the sparse binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod run;
+use run::sparse;
 
 const CSR: &str = "A=tensor<4x5xf64, #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>>";
 
