@@ -203,13 +203,7 @@ fn print_report(r: &LookupReport) {
         r.forward_hbm_stack_bytes, r.backward_hbm_stack_bytes, r.max_unique_nz_per_row
     );
     println!("  per-tile load (ids; rows = SparseCores, columns = tiles, ' .:-=+*#%@' by share of the max):");
-    let max = r
-        .scs
-        .iter()
-        .flat_map(|s| s.tiles.iter().map(|t| t.ids))
-        .max()
-        .unwrap_or(0)
-        .max(1);
+    let max = busiest_tile(r);
     let shades = b" .:-=+*#%@";
     for (k, sc) in r.scs.iter().enumerate() {
         let line: String = sc
@@ -221,6 +215,16 @@ fn print_report(r: &LookupReport) {
     }
 }
 
+/// Ids of the busiest tile (at least 1, so shares divide safely).
+fn busiest_tile(r: &LookupReport) -> u64 {
+    r.scs
+        .iter()
+        .flat_map(|s| s.tiles.iter().map(|t| t.ids))
+        .max()
+        .unwrap_or(0)
+        .max(1)
+}
+
 /// A PNG heat map of per-tile ids: one 24 x 24 cell per tile, a row per SparseCore, white (0)
 /// to dark red (the busiest tile).
 fn write_heat_map(r: &LookupReport, path: &str) -> Result<(), Box<dyn Error>> {
@@ -230,13 +234,7 @@ fn write_heat_map(r: &LookupReport, path: &str) -> Result<(), Box<dyn Error>> {
     let size = (tiles.max(1) * cell, (r.scs.len() as u32).max(1) * cell);
     let root = BitMapBackend::new(path, size).into_drawing_area();
     root.fill(&WHITE)?;
-    let max = r
-        .scs
-        .iter()
-        .flat_map(|s| s.tiles.iter().map(|t| t.ids))
-        .max()
-        .unwrap_or(0)
-        .max(1);
+    let max = busiest_tile(r);
     for (k, sc) in r.scs.iter().enumerate() {
         for (t, tile) in sc.tiles.iter().enumerate() {
             let share = tile.ids as f64 / max as f64;
