@@ -154,7 +154,7 @@ fn rust_text(statement: &str, decls: &[TensorDecl], program: &Program) -> Result
         }
         let mutable = d.name == *out;
         let kind = match (&d.encoding, d.shape.len()) {
-            (None, 0) => ParamKind::Scalar,
+            (None, 0) => ParamKind::Scalar { mutable },
             (None, 1) => ParamKind::Slice { mutable },
             (enc, rank) => {
                 let encoding = match enc {

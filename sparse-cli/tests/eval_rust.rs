@@ -25,7 +25,7 @@ fn spmv_prints_the_generated_function() {
 }
 
 #[test]
-fn a_form_not_generated_yet_is_an_error() {
+fn a_conversion_is_generated_in_the_function() {
     let (code, out, err) = sparse(&[
         "eval",
         "C(i,j) = A(i,j) + B(i,j)",
@@ -38,11 +38,28 @@ fn a_form_not_generated_yet_is_an_error() {
         "--emit",
         "rust",
     ]);
-    assert_eq!((code, out.as_str()), (1, ""));
-    assert_eq!(
-        err,
-        "error: --emit rust: the Rust back end does not generate conversions of operands yet (`sparse eval` runs it through the interpreter)\n"
+    assert_eq!((code, err.as_str()), (0, ""));
+    // `B` (column-major) is converted to the row-major order of `A` first, into a private
+    // struct generated inside the function, then merged with `A` row by row
+    assert!(out.contains("    struct BConverted<V = f64> {\n"), "{out}");
+    assert!(
+        out.contains(
+            "\"#sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed) }>\""
+        ),
+        "{out}"
     );
+    assert!(
+        out.contains("    let B_converted: BConverted<f64> = B.convert()?;\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "            while a_p1 < a_p1_end || b_converted_p1 < b_converted_p1_end {\n"
+        ),
+        "{out}"
+    );
+    // the dense output is written in place
+    assert!(out.contains("    C.values.fill(0.0);\n"), "{out}");
 }
 
 const SPMV: &str = r#"// AFormat = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32 }>
@@ -80,9 +97,11 @@ pub fn kernel(
     unsafe {
         for i in 0..n_i {
             let a_p0 = i;
-            let a_p1_begin = A.pos_1.get_unchecked(a_p0).index();
-            let a_p1_end = A.pos_1.get_unchecked(a_p0 + 1).index();
-            for a_p1 in a_p1_begin..a_p1_end {
+            let (lo, hi) = (
+                A.pos_1.get_unchecked(a_p0).index(),
+                A.pos_1.get_unchecked(a_p0 + 1).index(),
+            );
+            for a_p1 in lo..hi {
                 let j = A.crd_1.get_unchecked(a_p1).index();
                 *y.get_unchecked_mut(i)
                     += *A.values.get_unchecked(a_p1) * *x.get_unchecked(j);

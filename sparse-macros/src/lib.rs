@@ -360,22 +360,30 @@ fn value_type(ty: &syn::Type) -> syn::Result<ValueType> {
     }
 }
 
-/// One kernel parameter: `&[T]`, `&mut [T]`, `&Fmt<T>`, `&mut Fmt<T>` or `T`.
+/// One kernel parameter: `&[T]`, `&mut [T]`, `&Fmt<T>`, `&mut Fmt<T>`, `T` or `&mut T` (a 0-d
+/// output).
 fn kernel_param(
     name: Ident,
     ty: &syn::Type,
     formats: &[(Ident, VerifiedEncoding)],
 ) -> syn::Result<KernelParam> {
-    let expected = "expected `&[T]`, `&mut [T]`, `&Format<T>`, `&mut Format<T>` (a format declared in this block) or `T` for a 0-d operand";
+    let expected = "expected `&[T]`, `&mut [T]`, `&Format<T>`, `&mut Format<T>` (a format declared in this block) or `T` (`&mut T` for the output) for a 0-d operand";
     let syn::Type::Reference(r) = ty else {
         let value = value_type(ty).map_err(|_| syn::Error::new_spanned(ty, expected))?;
         return Ok(KernelParam {
             name,
-            kind: ParamKind::Scalar,
+            kind: ParamKind::Scalar { mutable: false },
             value,
         });
     };
     let mutable = r.mutability.is_some();
+    if let (true, Ok(value)) = (mutable, value_type(&r.elem)) {
+        return Ok(KernelParam {
+            name,
+            kind: ParamKind::Scalar { mutable },
+            value,
+        });
+    }
     match &*r.elem {
         syn::Type::Slice(s) => Ok(KernelParam {
             name,

@@ -730,7 +730,13 @@ pub fn run<V: Num>(p: &Program, operands: &[Operand<V>]) -> Result<Output<V>, Er
         if k.accumulate {
             match &operands[k.output.tensor] {
                 Operand::Dense { values, .. } => dense.extend_from_slice(values),
-                _ => dense.resize(n, V::zero()),
+                // an all-dense storage: its values in dimension order
+                Operand::Storage(s) => {
+                    dense.extend(s.to_dense().map_err(|e| {
+                        Error::plain(format!("cannot read the output's values: {e}"))
+                    })?)
+                }
+                Operand::Slice { .. } => dense.resize(n, V::zero()),
             }
             visited.resize(n, true);
         } else {
@@ -766,10 +772,25 @@ pub fn run<V: Num>(p: &Program, operands: &[Operand<V>]) -> Result<Output<V>, Er
     };
     st.run(&p.body)?;
     if p.strategy == Strategy::InPlace {
-        return Ok(Output::Dense {
-            shape: out_shape,
-            values: st.dense,
-        });
+        let out_t = &k.tensors[k.output.tensor];
+        let Some(enc) = out_t.encoding.as_ref() else {
+            return Ok(Output::Dense {
+                shape: out_shape,
+                values: st.dense,
+            });
+        };
+        // an all-dense storage output, written in place: stored in its own format
+        let mut coo = CooTensor::new(out_shape.clone());
+        let mut idx = vec![0; out_shape.len()];
+        for (f, v) in st.dense.iter().enumerate() {
+            if *v != V::zero() {
+                sparse_runtime::dynamic::unflatten(f, &out_shape, &mut idx);
+                coo.push(&idx, *v);
+            }
+        }
+        return DynamicStorage::from_coo(enc, &coo)
+            .map(|s| Output::Sparse(Box::new(s)))
+            .map_err(|e| Error::plain(format!("cannot assemble `{}`: {e}", out_t.name)));
     }
     let mut entries = std::mem::take(&mut st.coo);
     if p.strategy == Strategy::Buffer {

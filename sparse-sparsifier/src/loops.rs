@@ -265,7 +265,8 @@ pub fn build(mut k: Kernel) -> Result<Program, Error> {
         return Err(Error::new(k.output.span, "no iteration order exists"));
     };
     let out_t = &k.tensors[k.output.tensor];
-    let random_out = out_t.encoding.is_none();
+    // a dense or all-dense (full, locatable levels) output is written in place
+    let random_out = out_t.is_random_access();
     let out_level_vars: Option<Vec<usize>> = out_t.encoding.as_ref().and_then(|e| {
         let perm = e.dim_permutation()?;
         perm.iter()

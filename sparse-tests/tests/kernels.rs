@@ -19,8 +19,8 @@ sparse_format! {
     pub kernel sddmm(c: &mut Csr<f64>, s: &Csr<f64>, a: &Dense<f64>, b: &Dense<f64>) { c(i, j) = s(i, j) * a(i, k) * b(j, k) }
     pub kernel rowmin(m: &mut [f64], a: &Csr<f64>) { m(i) = min(j, a(i, j)) }
     pub kernel scaled_spmv(y: &mut [f64], alpha: f64, a: &Csr<f64>, x: &[f64]) { y(i) += alpha * a(i, j) * x(j) - 0.5 * x(i) }
-    // `add` of the issue reads `b` in CSC, which the sparsifier converts first: the Rust back
-    // end does not generate conversions yet. The same union over two row-major operands:
+    // `b` in CSC conflicts with `a`'s row order: the sparsifier converts it first
+    pub kernel add(c: &mut Dcsr<f64>, a: &Csr<f64>, b: &Csc<f64>) { c(i, j) = a(i, j) + b(i, j) }
     pub kernel add_rows(c: &mut Dcsr<f64>, a: &Csr<f64>, b: &Csr<f64>) { c(i, j) = a(i, j) + b(i, j) }
 }
 
@@ -255,6 +255,13 @@ proptest! {
         let got: Vec<(Vec<usize>, u64)> =
             c.iter().map(|(c, v)| (c.to_vec(), v.to_bits())).collect();
         prop_assert_eq!(&got, &reference);
+        // the issue's `add`: `b` in CSC, converted by the kernel before the merge
+        let b_csc = Csc::from_coo([m, n], b.iter().map(|&(i, j, v)| ([i, j], v))).unwrap();
+        let mut c2 = Dcsr::from_coo([m, n], []).unwrap();
+        add(&mut c2, &csr([m, n], &a), &b_csc).unwrap();
+        let got2: Vec<(Vec<usize>, u64)> =
+            c2.iter().map(|(c, v)| (c.to_vec(), v.to_bits())).collect();
+        prop_assert_eq!(&got2, &reference);
         let dcsr = match sparse_dsl::parse::parse_declaration(Dcsr::<f64>::ENCODING)
             .unwrap()
             .declared

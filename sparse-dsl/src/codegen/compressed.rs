@@ -25,17 +25,18 @@ pub(super) fn pos_crd_fields(cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
 /// `__q` (the parent), `__pp` (parents per batch) and `__pc` (positions of this level per batch),
 /// read from the struct's `counts` and `batches`.
 pub(super) fn batch_split(cx: &LevelCtx, parent: TokenStream) -> TokenStream {
+    let base = &cx.base;
     let l = cx.l;
     let parents = if l == 0 {
         quote!(1usize)
     } else {
-        quote!(self.counts[#l - 1])
+        quote!(#base.counts[#l - 1])
     };
     quote! {
         let __q: usize = #parent;
-        let __nb = self.batches.max(1);
+        let __nb = #base.batches.max(1);
         let __pp = #parents / __nb;
-        let __pc = self.counts[#l] / __nb;
+        let __pc = #base.counts[#l] / __nb;
     }
 }
 
@@ -43,7 +44,7 @@ pub(super) fn batch_split(cx: &LevelCtx, parent: TokenStream) -> TokenStream {
 /// `c{l}` around `body`.
 pub(super) fn loop_over_segment(cx: &LevelCtx, seg: TokenStream, body: TokenStream) -> TokenStream {
     let (p, c) = (cx.p(), cx.c());
-    let read = cx.read_crd(&quote!(self), &quote!(#p));
+    let read = cx.read_crd(&cx.base, &quote!(#p));
     quote! {
         let (lo, hi) = #seg;
         for #p in lo..hi {
@@ -64,19 +65,20 @@ pub(super) fn owned_crd_fields(cx: &LevelCtx) -> Vec<(Ident, TokenStream)> {
 /// Locating `c{l}` in the segment `(lo, hi)`: binary search when the level is ordered and
 /// unique with a plain coordinate buffer, else a scan visiting every match.
 pub(super) fn locate_in_segment(cx: &LevelCtx, seg: TokenStream, body: TokenStream) -> TokenStream {
+    let base = &cx.base;
     let (p, c) = (cx.p(), cx.c());
     let loc = cx.crd.as_ref().expect("coordinates");
     if cx.lt.is_unique() && cx.lt.is_ordered() && loc.stride == 1 {
         let f = &loc.field;
         quote! {{
             let (lo, hi) = #seg;
-            if let Ok(k) = self.#f[lo..hi].binary_search_by(|stored| stored.index().cmp(&#c)) {
+            if let Ok(k) = #base.#f[lo..hi].binary_search_by(|stored| stored.index().cmp(&#c)) {
                 let #p = lo + k;
                 #body
             }
         }}
     } else {
-        let read = cx.read_crd(&quote!(self), &quote!(#p));
+        let read = cx.read_crd(&cx.base, &quote!(#p));
         quote! {{
             let (lo, hi) = #seg;
             for #p in lo..hi {
@@ -97,17 +99,23 @@ impl LevelGen for Compressed {
         if cx.batched {
             // batch b's positions sit at b * (parents per batch + 1) and count from b's base
             let split = batch_split(cx, parent);
+            let (lo, hi) = (cx.pos_at(f, quote!(__at)), cx.pos_at(f, quote!(__at + 1)));
             return quote! {{
                 #split
                 let (__b, r) = if __pp == 0 { (0, __q) } else { (__q / __pp, __q % __pp) };
                 let __at = __b * (__pp + 1) + r;
-                (__b * __pc + self.#f[__at].index(), __b * __pc + self.#f[__at + 1].index())
+                (__b * __pc + #lo, __b * __pc + #hi)
             }};
         }
         if super::level::is_root(&parent) {
-            return quote!((self.#f[0].index(), self.#f[1].index()));
+            let (lo, hi) = (cx.pos_at(f, quote!(0)), cx.pos_at(f, quote!(1)));
+            return quote!((#lo, #hi));
         }
-        quote!((self.#f[#parent].index(), self.#f[#parent + 1].index()))
+        let (lo, hi) = (
+            cx.pos_at(f, quote!(#parent)),
+            cx.pos_at(f, quote!(#parent + 1)),
+        );
+        quote!((#lo, #hi))
     }
     fn emit_loop(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
         loop_over_segment(cx, self.segment(cx, cx.parent()), body)

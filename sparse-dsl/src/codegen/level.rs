@@ -55,6 +55,12 @@ pub struct LevelCtx {
     /// segments are found through the struct's `counts` and `batches` (see the runtime's batch
     /// layout).
     pub batched: bool,
+    /// What the arrays are read from: `self` in the struct's methods, the operand's name in a
+    /// kernel.
+    pub base: TokenStream,
+    /// Coordinate reads use `get_unchecked` (kernels over validated operands, inside their
+    /// `unsafe` block).
+    pub unchecked: bool,
 }
 
 impl LevelCtx {
@@ -97,6 +103,16 @@ impl LevelCtx {
             quote!(#p)
         }
     }
+    /// `base.f[i]` (bounds-checked), or `base.f.get_unchecked(i)` when [`LevelCtx::unchecked`],
+    /// as `usize`: a read of a positions array.
+    pub fn pos_at(&self, f: &Ident, i: TokenStream) -> TokenStream {
+        let base = &self.base;
+        if self.unchecked {
+            quote!(#base.#f.get_unchecked(#i).index())
+        } else {
+            quote!(#base.#f[#i].index())
+        }
+    }
     /// Expression reading this level's coordinate at position expression `p` from `base`
     /// (`self` or `b`), widened to `usize`.
     pub fn read_crd(&self, base: &TokenStream, p: &TokenStream) -> TokenStream {
@@ -110,6 +126,9 @@ impl LevelCtx {
         };
         if self.packed() {
             return quote!(#base.#f.get(#idx).unwrap_or(usize::MAX));
+        }
+        if self.unchecked {
+            return quote!(#base.#f.get_unchecked(#idx).index());
         }
         quote!(#base.#f[#idx].index())
     }

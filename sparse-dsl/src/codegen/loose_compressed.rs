@@ -20,16 +20,25 @@ impl LevelGen for LooseCompressed {
         if cx.batched {
             // pairs are global-indexed; their values count from batch b's base
             let split = batch_split(cx, parent);
+            let (lo, hi) = (
+                cx.pos_at(f, quote!(2 * __q)),
+                cx.pos_at(f, quote!(2 * __q + 1)),
+            );
             return quote! {{
                 #split
                 let __b = if __pp == 0 { 0 } else { __q / __pp };
-                (__b * __pc + self.#f[2 * __q].index(), __b * __pc + self.#f[2 * __q + 1].index())
+                (__b * __pc + #lo, __b * __pc + #hi)
             }};
         }
         if super::level::is_root(&parent) {
-            return quote!((self.#f[0].index(), self.#f[1].index()));
+            let (lo, hi) = (cx.pos_at(f, quote!(0)), cx.pos_at(f, quote!(1)));
+            return quote!((#lo, #hi));
         }
-        quote!((self.#f[2 * #parent].index(), self.#f[2 * #parent + 1].index()))
+        let (lo, hi) = (
+            cx.pos_at(f, quote!(2 * #parent)),
+            cx.pos_at(f, quote!(2 * #parent + 1)),
+        );
+        quote!((#lo, #hi))
     }
     fn emit_loop(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
         loop_over_segment(cx, self.segment(cx, cx.parent()), body)

@@ -311,52 +311,7 @@ impl<'a> Ctx<'a> {
         let crd_ty = width_type(e.crd_width)?;
 
         let batched = e.lvl_types.first().is_some_and(|t| t.capabilities().batch);
-        // Level contexts and generators.
-        let mut gens = Vec::with_capacity(lvl_rank);
-        let mut ctxs = Vec::with_capacity(lvl_rank);
-        for (l, lt) in e.lvl_types.iter().enumerate() {
-            let g = level_gen(lt.format).ok_or_else(|| {
-                CodegenError(format!(
-                    "level {l}: level format {} is not generated yet",
-                    lt.format.mlir_name()
-                ))
-            })?;
-            let crd = e.crd_location(l).map(|(owner, stride, offset)| CrdLoc {
-                field: format_ident!("crd_{}", owner),
-                stride,
-                offset,
-                owner: owner == l,
-            });
-            ctxs.push(LevelCtx {
-                l,
-                lvl_rank,
-                lt: *lt,
-                // a block level (`d mod b`) and the ELL counting level have constant sizes
-                size: match &e.dim_to_lvl.results[l] {
-                    AffineExpr::Mod(_, b) if b.as_constant().is_some_and(|b| b > 0) => {
-                        let b = proc_macro2::Literal::usize_unsuffixed(
-                            b.as_constant().unwrap_or(1) as usize,
-                        );
-                        quote!(#b)
-                    }
-                    r => match r.as_counting() {
-                        Some((_, k)) => {
-                            let k = proc_macro2::Literal::usize_unsuffixed(k);
-                            quote!(#k)
-                        }
-                        None => quote!(self.lvl_sizes[#l]),
-                    },
-                },
-                pos_field: lt.has_positions().then(|| format_ident!("pos_{}", l)),
-                crd,
-                pos_ty: pos_ty.clone(),
-                crd_ty: crd_ty.clone(),
-                crd_width: e.crd_width,
-                rt: rt.clone(),
-                batched,
-            });
-            gens.push(g);
-        }
+        let (gens, ctxs) = level_contexts(e, rt, &quote!(self), false)?;
         let static_shape = match &decl.static_shape {
             None => None,
             Some(dims) => {
@@ -515,6 +470,72 @@ impl<'a> Ctx<'a> {
         }
         body
     }
+}
+
+/// The level generators and contexts of encoding `e` (without slices): arrays read from
+/// `base` (`self` in the struct's methods, the operand's name in a kernel); `unchecked` makes
+/// coordinate reads `get_unchecked` (kernels, whose operands were validated when built).
+///
+/// Errors: [`CodegenError`] for a level format without a generator, or widths without a Rust
+/// type.
+pub(crate) fn level_contexts(
+    e: &crate::ir::Encoding,
+    rt: &TokenStream,
+    base: &TokenStream,
+    unchecked: bool,
+) -> Result<(Vec<&'static dyn LevelGen>, Vec<LevelCtx>), CodegenError> {
+    let lvl_rank = e.lvl_rank();
+    let pos_ty = width_type(e.pos_width)?;
+    let crd_ty = width_type(e.crd_width)?;
+    let batched = e.lvl_types.first().is_some_and(|t| t.capabilities().batch);
+    let mut gens = Vec::with_capacity(lvl_rank);
+    let mut ctxs = Vec::with_capacity(lvl_rank);
+    for (l, lt) in e.lvl_types.iter().enumerate() {
+        let g = level_gen(lt.format).ok_or_else(|| {
+            CodegenError(format!(
+                "level {l}: level format {} is not generated yet",
+                lt.format.mlir_name()
+            ))
+        })?;
+        let crd = e.crd_location(l).map(|(owner, stride, offset)| CrdLoc {
+            field: format_ident!("crd_{}", owner),
+            stride,
+            offset,
+            owner: owner == l,
+        });
+        ctxs.push(LevelCtx {
+            l,
+            lvl_rank,
+            lt: *lt,
+            // a block level (`d mod b`) and the ELL counting level have constant sizes
+            size: match &e.dim_to_lvl.results[l] {
+                AffineExpr::Mod(_, b) if b.as_constant().is_some_and(|b| b > 0) => {
+                    let b = proc_macro2::Literal::usize_unsuffixed(
+                        b.as_constant().unwrap_or(1) as usize
+                    );
+                    quote!(#b)
+                }
+                r => match r.as_counting() {
+                    Some((_, k)) => {
+                        let k = proc_macro2::Literal::usize_unsuffixed(k);
+                        quote!(#k)
+                    }
+                    None => quote!(#base.lvl_sizes[#l]),
+                },
+            },
+            pos_field: lt.has_positions().then(|| format_ident!("pos_{}", l)),
+            crd,
+            pos_ty: pos_ty.clone(),
+            crd_ty: crd_ty.clone(),
+            crd_width: e.crd_width,
+            rt: rt.clone(),
+            batched,
+            base: base.clone(),
+            unchecked,
+        });
+        gens.push(g);
+    }
+    Ok((gens, ctxs))
 }
 
 /// Generates the items for one declaration. `rt` is the path of the runtime crate as the

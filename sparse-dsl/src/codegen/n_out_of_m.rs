@@ -39,7 +39,7 @@ impl LevelGen for NOutOfM {
     fn emit_loop(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
         let (p, c, parent) = (cx.p(), cx.c(), cx.parent());
         let (n, _) = n_m(cx);
-        let read = cx.read_crd(&quote!(self), &quote!(#p));
+        let read = cx.read_crd(&cx.base, &quote!(#p));
         quote! {
             for #p in #parent * #n..#parent * #n + #n {
                 let #c = #read;
@@ -50,7 +50,7 @@ impl LevelGen for NOutOfM {
     fn emit_locate(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
         let (p, c, parent) = (cx.p(), cx.c(), cx.parent());
         let (n, _) = n_m(cx);
-        let read = cx.read_crd(&quote!(self), &quote!(#p));
+        let read = cx.read_crd(&cx.base, &quote!(#p));
         quote! {
             for #p in #parent * #n..#parent * #n + #n {
                 if #read == #c {

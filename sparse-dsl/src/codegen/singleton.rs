@@ -19,7 +19,7 @@ impl LevelGen for Singleton {
     }
     fn emit_loop(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
         let (p, c, parent) = (cx.p(), cx.c(), cx.parent());
-        let read = cx.read_crd(&quote!(self), &quote!(#p));
+        let read = cx.read_crd(&cx.base, &quote!(#p));
         quote! {{
             let #p = #parent;
             let #c = #read;
@@ -28,7 +28,7 @@ impl LevelGen for Singleton {
     }
     fn emit_locate(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
         let (p, c, parent) = (cx.p(), cx.c(), cx.parent());
-        let read = cx.read_crd(&quote!(self), &quote!(#p));
+        let read = cx.read_crd(&cx.base, &quote!(#p));
         quote! {{
             let #p = #parent;
             if #read == #c {

@@ -1,44 +1,72 @@
 //! The Rust back end of the sparsifier: loop IR ([`Program`]) → Rust tokens.
 //!
-//! Each loop of the IR becomes a Rust loop over the storage struct's arrays: a dense level is a
-//! range (its position `parent * size + coordinate`), a compressed level is the segment
-//! `pos[p]..pos[p + 1]` of its parent position with coordinates `crd[p]` (MLIR's
-//! `sparse_tensor` lowering; TACO's level functions). Index extents are read once, every operand
-//! dimension is checked against them (an error, not a panic), then the loop nest runs with
-//! unchecked indexing: storage structs are validated when built, dense operands were checked.
+//! Each loop of the IR becomes a Rust loop over the storage structs' arrays. What a level
+//! stores and how its segment under a parent position is found comes from its format's
+//! codegen unit ([`LevelGen::segment`], [`LevelCtx::read_crd`]), never from a format name
+//! here: a located level (full and locatable: dense, batch) has position
+//! `parent * size + coordinate`; an iterated level (compressed, loose_compressed, singleton,
+//! n:m) runs over the positions of its segment, reading coordinates; a non-unique level yields
+//! groups of equal coordinates (`p .. p_next`), whose children span the segments of the whole
+//! group (MLIR's `sparse_tensor` lowering; TACO's level functions). Blocked indices (BSR, n:m)
+//! are two loop variables, the dimension coordinate `block * hi + lo`; ELL slots are a loop of
+//! their own; a slice keeps the stored coordinates `offset + c * stride` (`c < size`).
+//! Operands the sparsifier converts (an order conflict, a block size another operand does not
+//! share) are converted at the start into a private struct of the target format, generated in
+//! the function (MLIR's `sparse_tensor.convert`).
+//!
+//! Index extents are read once, every operand dimension is checked against them (an error, not
+//! a panic), then the loop nest runs with unchecked coordinate reads: storage structs are
+//! validated when built, dense operands were checked.
 //!
 //! Order of additions: the same as the interpreter (`sparse_sparsifier::interp`): one
 //! accumulation per visited entry, in the iteration order. The only difference: a sum into a
 //! random-access output starts from `0` where the interpreter stores the first term, so a sum
 //! whose every term is `-0.0` gives `+0.0` here (IEEE: `0.0 + -0.0 == +0.0`).
 //!
-//! Not generated yet (a compile error naming the form): sparse outputs (append, workspace,
-//! coordinate buffer), merges of several iterators, sparse iterators inside dense ranges,
-//! conversions, levels other than dense and compressed, blocked indices, 0-d outputs.
+//! Sparse outputs are collected as coordinates in the IR's strategy (in order, through a
+//! workspace, or buffered) and assembled with the output format's `from_coo`.
 
 use proc_macro2::{Ident, Literal as Lit, TokenStream};
 use quote::{format_ident, quote};
-use sparse_ir::ir::{AffineExpr, LevelFormat};
+use sparse_ir::ir::{AffineExpr, DimSlice, Encoding};
 use sparse_sparsifier::check::Expr;
 use sparse_sparsifier::loops::{Combine, Driver, Loop, Program, Stmt, Strategy, Target};
 use sparse_sparsifier::notation::{BinOp, Literal, ReduceOp};
 use sparse_sparsifier::order::{Extent, IndexLoops};
 use sparse_sparsifier::{Error, ValueType};
 
-use super::{KernelDecl, KernelParam, ParamKind};
+use super::{KernelDecl, ParamKind};
+use crate::codegen::level::{LevelCtx, LevelGen};
+
+/// One tensor of the kernel as the emitted code sees it: a parameter, or the private
+/// conversion of one.
+struct Operand {
+    /// The variable the code reads.
+    name: Ident,
+    /// How it is passed (a conversion is a `Format` of its private struct).
+    kind: ParamKind,
+    /// The declared tensor it converts (`None` for a parameter).
+    converts: Option<usize>,
+    /// Per level: its generator and context (storage structs only).
+    levels: Vec<(&'static dyn LevelGen, LevelCtx)>,
+    /// Per dimension: `(offset, size, stride)` of a sliced format.
+    slices: Option<Vec<(usize, usize, usize)>>,
+    /// The encoding without slices (storage structs only).
+    encoding: Option<Encoding>,
+}
 
 struct Cx<'a> {
-    k: &'a KernelDecl,
     p: &'a Program,
-    /// Per kernel tensor: its parameter.
-    param_of: Vec<usize>,
+    /// Per kernel tensor.
+    ops: Vec<Operand>,
     rt: &'a TokenStream,
-    /// Set when a compressed level is read (the loops call `Index::index`).
-    uses_index: std::cell::Cell<bool>,
     /// Per temporary: its reduction (a sum needs no visited flag).
     temp_ops: Vec<Option<ReduceOp>>,
     /// Per temporary: appended to the sparse output (needs its visited flag).
     temp_appended: Vec<bool>,
+    /// The copy of the output's input values that the right-hand side reads when the output
+    /// is written in place and read too (`a(i, j) = a(i, j) * 2.0`).
+    snapshot: Option<Ident>,
 }
 
 fn unsupported(what: &str) -> Error {
@@ -47,17 +75,42 @@ fn unsupported(what: &str) -> Error {
     ))
 }
 
+fn mutable(kind: &ParamKind) -> bool {
+    match kind {
+        ParamKind::Slice { mutable }
+        | ParamKind::Format { mutable, .. }
+        | ParamKind::Scalar { mutable } => *mutable,
+    }
+}
+
+/// The `(offset, size, stride)` triples of static slices; an error for a dynamic `?`.
+fn static_slices(slices: &[DimSlice]) -> Result<Vec<(usize, usize, usize)>, Error> {
+    slices
+        .iter()
+        .map(|s| match (s.offset, s.size, s.stride) {
+            (Some(o), Some(z), Some(t)) => Ok((o as usize, z as usize, (t as usize).max(1))),
+            _ => Err(unsupported("slices with dynamic (`?`) values")),
+        })
+        .collect()
+}
+
+fn upper_first(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
 /// Emits the kernel function for `p`, compiled from `k`.
 ///
 /// Errors: a parameter passed in a way the statement cannot use; a loop form not generated yet
-/// (see the module documentation).
+/// (named in the message).
 pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream, Error> {
-    if !p.conversions.is_empty() {
-        return Err(unsupported("conversions of operands"));
-    }
-    // kernel tensors (output first, in order of appearance) → parameters, by name
-    let mut param_of = Vec::with_capacity(p.kernel.tensors.len());
-    for t in &p.kernel.tensors {
+    let inputs = p.inputs();
+    let mut ops: Vec<Operand> = Vec::with_capacity(p.kernel.tensors.len());
+    let mut param_of = Vec::with_capacity(inputs);
+    for t in &p.kernel.tensors[..inputs] {
         match k.params.iter().position(|q| q.name == t.name) {
             Some(i) => param_of.push(i),
             None => return Err(Error::plain(format!("no parameter `{}`", t.name))),
@@ -71,11 +124,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
                 param.name
             )));
         }
-        let mutable = match param.kind {
-            ParamKind::Slice { mutable } | ParamKind::Format { mutable, .. } => mutable,
-            ParamKind::Scalar => false,
-        };
-        if (i == out) != mutable {
+        if (i == out) != mutable(&param.kind) {
             let msg = if i == out {
                 format!("the output `{}` must be passed by `&mut`", param.name)
             } else {
@@ -87,27 +136,94 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
             return Err(Error::plain(msg));
         }
     }
-    if matches!(k.params[out].kind, ParamKind::Scalar) {
-        return Err(unsupported("0-d outputs"));
-    }
-    if p.levels
-        .index_loops
-        .iter()
-        .any(|l| !matches!(l, IndexLoops::Plain(_)))
-    {
-        return Err(unsupported("blocked indices"));
+    let mut conversions = TokenStream::new();
+    for (t, decl) in p.kernel.tensors.iter().enumerate() {
+        let (name, kind, converts) = if t < inputs {
+            let param = &k.params[param_of[t]];
+            (param.name.clone(), param.kind.clone(), None)
+        } else {
+            let c = p
+                .conversions
+                .iter()
+                .find(|c| c.to == t)
+                .ok_or_else(|| Error::plain("a converted tensor without its conversion"))?;
+            let from = &k.params[param_of[c.from]].name;
+            let encoding = decl
+                .encoding
+                .clone()
+                .ok_or_else(|| Error::plain("a conversion to a dense tensor"))?;
+            // an earlier conversion of the same tensor may have been superseded (the
+            // sparsifier converts the declared tensor again): number the later ones
+            let earlier = p
+                .conversions
+                .iter()
+                .filter(|e| e.from == c.from && e.to < t)
+                .count();
+            let suffix = if earlier == 0 {
+                String::new()
+            } else {
+                (earlier + 1).to_string()
+            };
+            let format = format_ident!("{}Converted{}", upper_first(&from.to_string()), suffix);
+            let name = format_ident!("{}_converted{}", from, suffix);
+            let used = p.kernel.accesses.iter().any(|a| a.tensor == t);
+            if used {
+                let d = crate::codegen::Declaration::new(
+                    TokenStream::new(),
+                    format.clone(),
+                    encoding.clone(),
+                );
+                let items =
+                    crate::codegen::generate(&d, rt).map_err(|e| Error::plain(e.to_string()))?;
+                let v = value_type(decl.value);
+                conversions.extend(quote! {
+                    #items
+                    let #name: #format<#v> = #from.convert()?;
+                });
+            }
+            (
+                name,
+                ParamKind::Format {
+                    mutable: false,
+                    format,
+                    encoding: Box::new(encoding),
+                },
+                Some(c.from),
+            )
+        };
+        let (levels, slices, encoding) = match &kind {
+            ParamKind::Format { encoding, .. } => {
+                let mut e = (**encoding).clone().into_inner();
+                let slices = match e.dim_slices.take() {
+                    Some(s) => Some(static_slices(&s)?),
+                    None => None,
+                };
+                let (gens, ctxs) = crate::codegen::level_contexts(&e, rt, &quote!(#name), true)
+                    .map_err(|e| Error::plain(e.to_string()))?;
+                (gens.into_iter().zip(ctxs).collect(), slices, Some(e))
+            }
+            _ => (Vec::new(), None, None),
+        };
+        ops.push(Operand {
+            name,
+            kind,
+            converts,
+            levels,
+            slices,
+            encoding,
+        });
     }
     let mut cx = Cx {
-        k,
         p,
-        param_of,
+        ops,
         rt,
-        uses_index: std::cell::Cell::new(false),
         temp_ops: vec![None; p.temps],
         temp_appended: vec![false; p.temps],
+        snapshot: None,
     };
     collect_temps(&p.body, &mut cx.temp_ops, &mut cx.temp_appended);
-    let sparse_out = match (&k.params[out].kind, p.strategy) {
+    let out_t = p.kernel.output.tensor;
+    let sparse_out = match (&cx.ops[out_t].kind, p.strategy) {
         (_, Strategy::InPlace) => None,
         (ParamKind::Format { format, .. }, _) => Some(format.clone()),
         _ => return Err(Error::plain("a sparse output strategy for a dense output")),
@@ -118,7 +234,8 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         match &param.kind {
             ParamKind::Slice { mutable: true } => quote!(#name: &mut [#v]),
             ParamKind::Slice { mutable: false } => quote!(#name: &[#v]),
-            ParamKind::Scalar => quote!(#name: #v),
+            ParamKind::Scalar { mutable: true } => quote!(#name: &mut #v),
+            ParamKind::Scalar { mutable: false } => quote!(#name: #v),
             ParamKind::Format {
                 mutable: true,
                 format,
@@ -129,11 +246,23 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
     });
     let extents = cx.extents();
     let mut init = TokenStream::new();
+    let out_read = p.kernel.accesses.iter().any(|a| a.tensor == out_t);
+    if p.strategy == Strategy::InPlace && out_read && !p.kernel.accumulate {
+        // the output is cleared before the loops: the right-hand side reads a copy
+        let name = &cx.ops[out_t].name;
+        let snap = format_ident!("{}_input", name);
+        init.extend(match cx.ops[out_t].kind {
+            ParamKind::Scalar { .. } => quote!(let #snap = *#name;),
+            ParamKind::Slice { .. } => quote!(let #snap = #name.to_vec();),
+            ParamKind::Format { .. } => quote!(let #snap = #name.values.clone();),
+        });
+        cx.snapshot = Some(snap);
+    }
     let mut finish = TokenStream::new();
     match &sparse_out {
-        None => init.extend(cx.init_output()?),
+        None => init.extend(cx.init_output()),
         Some(format) => {
-            let v = value_type(k.params[out].value);
+            let v = value_type(p.kernel.value);
             let rank = usize_lit(p.kernel.output.indices.len());
             let o = &k.params[out].name;
             init.extend(quote!(let mut entries: ::std::vec::Vec<([usize; #rank], #v)> = ::std::vec::Vec::new();));
@@ -146,13 +275,39 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
                     let mut touched: ::std::vec::Vec<usize> = ::std::vec::Vec::new();
                 });
             }
+            let buffered_op = output_reduce(&p.body);
+            if p.strategy == Strategy::Buffer && !matches!(buffered_op, None | Some(ReduceOp::Sum))
+            {
+                // `from_coo` sums duplicates: combine them with the reduction first, in the
+                // order they were produced (a stable sort)
+                let c = combine_tokens(
+                    buffered_op.unwrap_or(ReduceOp::Sum),
+                    quote!(last.1),
+                    quote!(v),
+                );
+                finish.extend(quote! {
+                    entries.sort_by(|a, b| a.0.cmp(&b.0));
+                    let mut combined: ::std::vec::Vec<([usize; #rank], #v)> = ::std::vec::Vec::with_capacity(entries.len());
+                    for (c, v) in entries {
+                        match combined.last_mut() {
+                            Some(last) if last.0 == c => last.1 = #c,
+                            _ => combined.push((c, v)),
+                        }
+                    }
+                    let entries = combined;
+                });
+            }
             finish.extend(quote!(*#o = #format::from_coo(#o.dim_shape, entries)?;));
         }
     }
     let body = cx.stmts(&p.body)?;
     let name = &k.name;
     let vis = &k.vis;
-    let index = if cx.uses_index.get() {
+    let index = if cx
+        .ops
+        .iter()
+        .any(|o| o.levels.iter().any(|(_, l)| !l.lt.is_dense()))
+    {
         quote!(use #rt::Index as _;)
     } else {
         TokenStream::new()
@@ -170,6 +325,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         #vis fn #name(#(#params),*) -> ::core::result::Result<(), #rt::StorageError> {
             #index
             #extents
+            #conversions
             #init
             #rt::safety!("every position read lies in a segment of its level's positions and every stored coordinate is below its level size (`from_coo` builds such arrays, `from_raw_parts` validates them, `from_raw_parts_unchecked` makes it the caller's promise); every dense operand's size was checked against its indices' extents above.");
             unsafe {
@@ -199,6 +355,26 @@ fn collect_temps(body: &[Stmt], ops: &mut Vec<Option<ReduceOp>>, appended: &mut 
     }
 }
 
+/// The reduction a buffered output combines duplicates with.
+fn output_reduce(body: &[Stmt]) -> Option<ReduceOp> {
+    for s in body {
+        match s {
+            Stmt::Loop(l) => {
+                if let Some(op) = l.cases.iter().find_map(|c| output_reduce(&c.body)) {
+                    return Some(op);
+                }
+            }
+            Stmt::Compute {
+                target: Target::Buffer,
+                combine: Combine::Reduce(op),
+                ..
+            } => return Some(*op),
+            _ => {}
+        }
+    }
+    None
+}
+
 fn value_type(v: ValueType) -> TokenStream {
     match v {
         ValueType::F64 => quote!(f64),
@@ -210,6 +386,16 @@ fn value_type(v: ValueType) -> TokenStream {
 
 fn usize_lit(n: usize) -> Lit {
     Lit::usize_unsuffixed(n)
+}
+
+/// A Rust identifier for a loop variable's printable name (`i/2` → `i_div2`, `i%2` →
+/// `i_mod2`, `a.slot` → `a_slot`).
+fn ident_of(name: &str) -> Ident {
+    let s = name
+        .replace('/', "_div")
+        .replace('%', "_mod")
+        .replace(['.', '\''], "_");
+    format_ident!("{}", s)
 }
 
 impl Cx<'_> {
@@ -234,24 +420,25 @@ impl Cx<'_> {
             .output
             .indices
             .iter()
-            .map(|&ix| self.index_ident(ix));
+            .map(|&ix| self.index_expr(ix));
         quote!([#(#c),*])
     }
 
-    /// The parameter of kernel tensor `t`.
-    fn param(&self, t: usize) -> &KernelParam {
-        &self.k.params[self.param_of[t]]
-    }
-
     fn tensor_name(&self, t: usize) -> &Ident {
-        &self.param(t).name
+        &self.ops[t].name
     }
 
-    /// The size of dimension `d` of tensor `t` at run time.
+    /// The size of dimension `d` of tensor `t` at run time (a slice's size for a sliced
+    /// format).
     fn dim_size(&self, t: usize, d: usize) -> TokenStream {
-        let name = self.tensor_name(t);
+        let op = &self.ops[t];
+        let name = &op.name;
+        if let Some(s) = &op.slices {
+            let z = usize_lit(s[d].1);
+            return quote!(#z);
+        }
         let d = usize_lit(d);
-        match self.param(t).kind {
+        match op.kind {
             ParamKind::Slice { .. } => quote!(#name.len()),
             _ => quote!(#name.dim_shape[#d]),
         }
@@ -267,9 +454,14 @@ impl Cx<'_> {
                 let c = usize_lit(c);
                 quote!(#c)
             }
-            Extent::Index { index, .. } => {
+            Extent::Index { index, div: 1, .. } => {
                 let n = self.extent_ident(index);
                 quote!(#n)
+            }
+            Extent::Index { index, div, .. } => {
+                let n = self.extent_ident(index);
+                let div = usize_lit(div);
+                quote!((#n / #div))
             }
         }
     }
@@ -289,6 +481,8 @@ impl Cx<'_> {
         uses.extend(kern.accesses.iter().map(|a| (a.tensor, &a.indices[..])));
         let mut seen = Vec::new();
         for (t, indices) in uses {
+            // a conversion has the shape of the tensor it converts
+            let t = self.ops[t].converts.unwrap_or(t);
             for (d, &ix) in indices.iter().enumerate() {
                 if kern.indices[ix].source == (t, d) || seen.contains(&(t, d)) {
                     continue;
@@ -296,7 +490,7 @@ impl Cx<'_> {
                 seen.push((t, d));
                 let size = self.dim_size(t, d);
                 let n = self.extent_ident(ix);
-                let what = match self.param(t).kind {
+                let what = match self.ops[t].kind {
                     ParamKind::Slice { .. } => self.tensor_name(t).to_string(),
                     _ => format!("{} (dimension {d})", self.tensor_name(t)),
                 };
@@ -316,18 +510,31 @@ impl Cx<'_> {
 
     /// Clears the random-access output (unless `+=`), and its visited flags when a reduction
     /// other than a sum writes it.
-    fn init_output(&self) -> Result<TokenStream, Error> {
-        let out = self.output_values();
+    fn init_output(&self) -> TokenStream {
+        let t = self.p.kernel.output.tensor;
+        let name = self.tensor_name(t);
         let zero = self.zero();
         let mut s = TokenStream::new();
-        if !self.p.kernel.accumulate {
-            s.extend(quote!(#out.fill(#zero);));
-            if self.output_flags() {
-                let flags = self.flags_ident();
-                s.extend(quote!(let mut #flags = ::std::vec![false; #out.len()];));
+        if self.p.kernel.accumulate {
+            return s;
+        }
+        let flags = self.flags_ident();
+        match self.ops[t].kind {
+            ParamKind::Scalar { .. } => {
+                s.extend(quote!(*#name = #zero;));
+                if self.output_flags() {
+                    s.extend(quote!(let mut #flags = false;));
+                }
+            }
+            _ => {
+                let out = self.output_values();
+                s.extend(quote!(#out.fill(#zero);));
+                if self.output_flags() {
+                    s.extend(quote!(let mut #flags = ::std::vec![false; #out.len()];));
+                }
             }
         }
-        Ok(s)
+        s
     }
 
     fn flags_ident(&self) -> Ident {
@@ -346,20 +553,36 @@ impl Cx<'_> {
     fn output_values(&self) -> TokenStream {
         let t = self.p.kernel.output.tensor;
         let name = self.tensor_name(t);
-        match self.param(t).kind {
+        match self.ops[t].kind {
             ParamKind::Slice { .. } => quote!(#name),
             _ => quote!(#name.values),
         }
     }
 
     fn var_ident(&self, v: usize) -> Ident {
-        format_ident!("{}", self.p.levels.vars[v].name)
+        ident_of(&self.p.levels.vars[v].name)
     }
 
-    fn index_ident(&self, ix: usize) -> Ident {
+    /// The dimension coordinate of index `ix`: its loop variable, or `block * hi + lo`.
+    fn index_expr(&self, ix: usize) -> TokenStream {
         match self.p.levels.index_loops[ix] {
-            IndexLoops::Plain(v) | IndexLoops::Split { hi: v, .. } => self.var_ident(v),
+            IndexLoops::Plain(v) => {
+                let v = self.var_ident(v);
+                quote!(#v)
+            }
+            IndexLoops::Split { hi, lo, block } => {
+                let (hi, lo, b) = (self.var_ident(hi), self.var_ident(lo), usize_lit(block));
+                quote!((#b * #hi + #lo))
+            }
         }
+    }
+
+    /// The operand, level generator and context of iterator `it`.
+    fn level(&self, it: usize) -> (&Operand, &'static dyn LevelGen, &LevelCtx) {
+        let li = &self.p.levels.iters[it];
+        let op = &self.ops[self.p.kernel.accesses[li.access].tensor];
+        let (g, cx) = &op.levels[li.level];
+        (op, *g, cx)
     }
 
     fn pos_ident(&self, it: usize) -> Ident {
@@ -386,45 +609,107 @@ impl Cx<'_> {
         }
     }
 
-    fn format_level(&self, it: usize) -> Result<LevelFormat, Error> {
+    /// `p_next`: the end of the group of equal coordinates at a non-unique level.
+    fn next_ident(&self, it: usize) -> Ident {
+        format_ident!("{}_next", self.pos_ident(it))
+    }
+
+    /// Iterator `it` walks a non-unique level: its position is a group `p .. p_next`.
+    fn grouped(&self, it: usize) -> bool {
         let li = &self.p.levels.iters[it];
-        let t = self.p.kernel.accesses[li.access].tensor;
-        match &self.param(t).kind {
-            ParamKind::Format { encoding, .. } => {
-                if li.slice_dim.is_some() {
-                    return Err(unsupported("slices"));
-                }
-                let lt = encoding.lvl_types[li.level];
-                match lt.format {
-                    LevelFormat::Dense => Ok(LevelFormat::Dense),
-                    LevelFormat::Compressed if lt.is_unique() => Ok(LevelFormat::Compressed),
-                    _ => Err(unsupported(
-                        &format!("{:?} levels", lt.format).to_lowercase(),
-                    )),
+        li.iterate && !self.level(it).2.lt.is_unique()
+    }
+
+    /// The iterator of the parent level of `it`, `None` at level 0.
+    fn parent_iter(&self, it: usize) -> Option<usize> {
+        let li = &self.p.levels.iters[it];
+        let its = self.p.levels.access_iters[li.access].as_ref()?;
+        li.level.checked_sub(1).map(|l| its[l])
+    }
+
+    /// The segment `(lo, hi)` of iterator `it` under its parent's position (or group).
+    fn segment(&self, it: usize) -> TokenStream {
+        let (_, g, cx) = self.level(it);
+        match self.parent_iter(it) {
+            None => g.segment(cx, quote!(0usize)),
+            Some(pit) => {
+                let pp = self.pos_ident(pit);
+                if self.grouped(pit) {
+                    let next = self.next_ident(pit);
+                    let first = g.segment(cx, quote!(#pp));
+                    let last = g.segment(cx, quote!((#next - 1)));
+                    quote!({
+                        let (lo, _) = #first;
+                        let (_, hi) = #last;
+                        (lo, hi)
+                    })
+                } else {
+                    g.segment(cx, quote!(#pp))
                 }
             }
-            _ => Err(Error::plain("an iterated operand is a storage struct")),
         }
     }
 
-    /// The position of the parent of iterator `it`, `None` at level 0 (the root position 0).
-    fn parent(&self, it: usize) -> Option<Ident> {
+    /// `(offset, size, stride)` of the slice iterator `it` reads, if any.
+    fn slice_of(&self, it: usize) -> Option<(usize, usize, usize)> {
         let li = &self.p.levels.iters[it];
-        let its = self.p.levels.access_iters[li.access].as_ref()?;
-        li.level.checked_sub(1).map(|l| self.pos_ident(its[l]))
+        let d = li.slice_dim?;
+        let (op, _, _) = self.level(it);
+        op.slices.as_ref().map(|s| s[d])
     }
 
-    /// `let a_p1 = a_p0 * a.lvl_sizes[1] + j;` for a dense level at the loop variable's
-    /// coordinate.
-    fn dense_pos(&self, it: usize) -> TokenStream {
+    /// `let p = parent * size + c;` for a located level at its loop variable's coordinate (a
+    /// full, locatable level: position `parent * size + coordinate`).
+    fn locate(&self, it: usize) -> TokenStream {
         let li = &self.p.levels.iters[it];
         let p = self.pos_ident(it);
         let c = self.var_ident(li.var);
-        let t = self.tensor_name(self.p.kernel.accesses[li.access].tensor);
-        let l = usize_lit(li.level);
-        match self.parent(it) {
+        let c = match self.slice_of(it) {
+            None | Some((0, _, 1)) => quote!(#c),
+            Some((o, _, 1)) => {
+                let o = usize_lit(o);
+                quote!((#o + #c))
+            }
+            Some((o, _, s)) => {
+                let (o, s) = (usize_lit(o), usize_lit(s));
+                quote!((#o + #c * #s))
+            }
+        };
+        let size = &self.level(it).2.size;
+        match self.parent_iter(it) {
             None => quote!(let #p = #c;),
-            Some(parent) => quote!(let #p = #parent * #t.lvl_sizes[#l] + #c;),
+            Some(pit) => {
+                let parent = self.pos_ident(pit);
+                quote!(let #p = #parent * #size + #c;)
+            }
+        }
+    }
+
+    /// The stored coordinate at position expression `at`, as `usize`.
+    fn read(&self, it: usize, at: TokenStream) -> TokenStream {
+        let (_, _, cx) = self.level(it);
+        cx.read_crd(&cx.base, &at)
+    }
+
+    /// `raw` (a stored coordinate) is in the slice `(offset, size, stride)`.
+    fn member(raw: &TokenStream, (o, z, s): (usize, usize, usize)) -> TokenStream {
+        let (ol, zl, sl) = (usize_lit(o), usize_lit(z), usize_lit(s));
+        match (o, s) {
+            (0, 1) => quote!(#raw < #zl),
+            (0, _) => quote!(#raw % #sl == 0 && #raw / #sl < #zl),
+            (_, 1) => quote!(#raw >= #ol && #raw - #ol < #zl),
+            _ => quote!(#raw >= #ol && (#raw - #ol) % #sl == 0 && (#raw - #ol) / #sl < #zl),
+        }
+    }
+
+    /// The slice coordinate of a stored coordinate `raw` in the slice.
+    fn in_slice(raw: TokenStream, (o, _, s): (usize, usize, usize)) -> TokenStream {
+        let (ol, sl) = (usize_lit(o), usize_lit(s));
+        match (o, s) {
+            (0, 1) => raw,
+            (0, _) => quote!(#raw / #sl),
+            (_, 1) => quote!(#raw - #ol),
+            _ => quote!((#raw - #ol) / #sl),
         }
     }
 
@@ -439,10 +724,7 @@ impl Cx<'_> {
     fn stmt(&self, s: &Stmt) -> Result<TokenStream, Error> {
         Ok(match s {
             Stmt::Loop(l) => self.loop_(l)?,
-            Stmt::Locate(it) => match self.format_level(*it)? {
-                LevelFormat::Dense => self.dense_pos(*it),
-                _ => return Err(unsupported("locating in a compressed level")),
-            },
+            Stmt::Locate(it) => self.locate(*it),
             Stmt::InitTemp(t) => {
                 let name = format_ident!("t{}", *t);
                 let zero = self.zero();
@@ -483,11 +765,6 @@ impl Cx<'_> {
                         }
                     }
                     Target::Append | Target::Buffer => {
-                        if matches!(combine, Combine::Reduce(op) if *op != ReduceOp::Sum)
-                            && *target == Target::Buffer
-                        {
-                            return Err(unsupported("buffered outputs combined by min, max, prod or a bitwise reduction"));
-                        }
                         let c = self.out_coords();
                         quote!(entries.push((#c, #v));)
                     }
@@ -550,42 +827,45 @@ impl Cx<'_> {
 
     fn store_output(&self, combine: Combine, v: TokenStream) -> Result<TokenStream, Error> {
         let kern = &self.p.kernel;
-        let out = self.output_values();
         let t = kern.output.tensor;
-        let at = match &self.param(t).kind {
-            ParamKind::Slice { .. } => {
-                let c = self.index_ident(kern.output.indices[0]);
-                quote!(#c)
+        let name = self.tensor_name(t);
+        let out = self.output_values();
+        let (slot, flag) = match &self.ops[t].kind {
+            ParamKind::Scalar { .. } => {
+                let flags = self.flags_ident();
+                (quote!(*#name), quote!(#flags))
             }
-            ParamKind::Format { encoding, .. } => {
-                self.dense_flat(t, encoding, &kern.output.indices)?
+            kind => {
+                let at = match kind {
+                    ParamKind::Slice { .. } => self.index_expr(kern.output.indices[0]),
+                    _ => self.dense_flat(t, &kern.output.indices)?,
+                };
+                let flags = self.flags_ident();
+                (
+                    quote!(*#out.get_unchecked_mut(#at)),
+                    quote!(*#flags.get_unchecked_mut(#at)),
+                )
             }
-            ParamKind::Scalar => return Err(unsupported("0-d outputs")),
         };
-        let slot = quote!(*#out.get_unchecked_mut(#at));
         Ok(match combine {
             Combine::Assign => quote!(#slot = #v;),
             Combine::Reduce(ReduceOp::Sum) => quote!(#slot += #v;),
             Combine::Reduce(op) if !self.output_flags() => {
-                let c = combine_assign(op, quote!(*__slot), quote!(__v));
+                let c = combine_assign(op, quote!(#slot), quote!(__v));
                 quote! {
                     let __v = #v;
-                    let __slot = #out.get_unchecked_mut(#at);
                     #c
                 }
             }
             Combine::Reduce(op) => {
-                let flags = self.flags_ident();
-                let c = combine_assign(op, quote!(*__slot), quote!(__v));
+                let c = combine_assign(op, quote!(#slot), quote!(__v));
                 quote! {
                     let __v = #v;
-                    let __slot = #out.get_unchecked_mut(#at);
-                    let __seen = #flags.get_unchecked_mut(#at);
-                    if *__seen {
+                    if #flag {
                         #c
                     } else {
-                        *__slot = __v;
-                        *__seen = true;
+                        #slot = __v;
+                        #flag = true;
                     }
                 }
             }
@@ -593,25 +873,47 @@ impl Cx<'_> {
     }
 
     /// The flat position of a random-access (all-dense) storage at the coordinates of
-    /// `indices`: levels in order, each `parent * lvl_sizes[l] + coordinate` (the map must be
-    /// a permutation).
-    fn dense_flat(
-        &self,
-        t: usize,
-        encoding: &sparse_ir::verify::VerifiedEncoding,
-        indices: &[usize],
-    ) -> Result<TokenStream, Error> {
-        let name = self.tensor_name(t);
+    /// `indices`: levels in order, each `parent * level size + level coordinate`, the level
+    /// coordinate `d`, `d floordiv b` or `d mod b` of a dimension coordinate.
+    fn dense_flat(&self, t: usize, indices: &[usize]) -> Result<TokenStream, Error> {
+        let op = &self.ops[t];
+        let Some(e) = &op.encoding else {
+            return Err(Error::plain("a dense storage without its encoding"));
+        };
         let mut at: Option<TokenStream> = None;
-        for (l, r) in encoding.dim_to_lvl.results.iter().enumerate() {
-            let AffineExpr::Var(d) = r else {
-                return Err(unsupported("dense operands with a non-permutation map"));
+        for (l, r) in e.dim_to_lvl.results.iter().enumerate() {
+            let block = |a: &AffineExpr, b: &AffineExpr| -> Option<(usize, usize)> {
+                Some((a.as_var()?, usize::try_from(b.as_constant()?).ok()?))
             };
-            let c = self.index_ident(indices[*d]);
-            let l = usize_lit(l);
+            let c = match r {
+                AffineExpr::Var(d) => self.index_expr(indices[*d]),
+                AffineExpr::FloorDiv(a, b) | AffineExpr::Mod(a, b) => {
+                    let Some((d, b)) = block(a, b) else {
+                        return Err(unsupported("dense operands with this map"));
+                    };
+                    let hi = matches!(r, AffineExpr::FloorDiv(..));
+                    match self.p.levels.index_loops[indices[d]] {
+                        IndexLoops::Split { hi: h, lo, block } if block == b => {
+                            let v = self.var_ident(if hi { h } else { lo });
+                            quote!(#v)
+                        }
+                        _ => {
+                            let x = self.index_expr(indices[d]);
+                            let b = usize_lit(b);
+                            if hi {
+                                quote!((#x / #b))
+                            } else {
+                                quote!((#x % #b))
+                            }
+                        }
+                    }
+                }
+                _ => return Err(unsupported("dense operands with this map")),
+            };
+            let size = &op.levels[l].1.size;
             at = Some(match at {
-                None => quote!(#c),
-                Some(p) => quote!(#p * #name.lvl_sizes[#l] + #c),
+                None => c,
+                Some(p) => quote!(#p * #size + #c),
             });
         }
         Ok(at.unwrap_or_else(|| quote!(0)))
@@ -619,78 +921,66 @@ impl Cx<'_> {
 
     fn loop_(&self, l: &Loop) -> Result<TokenStream, Error> {
         let c = self.var_ident(l.var);
-        if l.driver == Driver::Merge && l.iters.len() > 1 {
-            return self.merge(l);
+        let n = self.extent(l.var);
+        if l.iters.is_empty() {
+            let [case] = &l.cases[..] else {
+                return Err(Error::plain("several cases without iterators"));
+            };
+            let body = self.stmts(&case.body)?;
+            return Ok(quote! {
+                for #c in 0..#n {
+                    #body
+                }
+            });
         }
-        let [case] = &l.cases[..] else {
-            return Err(unsupported("several cases in a dense range"));
-        };
-        let body = self.stmts(&case.body)?;
-        match l.driver {
-            Driver::Range => {
-                let mut pos = TokenStream::new();
-                for &it in &l.iters {
-                    match self.format_level(it)? {
-                        LevelFormat::Dense => pos.extend(self.dense_pos(it)),
-                        _ => return Err(unsupported("sparse iterators inside dense ranges")),
-                    }
-                }
-                let n = self.extent(l.var);
-                Ok(quote! {
-                    for #c in 0..#n {
-                        #pos
-                        #body
-                    }
-                })
-            }
-            Driver::Merge => {
-                let [it] = &l.iters[..] else {
-                    return Err(unsupported("merges of several iterators"));
-                };
-                let it = *it;
-                let li = &self.p.levels.iters[it];
-                let p = self.pos_ident(it);
-                let t = self.tensor_name(self.p.kernel.accesses[li.access].tensor);
-                match self.format_level(it)? {
-                    LevelFormat::Compressed => {
-                        let pos = format_ident!("pos_{}", li.level);
-                        let crd = format_ident!("crd_{}", li.level);
-                        let (lo, hi) = match self.parent(it) {
-                            None => (quote!(0), quote!(1)),
-                            Some(parent) => (quote!(#parent), quote!(#parent + 1)),
-                        };
-                        self.uses_index.set(true);
-                        let begin = format_ident!("{}_begin", p);
-                        let end = format_ident!("{}_end", p);
-                        Ok(quote! {
-                            let #begin = #t.#pos.get_unchecked(#lo).index();
-                            let #end = #t.#pos.get_unchecked(#hi).index();
-                            for #p in #begin..#end {
-                                let #c = #t.#crd.get_unchecked(#p).index();
-                                #body
-                            }
-                        })
-                    }
-                    _ => {
-                        let n = self.extent(l.var);
-                        let pos = self.dense_pos(it);
-                        Ok(quote! {
-                            for #c in 0..#n {
-                                #pos
-                                #body
-                            }
-                        })
-                    }
-                }
+        if let ([it], [case], Driver::Merge) = (&l.iters[..], &l.cases[..], l.driver) {
+            if self.slice_of(*it).is_none() {
+                return self.single(*it, l.var, &case.body);
             }
         }
+        self.coiterate(l)
     }
 
-    /// A two-pointer (k-way) merge over ordered compressed levels (TACO's merge loop): the
-    /// smallest coordinate first; the first case whose iterators all stand there runs; every
-    /// iterator standing there advances. Ends when no case can be met (an exhausted iterator
-    /// reads `usize::MAX`, above every coordinate).
-    fn merge(&self, l: &Loop) -> Result<TokenStream, Error> {
+    /// One iterator over its segment (no merge): a `for` over the positions, or, at a
+    /// non-unique level, a `while` over groups of equal coordinates.
+    fn single(&self, it: usize, var: usize, body: &[Stmt]) -> Result<TokenStream, Error> {
+        let c = self.var_ident(var);
+        let p = self.pos_ident(it);
+        let seg = self.segment(it);
+        let body = self.stmts(body)?;
+        let read = self.read(it, quote!(#p));
+        if !self.grouped(it) {
+            return Ok(quote! {
+                let (lo, hi) = #seg;
+                for #p in lo..hi {
+                    let #c = #read;
+                    #body
+                }
+            });
+        }
+        let next = self.next_ident(it);
+        let read_next = self.read(it, quote!(#next));
+        let end = format_ident!("{}_end", p);
+        Ok(quote! {
+            let (mut #p, #end) = #seg;
+            while #p < #end {
+                let #c = #read;
+                let mut #next = #p + 1;
+                while #next < #end && #read_next == #c {
+                    #next += 1;
+                }
+                #body
+                #p = #next;
+            }
+        })
+    }
+
+    /// Co-iteration (TACO's merge loop): over a dense range (every coordinate, iterators
+    /// tested against it) or a merge (the smallest coordinate where an iterator stands); the
+    /// first case whose iterators all stand there runs; every iterator standing there
+    /// advances. A merge ends when no case can be met (an exhausted iterator reads
+    /// `usize::MAX`, above every coordinate).
+    fn coiterate(&self, l: &Loop) -> Result<TokenStream, Error> {
         let c = self.var_ident(l.var);
         let mut setup = TokenStream::new();
         let mut reads = TokenStream::new();
@@ -698,31 +988,63 @@ impl Cx<'_> {
         let mut alive = Vec::new();
         let mut crd_of = Vec::new();
         for &it in &l.iters {
-            if self.format_level(it)? != LevelFormat::Compressed {
-                return Err(unsupported("merges over levels other than compressed"));
-            }
-            self.uses_index.set(true);
             let li = &self.p.levels.iters[it];
+            if !li.iterate {
+                return Err(Error::plain("a located level co-iterated"));
+            }
             let p = self.pos_ident(it);
-            let t = self.tensor_name(self.p.kernel.accesses[li.access].tensor);
-            let pos = format_ident!("pos_{}", li.level);
-            let crd = format_ident!("crd_{}", li.level);
             let end = format_ident!("{}_end", p);
             let at = format_ident!("{}_{}", c, p);
-            let (lo, hi) = match self.parent(it) {
-                None => (quote!(0), quote!(1)),
-                Some(parent) => (quote!(#parent), quote!(#parent + 1)),
+            let seg = self.segment(it);
+            let raw = self.read(it, quote!(#p));
+            let slice = self.slice_of(it);
+            let settle = match slice {
+                None => TokenStream::new(),
+                Some(s) => {
+                    let raw_p = self.read(it, quote!(#p));
+                    let m = Self::member(&quote!(__raw), s);
+                    quote! {
+                        while #p < #end {
+                            let __raw = #raw_p;
+                            if #m {
+                                break;
+                            }
+                            #p += 1;
+                        }
+                    }
+                }
             };
             setup.extend(quote! {
-                let mut #p = #t.#pos.get_unchecked(#lo).index();
-                let #end = #t.#pos.get_unchecked(#hi).index();
+                let (mut #p, #end) = #seg;
+                #settle
             });
+            let crd = match slice {
+                None => raw.clone(),
+                Some(s) => Self::in_slice(quote!((#raw)), s),
+            };
             reads.extend(quote! {
-                let #at = if #p < #end { #t.#crd.get_unchecked(#p).index() } else { usize::MAX };
+                let #at = if #p < #end { #crd } else { usize::MAX };
             });
+            let step = if self.grouped(it) {
+                let next = self.next_ident(it);
+                let read_next = self.read(it, quote!(#next));
+                reads.extend(quote! {
+                    let mut #next = #p + 1;
+                    if #p < #end {
+                        let __raw = #raw;
+                        while #next < #end && #read_next == __raw {
+                            #next += 1;
+                        }
+                    }
+                });
+                quote!(#p = #next;)
+            } else {
+                quote!(#p += 1;)
+            };
             advance.extend(quote! {
                 if #at == #c {
-                    #p += 1;
+                    #step
+                    #settle
                 }
             });
             alive.push((it, quote!(#p < #end)));
@@ -733,6 +1055,7 @@ impl Cx<'_> {
         };
         let mut cond = Vec::new();
         let mut branches = Vec::new();
+        let mut otherwise = None;
         for case in &l.cases {
             // a case implied by a case over fewer iterators adds nothing to the condition
             let implied = l.cases.iter().any(|o| {
@@ -747,28 +1070,52 @@ impl Cx<'_> {
                     quote!((#(#live)&&*))
                 });
             }
+            let body = self.stmts(&case.body)?;
+            if case.iters.is_empty() {
+                otherwise = Some(body);
+                break;
+            }
             let here: Vec<TokenStream> = case
                 .iters
                 .iter()
                 .filter_map(|&i| crd_of.iter().find(|(j, _)| *j == i).map(|(_, a)| a))
                 .map(|a| quote!(#a == #c))
                 .collect();
-            let body = self.stmts(&case.body)?;
             branches.push(quote!(if #(#here)&&* { #body }));
         }
-        let crds: Vec<&Ident> = crd_of.iter().map(|(_, a)| a).collect();
-        let (first, rest) = crds
-            .split_first()
-            .ok_or_else(|| Error::plain("an empty merge"))?;
-        Ok(quote! {
-            #setup
-            while #(#cond)||* {
-                #reads
-                let #c = #first #(.min(#rest))*;
-                #(#branches)else*
-                #advance
+        let dispatch = match otherwise {
+            Some(body) if branches.is_empty() => body,
+            Some(body) => quote!(#(#branches)else* else { #body }),
+            None => quote!(#(#branches)else*),
+        };
+        match l.driver {
+            Driver::Range => {
+                let n = self.extent(l.var);
+                Ok(quote! {
+                    #setup
+                    for #c in 0..#n {
+                        #reads
+                        #dispatch
+                        #advance
+                    }
+                })
             }
-        })
+            Driver::Merge => {
+                let crds: Vec<&Ident> = crd_of.iter().map(|(_, a)| a).collect();
+                let (first, rest) = crds
+                    .split_first()
+                    .ok_or_else(|| Error::plain("an empty merge"))?;
+                Ok(quote! {
+                    #setup
+                    while #(#cond)||* {
+                        #reads
+                        let #c = #first #(.min(#rest))*;
+                        #dispatch
+                        #advance
+                    }
+                })
+            }
+        }
     }
 
     fn expr(&self, e: &Expr) -> Result<TokenStream, Error> {
@@ -841,24 +1188,46 @@ impl Cx<'_> {
         let acc = &self.p.kernel.accesses[a];
         let name = self.tensor_name(acc.tensor);
         if let Some(its) = &self.p.levels.access_iters[a] {
-            let p = match its.last() {
+            return Ok(match its.last() {
+                Some(&last) if self.grouped(last) => {
+                    // a group of duplicates at the last level: their sum
+                    let p = self.pos_ident(last);
+                    let next = self.next_ident(last);
+                    let zero = self.zero();
+                    quote!({
+                        let mut __s = #zero;
+                        for __q in #p..#next {
+                            __s += *#name.values.get_unchecked(__q);
+                        }
+                        __s
+                    })
+                }
                 Some(&last) => {
                     let p = self.pos_ident(last);
-                    quote!(#p)
+                    quote!(*#name.values.get_unchecked(#p))
                 }
-                None => quote!(0),
-            };
-            return Ok(quote!(*#name.values.get_unchecked(#p)));
+                None => quote!(*#name.values.get_unchecked(0)),
+            });
         }
-        Ok(match &self.param(acc.tensor).kind {
-            ParamKind::Scalar => quote!(#name),
-            ParamKind::Slice { .. } => {
-                let c = self.index_ident(acc.indices[0]);
-                quote!(*#name.get_unchecked(#c))
+        let snapshot = self
+            .snapshot
+            .as_ref()
+            .filter(|_| acc.tensor == self.p.kernel.output.tensor);
+        Ok(match (&self.ops[acc.tensor].kind, snapshot) {
+            (ParamKind::Scalar { .. }, Some(snap)) => quote!(#snap),
+            (ParamKind::Scalar { mutable: false }, None) => quote!(#name),
+            (ParamKind::Scalar { mutable: true }, None) => quote!(*#name),
+            (ParamKind::Slice { .. }, snap) => {
+                let c = self.index_expr(acc.indices[0]);
+                let from = snap.unwrap_or(name);
+                quote!(*#from.get_unchecked(#c))
             }
-            ParamKind::Format { encoding, .. } => {
-                let at = self.dense_flat(acc.tensor, encoding, &acc.indices)?;
-                quote!(*#name.values.get_unchecked(#at))
+            (ParamKind::Format { .. }, snap) => {
+                let at = self.dense_flat(acc.tensor, &acc.indices)?;
+                match snap {
+                    Some(snap) => quote!(*#snap.get_unchecked(#at)),
+                    None => quote!(*#name.values.get_unchecked(#at)),
+                }
             }
         })
     }

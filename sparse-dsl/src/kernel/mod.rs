@@ -18,8 +18,11 @@ pub enum ParamKind {
         /// `&mut`.
         mutable: bool,
     },
-    /// `T` by value: a 0-d operand.
-    Scalar,
+    /// `T` by value (an input) or `&mut T` (the output): a 0-d operand.
+    Scalar {
+        /// `&mut`.
+        mutable: bool,
+    },
     /// `&Fmt<T>` or `&mut Fmt<T>`: a storage struct declared in the same block.
     Format {
         /// `&mut`.
@@ -64,7 +67,7 @@ impl KernelDecl {
             .map(|p| {
                 let (shape, encoding) = match &p.kind {
                     ParamKind::Slice { .. } => (vec![None], None),
-                    ParamKind::Scalar => (Vec::new(), None),
+                    ParamKind::Scalar { .. } => (Vec::new(), None),
                     ParamKind::Format { encoding, .. } => {
                         (vec![None; encoding.dim_rank()], Some((**encoding).clone()))
                     }
