@@ -171,6 +171,7 @@ fn rust_text(statement: &str, decls: &[TensorDecl], program: &Program) -> Result
                     mutable,
                     format: ident(&format)?,
                     encoding: Box::new(encoding),
+                    shape: None,
                 }
             }
         };

@@ -275,7 +275,7 @@ fn expand(decls: Declarations) -> TokenStream {
         Some(all) => all.combine(e),
         None => errors = Some(e),
     };
-    let mut formats: Vec<(Ident, VerifiedEncoding)> = Vec::new();
+    let mut formats: Vec<Format> = Vec::new();
     for d in decls.0 {
         let (text, to_error): (String, ToError) = match d.encoding {
             EncodingSource::Literal(lit) => {
@@ -322,7 +322,11 @@ fn expand(decls: Declarations) -> TokenStream {
                     }
                 };
                 decl.attrs = d.attrs.iter().map(|a| a.to_token_stream()).collect();
-                formats.push((decl.name.clone(), decl.encoding.clone()));
+                formats.push((
+                    decl.name.clone(),
+                    decl.encoding.clone(),
+                    decl.static_shape.clone(),
+                ));
                 match generate(&decl, &rt) {
                     Ok(tokens) => out.extend(tokens),
                     Err(e) => add_error(syn::Error::new(d.name.span(), e.to_string())),
@@ -341,6 +345,9 @@ fn expand(decls: Declarations) -> TokenStream {
     }
     out
 }
+
+/// A declared format: its name, encoding and static shape (tensor-type declarations).
+type Format = (Ident, VerifiedEncoding, Option<Vec<Option<u64>>>);
 
 /// The value type named by `ty` (`f64`, `f32`, `i64`, `i32`).
 fn value_type(ty: &syn::Type) -> syn::Result<ValueType> {
@@ -362,11 +369,7 @@ fn value_type(ty: &syn::Type) -> syn::Result<ValueType> {
 
 /// One kernel parameter: `&[T]`, `&mut [T]`, `&Fmt<T>`, `&mut Fmt<T>`, `T` or `&mut T` (a 0-d
 /// output).
-fn kernel_param(
-    name: Ident,
-    ty: &syn::Type,
-    formats: &[(Ident, VerifiedEncoding)],
-) -> syn::Result<KernelParam> {
+fn kernel_param(name: Ident, ty: &syn::Type, formats: &[Format]) -> syn::Result<KernelParam> {
     let expected = "expected `&[T]`, `&mut [T]`, `&Format<T>`, `&mut Format<T>` (a format declared in this block) or `T` (`&mut T` for the output) for a 0-d operand";
     let syn::Type::Reference(r) = ty else {
         let value = value_type(ty).map_err(|_| syn::Error::new_spanned(ty, expected))?;
@@ -392,7 +395,8 @@ fn kernel_param(
         }),
         syn::Type::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
             let seg = &p.path.segments[0];
-            let Some((_, encoding)) = formats.iter().find(|(f, _)| *f == seg.ident) else {
+            let Some((_, encoding, shape)) = formats.iter().find(|(f, _, _)| *f == seg.ident)
+            else {
                 return Err(syn::Error::new_spanned(
                     &seg.ident,
                     format!("unknown format `{}`: declare it in this block", seg.ident),
@@ -410,6 +414,7 @@ fn kernel_param(
                     mutable,
                     format: seg.ident.clone(),
                     encoding: Box::new(encoding.clone()),
+                    shape: shape.clone(),
                 },
                 value: value_type(v)?,
             })
@@ -420,11 +425,7 @@ fn kernel_param(
 
 /// Compiles one kernel item: the statement rendered to text (spans kept), the parameters
 /// resolved against the formats of the block; a sparsifier error at the offending tokens.
-fn kernel(
-    k: RawKernel,
-    formats: &[(Ident, VerifiedEncoding)],
-    rt: &TokenStream,
-) -> syn::Result<TokenStream> {
+fn kernel(k: RawKernel, formats: &[Format], rt: &TokenStream) -> syn::Result<TokenStream> {
     let params = k
         .params
         .iter()

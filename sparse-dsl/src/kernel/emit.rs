@@ -187,6 +187,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
                     mutable: false,
                     format,
                     encoding: Box::new(encoding),
+                    shape: None,
                 },
                 Some(c.from),
             )

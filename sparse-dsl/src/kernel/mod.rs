@@ -31,6 +31,9 @@ pub enum ParamKind {
         format: Ident,
         /// Its verified encoding.
         encoding: Box<VerifiedEncoding>,
+        /// The static dimension sizes of a tensor-type declaration (`tensor<4x?xf64, ...>`
+        /// gives `[Some(4), None]`); `None` for a bare encoding.
+        shape: Option<Vec<Option<u64>>>,
     },
 }
 
@@ -60,7 +63,7 @@ pub struct KernelDecl {
 
 impl KernelDecl {
     /// The sparsifier's tensor declarations of the parameters (dimension sizes known at run
-    /// time; a slice has rank 1, a scalar rank 0).
+    /// time unless a tensor-type declaration fixes them; a slice has rank 1, a scalar rank 0).
     pub fn tensor_decls(&self) -> Vec<TensorDecl> {
         self.params
             .iter()
@@ -68,8 +71,17 @@ impl KernelDecl {
                 let (shape, encoding) = match &p.kind {
                     ParamKind::Slice { .. } => (vec![None], None),
                     ParamKind::Scalar { .. } => (Vec::new(), None),
-                    ParamKind::Format { encoding, .. } => {
-                        (vec![None; encoding.dim_rank()], Some((**encoding).clone()))
+                    ParamKind::Format {
+                        encoding, shape, ..
+                    } => {
+                        let dims = match shape {
+                            Some(s) => s
+                                .iter()
+                                .map(|d| d.and_then(|d| usize::try_from(d).ok()))
+                                .collect(),
+                            None => vec![None; encoding.dim_rank()],
+                        };
+                        (dims, Some((**encoding).clone()))
                     }
                 };
                 TensorDecl {
