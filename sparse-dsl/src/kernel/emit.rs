@@ -223,6 +223,18 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         snapshot: None,
     };
     collect_temps(&p.body, &mut cx.temp_ops, &mut cx.temp_appended);
+    // a parameter must not be shadowed by a variable of the generated loops
+    let locals = cx.locals();
+    if let Some(param) = k
+        .params
+        .iter()
+        .find(|q| locals.contains(&q.name.to_string()))
+    {
+        return Err(Error::plain(format!(
+            "the parameter `{}` has the name of a variable of the generated loops (an index, a position, an extent or a buffer); rename it",
+            param.name
+        )));
+    }
     let out_t = p.kernel.output.tensor;
     let sparse_out = match (&cx.ops[out_t].kind, p.strategy) {
         (_, Strategy::InPlace) => None,
@@ -400,6 +412,58 @@ fn ident_of(name: &str) -> Ident {
 }
 
 impl Cx<'_> {
+    /// Every name the generated function binds besides its parameters.
+    fn locals(&self) -> std::collections::BTreeSet<String> {
+        let mut out: std::collections::BTreeSet<String> = [
+            "lo",
+            "hi",
+            "entries",
+            "workspace",
+            "visited",
+            "touched",
+            "combined",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let vars: Vec<Ident> = (0..self.p.levels.vars.len())
+            .map(|v| self.var_ident(v))
+            .collect();
+        for v in &vars {
+            out.insert(v.to_string());
+        }
+        for ix in 0..self.p.kernel.indices.len() {
+            out.insert(self.extent_ident(ix).to_string());
+        }
+        for it in 0..self.p.levels.iters.len() {
+            let p = self.pos_ident(it);
+            out.insert(format!("{p}_end"));
+            out.insert(format!("{p}_next"));
+            for v in &vars {
+                out.insert(format!("{v}_{p}"));
+            }
+            out.insert(p.to_string());
+        }
+        for t in 0..self.p.temps {
+            out.insert(format!("t{t}"));
+            out.insert(format!("t{t}_visited"));
+        }
+        for op in &self.ops {
+            if op.converts.is_some() {
+                out.insert(op.name.to_string());
+                if let ParamKind::Format { format, .. } = &op.kind {
+                    out.insert(format.to_string());
+                }
+            }
+        }
+        out.insert(self.flags_ident().to_string());
+        out.insert(format!(
+            "{}_input",
+            self.tensor_name(self.p.kernel.output.tensor)
+        ));
+        out
+    }
+
     fn zero(&self) -> TokenStream {
         if self.p.kernel.value.is_integer() {
             quote!(0)
