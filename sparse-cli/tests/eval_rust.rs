@@ -97,15 +97,16 @@ pub fn kernel(
     unsafe {
         for i in 0..n_i {
             let a_p0 = i;
+            let mut t0 = 0.0;
             let (lo, hi) = (
                 A.pos_1.get_unchecked(a_p0).index(),
                 A.pos_1.get_unchecked(a_p0 + 1).index(),
             );
             for a_p1 in lo..hi {
                 let j = A.crd_1.get_unchecked(a_p1).index();
-                *y.get_unchecked_mut(i)
-                    += *A.values.get_unchecked(a_p1) * *x.get_unchecked(j);
+                t0 += *A.values.get_unchecked(a_p1) * *x.get_unchecked(j);
             }
+            *y.get_unchecked_mut(i) += t0;
         }
     }
     ::core::result::Result::Ok(())

@@ -424,6 +424,27 @@ impl Builder<'_> {
             (self.target, self.combine) = saved;
             return Ok(body);
         }
+        // a sum into the random-access output over reduced variables only: accumulate in a
+        // register and store once (MLIR's scalarized reduction, `iter_args`)
+        if strategy == Strategy::InPlace
+            && self.target == Target::Output
+            && self.combine == Combine::Reduce(ReduceOp::Sum)
+            && d < nest.len()
+            && nest[d..].iter().all(|v| red_vars.contains(v))
+        {
+            let t = self.temps;
+            self.temps += 1;
+            self.target = Target::Temp(t);
+            let mut body = vec![Stmt::InitTemp(t)];
+            body.extend(self.nest(e, nest, d, Strategy::InPlace, red_vars, top_op)?);
+            self.target = Target::Output;
+            body.push(Stmt::Compute {
+                target: Target::Output,
+                combine: Combine::Reduce(ReduceOp::Sum),
+                expr: Expr::Temp(t),
+            });
+            return Ok(body);
+        }
         if let Strategy::Workspace { var } = strategy {
             if nest[d..].iter().all(|v| red_vars.contains(v) || *v == var) {
                 let mut body = vec![Stmt::Expand];

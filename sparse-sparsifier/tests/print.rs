@@ -39,7 +39,7 @@ fn csr_spmv() {
     ];
     assert_eq!(
         loops("y(i) = A(i,j) * x(j)", &d),
-        "# y(i) = sum(j, A(i,j) * x(j))\n# order: i, j; output y: in place\nfor i in 0..2:\n  locate A.0 at i\n  for j in A.1:\n    y(i) += A(i,j) * x(j)\n"
+        "# y(i) = sum(j, A(i,j) * x(j))\n# order: i, j; output y: in place\nfor i in 0..2:\n  locate A.0 at i\n  t0 = none\n  for j in A.1:\n    t0 += A(i,j) * x(j)\n  y(i) += t0\n"
     );
 }
 
@@ -82,7 +82,7 @@ fn sparse_dot_intersects() {
     ];
     assert_eq!(
         loops("s = a(i) * b(i)", &d),
-        "# s = sum(i, a(i) * b(i))\n# order: i; output s: in place\nmerge i over a.0, b.0:\n  case a.0 & b.0:\n    s += a(i) * b(i)\n"
+        "# s = sum(i, a(i) * b(i))\n# order: i; output s: in place\nt0 = none\nmerge i over a.0, b.0:\n  case a.0 & b.0:\n    t0 += a(i) * b(i)\ns += t0\n"
     );
 }
 
