@@ -186,6 +186,7 @@ fn rust_text(statement: &str, decls: &[TensorDecl], program: &Program) -> Result
         name: ident("kernel")?,
         params,
         statement: statement.to_string(),
+        method: None,
     };
     let code = expand_kernel_to_string(&k, &quote::quote!(::sparse::runtime))
         .map_err(|e| format!("--emit rust: {e}"))?;

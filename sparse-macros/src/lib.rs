@@ -441,6 +441,7 @@ fn kernel(k: RawKernel, formats: &[Format], rt: &TokenStream) -> syn::Result<Tok
         name: k.name.clone(),
         params,
         statement: r.text.clone(),
+        method: None,
     };
     match generate_kernel(&decl, rt) {
         Ok(f) => {

@@ -189,6 +189,15 @@ pub fn check_spmv(shape: [usize; 2], x: usize, y: usize) -> Result<(), StorageEr
     Ok(())
 }
 
+/// How a dense matrix lies in a slice (the built-in `spmm`'s `B` and `C`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DenseOrder {
+    /// Row after row: element `(r, c)` of an `m x n` matrix at `r * n + c` (C, NumPy).
+    RowMajor,
+    /// Column after column: element `(r, c)` at `c * m + r` (Fortran, BLAS, faer, nalgebra).
+    ColMajor,
+}
+
 /// Runs a row kernel over `y` in parallel (rayon). `y` holds `unit` elements per row unit (1
 /// for CSR, the block height for BSR); `before(r)` is the number of stored entries before unit
 /// `r` (non-decreasing, defined for `r <= units`), used to split the units into ranges of about

@@ -11,7 +11,7 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use sparse::runtime::generated::{to_dense, Entries};
+use sparse::runtime::generated::{to_dense, DenseOrder, Entries};
 use sparse::runtime::storage::FromCoo;
 use sparse::runtime::{CooTensor, DynamicStorage};
 use sparse::sparse_format;
@@ -603,6 +603,59 @@ where
     Ok(())
 }
 
+type Spmv<S> = fn(&S, &[f64], &mut [f64]) -> Result<(), sparse::Error>;
+type Spmm<S> = fn(&S, &[f64], &mut [f64], usize, DenseOrder) -> Result<(), sparse::Error>;
+
+/// The built-in methods (`spmv`, `spmv_par`, `spmv_transpose`, `spmm` in both orders), which
+/// the sparsifier generates for every format, against dense references.
+fn check_builtins<S: FromCoo<f64>>(
+    text: &str,
+    a: &[f64],
+    x: &[f64],
+    (spmv, spmv_par, spmv_transpose, spmm): (Spmv<S>, Spmv<S>, Spmv<S>, Spmm<S>),
+) -> Result<(), TestCaseError> {
+    let a = storable(text, &[M, K], a);
+    let s: S = build(&[M, K], &a);
+    let want: Vec<f64> = (0..M)
+        .map(|i| (0..K).map(|j| a[i * K + j] * x[j]).sum())
+        .collect();
+    for (name, f) in [("spmv", spmv), ("spmv_par", spmv_par)] {
+        let mut y = vec![f64::NAN; M];
+        f(&s, x, &mut y).unwrap();
+        prop_assert_eq!(&y, &want, "{} {}", name, text);
+    }
+    let xt: Vec<f64> = x[..M].to_vec();
+    let mut y = vec![f64::NAN; K];
+    spmv_transpose(&s, &xt, &mut y).unwrap();
+    let want: Vec<f64> = (0..K)
+        .map(|j| (0..M).map(|i| a[i * K + j] * xt[i]).sum())
+        .collect();
+    prop_assert_eq!(&y, &want, "spmv_transpose {}", text);
+    prop_assert!(
+        spmv_transpose(&s, x, &mut y).is_err(),
+        "x of the wrong length"
+    );
+    // B: K x 3 from x; C: M x 3
+    let n = 3;
+    let b: Vec<f64> = (0..K * n).map(|f| x[f % K] - (f / K) as f64).collect();
+    let want: Vec<f64> = (0..M * n)
+        .map(|f| (0..K).map(|j| a[(f / n) * K + j] * b[j * n + f % n]).sum())
+        .collect();
+    let mut c = vec![f64::NAN; M * n];
+    spmm(&s, &b, &mut c, n, DenseOrder::RowMajor).unwrap();
+    prop_assert_eq!(&c, &want, "spmm row-major {}", text);
+    let bt: Vec<f64> = (0..K * n).map(|f| b[(f % K) * n + f / K]).collect();
+    let mut ct = vec![f64::NAN; M * n];
+    spmm(&s, &bt, &mut ct, n, DenseOrder::ColMajor).unwrap();
+    let want_t: Vec<f64> = (0..M * n).map(|f| want[(f % M) * n + f / M]).collect();
+    prop_assert_eq!(&ct, &want_t, "spmm column-major {}", text);
+    prop_assert!(
+        spmm(&s, &b, &mut c, n + 1, DenseOrder::RowMajor).is_err(),
+        "n too large"
+    );
+    Ok(())
+}
+
 macro_rules! check_formats {
     ($($spmv:ident $rowmin:ident $colmax:ident $transpose:ident $scale:ident $total:ident: $F:ident),*) => {
         fn check_formats(a: &[f64], x: &[f64]) -> Result<(), TestCaseError> {
@@ -612,6 +665,17 @@ macro_rules! check_formats {
                     a,
                     x,
                     ($spmv, $rowmin, $colmax, $transpose, $scale, $total),
+                )?;
+                check_builtins::<$F<f64>>(
+                    $F::<f64>::ENCODING,
+                    a,
+                    x,
+                    (
+                        |s, x, y| s.spmv(x, y),
+                        |s, x, y| s.spmv_par(x, y),
+                        |s, x, y| s.spmv_transpose(x, y),
+                        |s, b, c, n, o| s.spmm(b, c, n, o),
+                    ),
                 )?;
             )*
             Ok(())

@@ -22,11 +22,11 @@ pub mod compressed;
 pub mod dense;
 mod display;
 mod encoding_data;
+mod kernels;
 pub mod level;
 pub mod loose_compressed;
 pub mod n_out_of_m;
 pub mod singleton;
-mod spmv;
 mod storage;
 
 use proc_macro2::{Ident, TokenStream};
@@ -563,7 +563,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
     let assembly = assembly::emit(&cx)?;
     let access = access::emit(&cx);
     let batch_slice = batch_slice::emit(&cx);
-    let spmv = spmv::emit(&cx);
+    let spmv = kernels::emit(&cx)?;
     let display = display::emit(&cx);
     let body = quote! {
         #storage

@@ -41,8 +41,10 @@ use crate::codegen::level::{LevelCtx, LevelGen};
 /// One tensor of the kernel as the emitted code sees it: a parameter, or the private
 /// conversion of one.
 struct Operand {
-    /// The variable the code reads.
+    /// The variable the code reads (`self` for a method's receiver).
     name: Ident,
+    /// The prefix of its position variables (`a` in `a_p1`).
+    prefix: String,
     /// How it is passed (a conversion is a `Format` of its private struct).
     kind: ParamKind,
     /// The declared tensor it converts (`None` for a parameter).
@@ -67,6 +69,12 @@ struct Cx<'a> {
     /// The copy of the output's input values that the right-hand side reads when the output
     /// is written in place and read too (`a(i, j) = a(i, j) * 2.0`).
     snapshot: Option<Ident>,
+    /// A method of a storage struct: values are its generic `V`.
+    generic: bool,
+    /// The row-range form: the block size of the output's first index (1 if not blocked).
+    rows: Option<usize>,
+    /// Set while emitting the outermost loop's header (the row-range form replaces its range).
+    outermost: std::cell::Cell<bool>,
 }
 
 fn unsupported(what: &str) -> Error {
@@ -78,6 +86,7 @@ fn unsupported(what: &str) -> Error {
 fn mutable(kind: &ParamKind) -> bool {
     match kind {
         ParamKind::Slice { mutable }
+        | ParamKind::Matrix { mutable, .. }
         | ParamKind::Format { mutable, .. }
         | ParamKind::Scalar { mutable } => *mutable,
     }
@@ -136,11 +145,22 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
             return Err(Error::plain(msg));
         }
     }
+    let vtok = |v: ValueType| {
+        if k.method.is_some() {
+            quote!(V)
+        } else {
+            value_type(v)
+        }
+    };
     let mut conversions = TokenStream::new();
     for (t, decl) in p.kernel.tensors.iter().enumerate() {
         let (name, kind, converts) = if t < inputs {
             let param = &k.params[param_of[t]];
-            (param.name.clone(), param.kind.clone(), None)
+            let name = match &k.method {
+                Some(m) if m.receiver == param_of[t] => Ident::new("self", param.name.span()),
+                _ => param.name.clone(),
+            };
+            (name, param.kind.clone(), None)
         } else {
             let c = p
                 .conversions
@@ -175,7 +195,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
                 );
                 let items =
                     crate::codegen::generate(&d, rt).map_err(|e| Error::plain(e.to_string()))?;
-                let v = value_type(decl.value);
+                let v = vtok(decl.value);
                 conversions.extend(quote! {
                     #items
                     let #name: #format<#v> = #from.convert()?;
@@ -205,8 +225,14 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
             }
             _ => (Vec::new(), None, None),
         };
+        let prefix = if t < inputs {
+            k.params[param_of[t]].name.to_string().to_lowercase()
+        } else {
+            name.to_string().to_lowercase()
+        };
         ops.push(Operand {
             name,
+            prefix,
             kind,
             converts,
             levels,
@@ -221,7 +247,13 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         temp_ops: vec![None; p.temps],
         temp_appended: vec![false; p.temps],
         snapshot: None,
+        generic: k.method.is_some(),
+        rows: None,
+        outermost: std::cell::Cell::new(false),
     };
+    if k.method.as_ref().is_some_and(|m| m.rows) {
+        cx.rows = Some(cx.rows_unit()?);
+    }
     collect_temps(&p.body, &mut cx.temp_ops, &mut cx.temp_appended);
     // a parameter must not be shadowed by a variable of the generated loops
     let locals = cx.locals();
@@ -241,23 +273,51 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         (ParamKind::Format { format, .. }, _) => Some(format.clone()),
         _ => return Err(Error::plain("a sparse output strategy for a dense output")),
     };
-    let params = k.params.iter().map(|param| {
-        let name = &param.name;
-        let v = value_type(param.value);
-        match &param.kind {
-            ParamKind::Slice { mutable: true } => quote!(#name: &mut [#v]),
-            ParamKind::Slice { mutable: false } => quote!(#name: &[#v]),
-            ParamKind::Scalar { mutable: true } => quote!(#name: &mut #v),
-            ParamKind::Scalar { mutable: false } => quote!(#name: #v),
-            ParamKind::Format {
-                mutable: true,
-                format,
-                ..
-            } => quote!(#name: &mut #format<#v>),
-            ParamKind::Format { format, .. } => quote!(#name: &#format<#v>),
-        }
-    });
-    let extents = cx.extents();
+    let receiver = k.method.as_ref().map(|m| m.receiver);
+    let mut params: Vec<TokenStream> = k
+        .params
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| Some(*i) != receiver)
+        .map(|(_, param)| {
+            let name = &param.name;
+            let v = vtok(param.value);
+            match &param.kind {
+                ParamKind::Slice { mutable: true } | ParamKind::Matrix { mutable: true, .. } => {
+                    quote!(#name: &mut [#v])
+                }
+                ParamKind::Slice { mutable: false } | ParamKind::Matrix { mutable: false, .. } => {
+                    quote!(#name: &[#v])
+                }
+                ParamKind::Scalar { mutable: true } => quote!(#name: &mut #v),
+                ParamKind::Scalar { mutable: false } => quote!(#name: #v),
+                ParamKind::Format {
+                    mutable: true,
+                    format,
+                    ..
+                } => quote!(#name: &mut #format<#v>),
+                ParamKind::Format { format, .. } => quote!(#name: &#format<#v>),
+            }
+        })
+        .collect();
+    if let Some(r) = receiver {
+        let kind = &k.params[r].kind;
+        params.insert(
+            0,
+            if mutable(kind) {
+                quote!(&mut self)
+            } else {
+                quote!(&self)
+            },
+        );
+    }
+    if let Some(m) = &k.method {
+        params.extend(m.extra.iter().cloned());
+    }
+    if cx.rows.is_some() {
+        params.push(quote!(row0: usize));
+    }
+    let (extent_lets, checks) = cx.extents();
     let mut init = TokenStream::new();
     let out_read = p.kernel.accesses.iter().any(|a| a.tensor == out_t);
     if p.strategy == Strategy::InPlace && out_read && !p.kernel.accumulate {
@@ -266,7 +326,9 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         let snap = format_ident!("{}_input", name);
         init.extend(match cx.ops[out_t].kind {
             ParamKind::Scalar { .. } => quote!(let #snap = *#name;),
-            ParamKind::Slice { .. } => quote!(let #snap = #name.to_vec();),
+            ParamKind::Slice { .. } | ParamKind::Matrix { .. } => {
+                quote!(let #snap = #name.to_vec();)
+            }
             ParamKind::Format { .. } => quote!(let #snap = #name.values.clone();),
         });
         cx.snapshot = Some(snap);
@@ -275,7 +337,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
     match &sparse_out {
         None => init.extend(cx.init_output()),
         Some(format) => {
-            let v = value_type(p.kernel.value);
+            let v = vtok(p.kernel.value);
             let rank = usize_lit(p.kernel.output.indices.len());
             let o = &k.params[out].name;
             init.extend(quote!(let mut entries: ::std::vec::Vec<([usize; #rank], #v)> = ::std::vec::Vec::new();));
@@ -313,7 +375,16 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
             finish.extend(quote!(*#o = #format::from_coo(#o.dim_shape, entries)?;));
         }
     }
+    let ok = cx.result_variant("Ok");
+    cx.outermost.set(cx.rows.is_some());
     let body = cx.stmts(&p.body)?;
+    // read only the extents something uses
+    let used = idents(&quote!(#checks #conversions #init #body #finish));
+    let extents: TokenStream = extent_lets
+        .into_iter()
+        .filter(|(n, _)| used.contains(&n.to_string()))
+        .map(|(n, e)| quote!(let #n = #e;))
+        .collect();
     let name = &k.name;
     let vis = &k.vis;
     let index = if cx
@@ -325,19 +396,23 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
     } else {
         TokenStream::new()
     };
-    let doc = [
-        format!(" `{}`, compiled by the sparsifier.", k.statement.trim()),
-        String::new(),
-        String::from(
-            " Errors: `StorageError::LengthMismatch` naming the operand (and dimension) whose",
-        ),
-        String::from(" size differs from the extent of its index."),
-    ];
+    let doc = match &k.method {
+        Some(m) => m.doc.clone(),
+        None => vec![
+            format!(" `{}`, compiled by the sparsifier.", k.statement.trim()),
+            String::new(),
+            String::from(
+                " Errors: `StorageError::LengthMismatch` naming the operand (and dimension) whose",
+            ),
+            String::from(" size differs from the extent of its index."),
+        ],
+    };
     Ok(quote! {
         #(#[doc = #doc])*
         #vis fn #name(#(#params),*) -> ::core::result::Result<(), #rt::StorageError> {
             #index
             #extents
+            #checks
             #conversions
             #init
             #rt::safety!("every position read lies in a segment of its level's positions and every stored coordinate is below its level size (`from_coo` builds such arrays, `from_raw_parts` validates them, `from_raw_parts_unchecked` makes it the caller's promise); every dense operand's size was checked against its indices' extents above.");
@@ -345,9 +420,24 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
                 #body
             }
             #finish
-            ::core::result::Result::Ok(())
+            #ok(())
         }
     })
+}
+
+/// Every identifier in `ts`.
+fn idents(ts: &TokenStream) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for t in ts.clone() {
+        match t {
+            proc_macro2::TokenTree::Ident(i) => {
+                out.insert(i.to_string());
+            }
+            proc_macro2::TokenTree::Group(g) => out.extend(idents(&g.stream())),
+            _ => {}
+        }
+    }
+    out
 }
 
 fn collect_temps(body: &[Stmt], ops: &mut Vec<Option<ReduceOp>>, appended: &mut Vec<bool>) {
@@ -412,6 +502,17 @@ fn ident_of(name: &str) -> Ident {
 }
 
 impl Cx<'_> {
+    /// `Ok` / `Err`: bare in a method (the generated `const _` block imports them), by path
+    /// in a free function (the user's namespace).
+    fn result_variant(&self, v: &str) -> TokenStream {
+        let v = format_ident!("{}", v);
+        if self.generic {
+            quote!(#v)
+        } else {
+            quote!(::core::result::Result::#v)
+        }
+    }
+
     /// Every name the generated function binds besides its parameters.
     fn locals(&self) -> std::collections::BTreeSet<String> {
         let mut out: std::collections::BTreeSet<String> = [
@@ -465,6 +566,10 @@ impl Cx<'_> {
     }
 
     fn zero(&self) -> TokenStream {
+        if self.generic {
+            let rt = self.rt;
+            return quote!(<V as #rt::num_traits::Zero>::zero());
+        }
         if self.p.kernel.value.is_integer() {
             quote!(0)
         } else {
@@ -502,10 +607,13 @@ impl Cx<'_> {
             let z = usize_lit(s[d].1);
             return quote!(#z);
         }
-        let d = usize_lit(d);
-        match op.kind {
+        match &op.kind {
             ParamKind::Slice { .. } => quote!(#name.len()),
-            _ => quote!(#name.dim_shape[#d]),
+            ParamKind::Matrix { dims, .. } => dims[d].clone(),
+            _ => {
+                let d = usize_lit(d);
+                quote!(#name.dim_shape[#d])
+            }
         }
     }
 
@@ -532,15 +640,34 @@ impl Cx<'_> {
     }
 
     /// `let n_i = ...;` per index read at run time, then a check of every other dimension.
-    fn extents(&self) -> TokenStream {
+    fn extents(&self) -> (Vec<(Ident, TokenStream)>, TokenStream) {
         let rt = self.rt;
         let kern = &self.p.kernel;
+        let err = self.result_variant("Err");
+        let mut lets = Vec::new();
         let mut out = TokenStream::new();
-        for (ix, var) in kern.indices.iter().enumerate() {
+        // a method's receiver fixes the extents of its indices (the other operands are checked
+        // against it); otherwise the index's first occurrence does
+        let receiver = self.ops.iter().position(|o| o.name == "self");
+        let source = |ix: usize| -> (usize, usize) {
+            receiver
+                .and_then(|r| {
+                    kern.accesses
+                        .iter()
+                        .filter(|a| a.tensor == r)
+                        .find_map(|a| a.indices.iter().position(|&i| i == ix).map(|d| (r, d)))
+                })
+                .unwrap_or(kern.indices[ix].source)
+        };
+        for ix in 0..kern.indices.len() {
             let n = self.extent_ident(ix);
-            let (t, d) = var.source;
+            let (t, d) = source(ix);
             let first = self.dim_size(t, d);
-            out.extend(quote!(let #n = #first;));
+            lets.push((n, first));
+        }
+        if self.rows.is_some() {
+            // the row-range form runs on checked operands
+            return (lets, out);
         }
         let mut uses: Vec<(usize, &[usize])> = vec![(kern.output.tensor, &kern.output.indices)];
         uses.extend(kern.accesses.iter().map(|a| (a.tensor, &a.indices[..])));
@@ -549,19 +676,21 @@ impl Cx<'_> {
             // a conversion has the shape of the tensor it converts
             let t = self.ops[t].converts.unwrap_or(t);
             for (d, &ix) in indices.iter().enumerate() {
-                if kern.indices[ix].source == (t, d) || seen.contains(&(t, d)) {
+                if source(ix) == (t, d) || seen.contains(&(t, d)) {
                     continue;
                 }
                 seen.push((t, d));
                 let size = self.dim_size(t, d);
                 let n = self.extent_ident(ix);
                 let what = match self.ops[t].kind {
-                    ParamKind::Slice { .. } => self.tensor_name(t).to_string(),
+                    ParamKind::Slice { .. } | ParamKind::Matrix { .. } => {
+                        self.tensor_name(t).to_string()
+                    }
                     _ => format!("{} (dimension {d})", self.tensor_name(t)),
                 };
                 out.extend(quote! {
                     if #size != #n {
-                        return ::core::result::Result::Err(#rt::StorageError::LengthMismatch {
+                        return #err(#rt::StorageError::LengthMismatch {
                             operand: #what,
                             expected: #n,
                             got: #size,
@@ -570,7 +699,49 @@ impl Cx<'_> {
                 });
             }
         }
-        out
+        // a dense matrix in a slice holds exactly its elements
+        for op in &self.ops {
+            if let ParamKind::Matrix { dims: [d0, d1], .. } = &op.kind {
+                let name = &op.name;
+                let what = name.to_string();
+                out.extend(quote! {
+                    if (#d0).checked_mul(#d1) != ::core::option::Option::Some(#name.len()) {
+                        return #err(#rt::StorageError::LengthMismatch {
+                            operand: #what,
+                            expected: (#d0).saturating_mul(#d1),
+                            got: #name.len(),
+                        });
+                    }
+                });
+            }
+        }
+        (lets, out)
+    }
+
+    /// The block size of the output's first index (1 if not blocked), after checking that the
+    /// row-range form applies: the outermost loop is a dense range over the output's first
+    /// index (its block index if blocked) and the output is a slice.
+    fn rows_unit(&self) -> Result<usize, Error> {
+        let kern = &self.p.kernel;
+        let not = || unsupported("the row-range form of this kernel");
+        if !matches!(self.ops[kern.output.tensor].kind, ParamKind::Slice { .. }) {
+            return Err(not());
+        }
+        let (var, unit) = match self.p.levels.index_loops[kern.output.indices[0]] {
+            IndexLoops::Plain(v) => (v, 1),
+            IndexLoops::Split { hi, block, .. } => (hi, block),
+        };
+        match self.p.body.first() {
+            Some(Stmt::Loop(l))
+                if l.var == var
+                    && l.iters.is_empty()
+                    && l.driver == Driver::Range
+                    && self.p.body.len() == 1 =>
+            {
+                Ok(unit)
+            }
+            _ => Err(not()),
+        }
     }
 
     /// Clears the random-access output (unless `+=`), and its visited flags when a reduction
@@ -619,7 +790,7 @@ impl Cx<'_> {
         let t = self.p.kernel.output.tensor;
         let name = self.tensor_name(t);
         match self.ops[t].kind {
-            ParamKind::Slice { .. } => quote!(#name),
+            ParamKind::Slice { .. } | ParamKind::Matrix { .. } => quote!(#name),
             _ => quote!(#name.values),
         }
     }
@@ -637,8 +808,17 @@ impl Cx<'_> {
             }
             IndexLoops::Split { hi, lo, block } => {
                 let (hi, lo, b) = (self.var_ident(hi), self.var_ident(lo), usize_lit(block));
-                quote!((#b * #hi + #lo))
+                quote!(#b * #hi + #lo)
             }
+        }
+    }
+
+    /// [`Self::index_expr`] as an operand of `*` or `/` (parenthesized when it is a sum).
+    fn index_factor(&self, ix: usize) -> TokenStream {
+        let e = self.index_expr(ix);
+        match self.p.levels.index_loops[ix] {
+            IndexLoops::Plain(_) => e,
+            IndexLoops::Split { .. } => quote!((#e)),
         }
     }
 
@@ -653,7 +833,7 @@ impl Cx<'_> {
     fn pos_ident(&self, it: usize) -> Ident {
         let li = &self.p.levels.iters[it];
         let acc = &self.p.kernel.accesses[li.access];
-        let name = self.tensor_name(acc.tensor);
+        let name = &self.ops[acc.tensor].prefix;
         let repeated = self
             .p
             .kernel
@@ -663,14 +843,9 @@ impl Cx<'_> {
             .count()
             > 1;
         if repeated {
-            format_ident!(
-                "{}{}_p{}",
-                name.to_string().to_lowercase(),
-                li.access,
-                li.level
-            )
+            format_ident!("{}{}_p{}", name, li.access, li.level)
         } else {
-            format_ident!("{}_p{}", name.to_string().to_lowercase(), li.level)
+            format_ident!("{}_p{}", name, li.level)
         }
     }
 
@@ -902,7 +1077,19 @@ impl Cx<'_> {
             }
             kind => {
                 let at = match kind {
-                    ParamKind::Slice { .. } => self.index_expr(kern.output.indices[0]),
+                    ParamKind::Slice { .. } => {
+                        let i = self.index_expr(kern.output.indices[0]);
+                        match self.rows {
+                            // the slice holds units `row0..`
+                            Some(1) => quote!(#i - row0),
+                            Some(unit) => {
+                                let unit = usize_lit(unit);
+                                quote!(#i - #unit * row0)
+                            }
+                            None => i,
+                        }
+                    }
+                    ParamKind::Matrix { .. } => self.matrix_flat(t, &kern.output.indices),
                     _ => self.dense_flat(t, &kern.output.indices)?,
                 };
                 let flags = self.flags_ident();
@@ -937,6 +1124,26 @@ impl Cx<'_> {
         })
     }
 
+    /// The flat position in a dense matrix slice at the coordinates of `indices`: row-major
+    /// `r * cols + c` or column-major `c * rows + r` (dimension sizes are the indices'
+    /// extents, checked against the slice's length).
+    fn matrix_flat(&self, t: usize, indices: &[usize]) -> TokenStream {
+        match self.ops[t].kind {
+            ParamKind::Matrix {
+                col_major: true, ..
+            } => {
+                let (r, c) = (self.index_expr(indices[0]), self.index_factor(indices[1]));
+                let rows = self.extent_ident(indices[0]);
+                quote!(#c * #rows + #r)
+            }
+            _ => {
+                let (r, c) = (self.index_factor(indices[0]), self.index_expr(indices[1]));
+                let cols = self.extent_ident(indices[1]);
+                quote!(#r * #cols + #c)
+            }
+        }
+    }
+
     /// The flat position of a random-access (all-dense) storage at the coordinates of
     /// `indices`: levels in order, each `parent * level size + level coordinate`, the level
     /// coordinate `d`, `d floordiv b` or `d mod b` of a dimension coordinate.
@@ -945,13 +1152,13 @@ impl Cx<'_> {
         let Some(e) = &op.encoding else {
             return Err(Error::plain("a dense storage without its encoding"));
         };
-        let mut at: Option<TokenStream> = None;
+        let mut at: Option<(TokenStream, bool)> = None;
         for (l, r) in e.dim_to_lvl.results.iter().enumerate() {
             let block = |a: &AffineExpr, b: &AffineExpr| -> Option<(usize, usize)> {
                 Some((a.as_var()?, usize::try_from(b.as_constant()?).ok()?))
             };
             let c = match r {
-                AffineExpr::Var(d) => self.index_expr(indices[*d]),
+                AffineExpr::Var(d) => self.index_factor(indices[*d]),
                 AffineExpr::FloorDiv(a, b) | AffineExpr::Mod(a, b) => {
                     let Some((d, b)) = block(a, b) else {
                         return Err(unsupported("dense operands with this map"));
@@ -963,7 +1170,7 @@ impl Cx<'_> {
                             quote!(#v)
                         }
                         _ => {
-                            let x = self.index_expr(indices[d]);
+                            let x = self.index_factor(indices[d]);
                             let b = usize_lit(b);
                             if hi {
                                 quote!((#x / #b))
@@ -976,17 +1183,39 @@ impl Cx<'_> {
                 _ => return Err(unsupported("dense operands with this map")),
             };
             let size = &op.levels[l].1.size;
+            // `(flat so far) * size + c`: a sum so far is parenthesized
             at = Some(match at {
-                None => c,
-                Some(p) => quote!(#p * #size + #c),
+                None => (c, false),
+                Some((p, false)) => (quote!(#p * #size + #c), true),
+                Some((p, true)) => (quote!((#p) * #size + #c), true),
             });
         }
-        Ok(at.unwrap_or_else(|| quote!(0)))
+        Ok(at.map(|(e, _)| e).unwrap_or_else(|| quote!(0)))
     }
 
     fn loop_(&self, l: &Loop) -> Result<TokenStream, Error> {
         let c = self.var_ident(l.var);
         let n = self.extent(l.var);
+        if self.outermost.replace(false) {
+            // the row-range form: units `row0 ..` of the output slice
+            let [case] = &l.cases[..] else {
+                return Err(Error::plain("several cases in the outermost loop"));
+            };
+            let body = self.stmts(&case.body)?;
+            let out = self.output_values();
+            let len = match self.rows {
+                Some(1) | None => quote!(#out.len()),
+                Some(unit) => {
+                    let unit = usize_lit(unit);
+                    quote!(#out.len() / #unit)
+                }
+            };
+            return Ok(quote! {
+                for #c in row0..row0 + #len {
+                    #body
+                }
+            });
+        }
         if l.iters.is_empty() {
             let [case] = &l.cases[..] else {
                 return Err(Error::plain("several cases without iterators"));
@@ -1186,7 +1415,14 @@ impl Cx<'_> {
     fn expr(&self, e: &Expr) -> Result<TokenStream, Error> {
         Ok(match e {
             Expr::Access(a) => self.load(*a)?,
-            Expr::Literal(l) => self.literal(l),
+            Expr::Literal(l) => {
+                if self.generic {
+                    return Err(unsupported(
+                        "literals in kernels generic over the value type",
+                    ));
+                }
+                self.literal(l)
+            }
             Expr::Zero => self.zero(),
             Expr::Temp(t) => {
                 let name = format_ident!("t{}", *t);
@@ -1286,6 +1522,11 @@ impl Cx<'_> {
                 let c = self.index_expr(acc.indices[0]);
                 let from = snap.unwrap_or(name);
                 quote!(*#from.get_unchecked(#c))
+            }
+            (ParamKind::Matrix { .. }, snap) => {
+                let at = self.matrix_flat(acc.tensor, &acc.indices);
+                let from = snap.unwrap_or(name);
+                quote!(*#from.get_unchecked(#at))
             }
             (ParamKind::Format { .. }, snap) => {
                 let at = self.dense_flat(acc.tensor, &acc.indices)?;

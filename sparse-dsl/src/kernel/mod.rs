@@ -23,6 +23,16 @@ pub enum ParamKind {
         /// `&mut`.
         mutable: bool,
     },
+    /// A dense rank-2 operand in a slice, row-major or column-major, its dimension sizes given
+    /// as expressions (the built-in `spmm`'s `B` and `C`).
+    Matrix {
+        /// `&mut`.
+        mutable: bool,
+        /// Column-major (the first dimension fastest) instead of row-major.
+        col_major: bool,
+        /// The two dimension sizes, as expressions over the other parameters.
+        dims: [TokenStream; 2],
+    },
     /// `&Fmt<T>` or `&mut Fmt<T>`: a storage struct declared in the same block.
     Format {
         /// `&mut`.
@@ -59,6 +69,25 @@ pub struct KernelDecl {
     pub params: Vec<KernelParam>,
     /// The statement in TACO's index notation (byte spans of errors index it).
     pub statement: String,
+    /// `Some` for a built-in kernel generated as a method of a storage struct.
+    pub method: Option<Method>,
+}
+
+/// A kernel generated as a method of the storage struct `impl<V: Value> Fmt<V>` (the built-in
+/// `spmv`, `spmv_transpose`, `spmm`): values are the struct's generic `V`.
+#[derive(Clone, Debug)]
+pub struct Method {
+    /// The parameter that is `self` (its name is the statement's name for it).
+    pub receiver: usize,
+    /// The row-range form of `spmv_par`'s tasks: an extra `row0: usize` parameter; the output
+    /// slice holds the outermost loop's units `row0 .. row0 + len / unit` only (a unit is a
+    /// block row for a blocked index); no operand checks (the caller made them).
+    pub rows: bool,
+    /// The doc comment lines (without `///`).
+    pub doc: Vec<String>,
+    /// Extra parameters after the operands (`n: usize`, read by a matrix's dimension
+    /// expressions).
+    pub extra: Vec<TokenStream>,
 }
 
 impl KernelDecl {
@@ -70,6 +99,7 @@ impl KernelDecl {
             .map(|p| {
                 let (shape, encoding) = match &p.kind {
                     ParamKind::Slice { .. } => (vec![None], None),
+                    ParamKind::Matrix { .. } => (vec![None, None], None),
                     ParamKind::Scalar { .. } => (Vec::new(), None),
                     ParamKind::Format {
                         encoding, shape, ..

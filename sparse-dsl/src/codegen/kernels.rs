@@ -1,0 +1,273 @@
+//! The built-in kernels of every rank-2 format, compiled by the sparsifier from index notation
+//! (no kernel is written per format): `spmv` (`y(i) = A(i, j) * x(j)`), `spmv_transpose`
+//! (`y(j) = A(i, j) * x(i)`), `spmm` (`C(i, k) = A(i, j) * B(j, k)`, `B` and `C` dense,
+//! row-major or column-major) and `spmv_par`. The loops are the sparsifier's for the format's
+//! levels (rows of CSR, block rows of BSR, the pairs of COO, the columns of CSC scattering
+//! into `y`, ELL slots, ...), emitted as methods generic over the value type.
+//!
+//! `spmv_par` splits the outermost level, when it is a dense range over the rows of `y` (CSR,
+//! BSR, loose CSR, all-dense), into ranges of about equal stored entries (the positions of
+//! level 1 when it has segment bounds), one rayon task each, each running the row-range form
+//! of the same loops; other formats run the serial `spmv`.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+use super::{CodegenError, Ctx};
+use crate::kernel::{emit, KernelDecl, KernelParam, Method, ParamKind};
+use sparse_ir::level::PositionsArray;
+use sparse_sparsifier::ValueType;
+
+/// What a built-in is: its method name, visibility, statement, form and doc lines.
+struct Spec<'a> {
+    name: &'a str,
+    public: bool,
+    statement: &'a str,
+    rows: bool,
+    doc: &'a [&'a str],
+}
+
+/// One built-in: compiles its statement over the receiver `a` and `params` into a method with
+/// `extra` parameters after the operands.
+fn method(
+    cx: &Ctx,
+    spec: Spec,
+    params: Vec<KernelParam>,
+    extra: Vec<TokenStream>,
+) -> Result<TokenStream, sparse_sparsifier::Error> {
+    let Spec {
+        name,
+        public,
+        statement,
+        rows,
+        doc,
+    } = spec;
+    let mut enc = cx.decl.encoding.clone().into_inner();
+    enc.dim_slices = None;
+    let encoding = enc
+        .verify()
+        .map_err(|_| sparse_sparsifier::Error::plain("the stored encoding does not verify"))?;
+    let mut all = vec![KernelParam {
+        name: format_ident!("a"),
+        kind: ParamKind::Format {
+            mutable: false,
+            format: cx.name.clone(),
+            encoding: Box::new(encoding),
+            shape: None,
+        },
+        value: ValueType::F64,
+    }];
+    all.extend(params);
+    let k = KernelDecl {
+        vis: if public { quote!(pub) } else { quote!() },
+        name: format_ident!("{}", name),
+        params: all,
+        statement: statement.to_string(),
+        method: Some(Method {
+            receiver: 0,
+            rows,
+            doc: doc.iter().map(|l| format!(" {l}")).collect(),
+            extra,
+        }),
+    };
+    let program = sparse_sparsifier::compile(&k.statement, &k.tensor_decls())?;
+    emit::emit(&k, &program, &cx.rt)
+}
+
+fn slice(name: &str, mutable: bool) -> KernelParam {
+    KernelParam {
+        name: format_ident!("{}", name),
+        kind: ParamKind::Slice { mutable },
+        value: ValueType::F64,
+    }
+}
+
+fn matrix(name: &str, mutable: bool, col_major: bool, rows: TokenStream) -> KernelParam {
+    KernelParam {
+        name: format_ident!("{}", name),
+        kind: ParamKind::Matrix {
+            mutable,
+            col_major,
+            dims: [rows, quote!(n)],
+        },
+        value: ValueType::F64,
+    }
+}
+
+/// `spmv`, `spmv_transpose`, `spmm`, `spmv_par` (and their private helpers) for rank-2
+/// formats; nothing otherwise.
+///
+/// Errors: a built-in the sparsifier or its back end cannot compile for this format (named).
+pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
+    if cx.dim_rank != 2 {
+        return Ok(quote!());
+    }
+    let rt = &cx.rt;
+    let fail = |what: &str, e: sparse_sparsifier::Error| {
+        CodegenError(format!("the built-in `{what}` cannot be generated: {e}"))
+    };
+    let spmv = method(
+        cx,
+        Spec {
+            name: "spmv",
+            public: true,
+            statement: "y(i) = a(i, j) * x(j)",
+            rows: false,
+            doc: &[
+            "`y = A · x`: `x` has `shape()[1]` elements, `y` has `shape()[0]` and is overwritten.",
+            "Compiled by the sparsifier from `y(i) = a(i, j) * x(j)` for this format's levels.",
+            "",
+            "Errors: `StorageError::LengthMismatch` naming `\"x\"` or `\"y\"` when a length is wrong.",
+        ],
+        },
+        vec![slice("x", false), slice("y", true)],
+        Vec::new(),
+    )
+    .map_err(|e| fail("spmv", e))?;
+    let spmv_transpose = method(
+        cx,
+        Spec {
+            name: "spmv_transpose",
+            public: true,
+            statement: "y(j) = a(i, j) * x(i)",
+            rows: false,
+            doc: &[
+            "`y = Aᵀ · x`: `x` has `shape()[0]` elements, `y` has `shape()[1]` and is overwritten.",
+            "Compiled by the sparsifier from `y(j) = a(i, j) * x(i)` for this format's levels (a",
+            "row format scatters into `y`, a column format accumulates per element).",
+            "",
+            "Errors: `StorageError::LengthMismatch` naming `\"x\"` or `\"y\"` when a length is wrong.",
+        ],
+        },
+        vec![slice("x", false), slice("y", true)],
+        Vec::new(),
+    )
+    .map_err(|e| fail("spmv_transpose", e))?;
+    let spmm_doc = |order: &str| {
+        [
+            format!("`C = A · B` with `B` and `C` dense and {order}: `B` is `shape()[1] x n`, `C`"),
+            String::from("is `shape()[0] x n`, overwritten. Compiled by the sparsifier from"),
+            String::from("`c(i, k) = a(i, j) * b(j, k)`."),
+            String::new(),
+            String::from(
+                "Errors: `StorageError::LengthMismatch` naming `\"b\"` or `\"c\"` when a length is",
+            ),
+            String::from("not its rows times `n`."),
+        ]
+    };
+    let mut spmm = TokenStream::new();
+    for (name, col_major, order) in [
+        ("spmm_row_major", false, "row-major"),
+        ("spmm_col_major", true, "column-major"),
+    ] {
+        let doc = spmm_doc(order);
+        let doc: Vec<&str> = doc.iter().map(String::as_str).collect();
+        spmm.extend(
+            method(
+                cx,
+                Spec {
+                    name,
+                    public: false,
+                    statement: "c(i, k) = a(i, j) * b(j, k)",
+                    rows: false,
+                    doc: &doc,
+                },
+                vec![
+                    matrix("b", false, col_major, quote!(self.dim_shape[1])),
+                    matrix("c", true, col_major, quote!(self.dim_shape[0])),
+                ],
+                vec![quote!(n: usize)],
+            )
+            .map_err(|e| fail("spmm", e))?,
+        );
+    }
+    // the row-range form, when the outermost loop runs over the rows of `y`
+    let rows = method(
+        cx,
+        Spec {
+            name: "spmv_rows",
+            public: false,
+            statement: "y(i) = a(i, j) * x(j)",
+            rows: true,
+            doc: &["`y = A · x` for the rows (block rows) `row0 .. row0 + len` that `y` holds."],
+        },
+        vec![slice("x", false), slice("y", true)],
+        Vec::new(),
+    )
+    .ok();
+    let par_body = match &rows {
+        Some(_) => {
+            // units of the outermost level: rows, or block rows of `unit` rows
+            let unit = match &cx.e.dim_to_lvl.results[0] {
+                crate::ir::AffineExpr::FloorDiv(_, b) => b.as_constant().unwrap_or(1) as usize,
+                _ => 1,
+            };
+            let unit = proc_macro2::Literal::usize_unsuffixed(unit);
+            // entries before unit r: level 1's segment start, when segments are back to back
+            // (`pos[r]`, defined for r <= units)
+            let before = match (cx.e.lvl_types.get(1), cx.ctxs.get(1)) {
+                (Some(lt), Some(c))
+                    if lt.capabilities().positions == PositionsArray::SegmentBounds
+                        && !cx.batched =>
+                {
+                    match &c.pos_field {
+                        Some(f) => quote!(|r| self.#f[r].index()),
+                        None => quote!(|r| r),
+                    }
+                }
+                _ => quote!(|r| r),
+            };
+            quote! {
+                #rt::generated::check_spmv(self.dim_shape, x.len(), y.len())?;
+                #rt::generated::par_rows(y, #unit, #before, |chunk, row0| {
+                    // the row-range form checks nothing and converts nothing: it cannot fail
+                    let done = self.spmv_rows(x, chunk, row0);
+                    debug_assert!(done.is_ok());
+                });
+            }
+        }
+        None => quote!(self.spmv(x, y)?;),
+    };
+    let rows = rows.unwrap_or_default();
+    let name = &cx.name;
+    Ok(quote! {
+        impl<V: #rt::Value> #name<V> {
+            #spmv
+
+            /// `y = A · x` in parallel (rayon): when the outermost level runs over the rows of
+            /// `y` (CSR, BSR, all-dense), its units are split into ranges of about equal stored
+            /// entries, one task each, running the same loops as [`Self::spmv`] on their rows;
+            /// other formats (COO, column-major ones, ELL) run the serial `spmv`. Same operands
+            /// and errors as `spmv`; the result is identical (each row is summed in the same
+            /// order).
+            pub fn spmv_par(&self, x: &[V], y: &mut [V]) -> Result<(), StorageError> {
+                #par_body
+                Ok(())
+            }
+
+            #rows
+
+            #spmv_transpose
+
+            /// `C = A · B` with `B` (`shape()[1] x n`) and `C` (`shape()[0] x n`, overwritten)
+            /// dense in `order`.
+            ///
+            /// Errors: `StorageError::LengthMismatch` naming `"b"` or `"c"` when a length is
+            /// not its rows times `n`.
+            pub fn spmm(
+                &self,
+                b: &[V],
+                c: &mut [V],
+                n: usize,
+                order: #rt::generated::DenseOrder,
+            ) -> Result<(), StorageError> {
+                match order {
+                    #rt::generated::DenseOrder::RowMajor => self.spmm_row_major(b, c, n),
+                    #rt::generated::DenseOrder::ColMajor => self.spmm_col_major(b, c, n),
+                }
+            }
+
+            #spmm
+        }
+    })
+}
