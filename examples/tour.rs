@@ -157,9 +157,13 @@ fn main() {
         }
     }
     let mut worst = 0.0f64;
+    let mut worst_format = "";
     for r in &rows[1..] {
         for (a, b) in r.y.iter().zip(&reference.y) {
-            worst = worst.max((a - b).abs() / b.abs().max(1.0));
+            let d = (a - b).abs() / b.abs().max(1.0);
+            if d > worst {
+                (worst, worst_format) = (d, r.name);
+            }
         }
     }
     if worst <= 1e-12 {
@@ -168,7 +172,10 @@ fn main() {
             rows.len()
         );
     } else {
-        eprintln!("error: formats disagree on y (max relative difference {worst:.1e})");
+        eprintln!(
+            "error: formats disagree on y (max relative difference {worst:.1e}, {worst_format} vs {})",
+            reference.name
+        );
         std::process::exit(1);
     }
 }

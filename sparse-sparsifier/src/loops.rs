@@ -424,13 +424,18 @@ impl Builder<'_> {
             (self.target, self.combine) = saved;
             return Ok(body);
         }
-        // a sum into the random-access output over reduced variables only: accumulate in a
-        // register and store once (MLIR's scalarized reduction, `iter_args`)
+        // a sum into the random-access output over all its reduced variables, innermost:
+        // accumulate in a register and store once (MLIR's scalarized reduction, `iter_args`)
         if strategy == Strategy::InPlace
             && self.target == Target::Output
             && self.combine == Combine::Reduce(ReduceOp::Sum)
             && d < nest.len()
             && nest[d..].iter().all(|v| red_vars.contains(v))
+            // the whole reduction: a partial one (BSR's inner block columns) would change the
+            // order of additions
+            && red_vars
+                .iter()
+                .all(|v| nest[d..].contains(v) || !nest.contains(v))
         {
             let t = self.temps;
             self.temps += 1;
