@@ -28,6 +28,7 @@ extern crate self as sparse;
 pub use sparse_dsl as dsl;
 pub use sparse_macros::sparse_format;
 pub use sparse_runtime as runtime;
+pub use sparse_runtime::Par;
 /// The error of storage constructors and of kernels (`sparse_runtime::StorageError`).
 pub use sparse_runtime::StorageError as Error;
 

@@ -370,8 +370,18 @@ fn value_type(ty: &syn::Type) -> syn::Result<ValueType> {
 /// One kernel parameter: `&[T]`, `&mut [T]`, `&Fmt<T>`, `&mut Fmt<T>`, `T` or `&mut T` (a 0-d
 /// output).
 fn kernel_param(name: Ident, ty: &syn::Type, formats: &[Format]) -> syn::Result<KernelParam> {
-    let expected = "expected `&[T]`, `&mut [T]`, `&Format<T>`, `&mut Format<T>` (a format declared in this block) or `T` (`&mut T` for the output) for a 0-d operand";
+    let expected = "expected `&[T]`, `&mut [T]`, `&Format<T>`, `&mut Format<T>` (a format declared in this block) or `T` (`&mut T` for the output) for a 0-d operand, or `Par`";
     let syn::Type::Reference(r) = ty else {
+        // `par: Par` (or a path ending in `Par`): the parallelism argument
+        if let syn::Type::Path(p) = ty {
+            if p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Par") {
+                return Ok(KernelParam {
+                    name,
+                    kind: ParamKind::Par,
+                    value: ValueType::F64,
+                });
+            }
+        }
         let value = value_type(ty).map_err(|_| syn::Error::new_spanned(ty, expected))?;
         return Ok(KernelParam {
             name,

@@ -189,6 +189,59 @@ pub fn check_spmv(shape: [usize; 2], x: usize, y: usize) -> Result<(), StorageEr
     Ok(())
 }
 
+/// How a kernel runs (faer's `Par`): on the calling thread, or split over `n` rayon tasks.
+/// A kernel declared with a `par: Par` parameter takes it (`sparse::Par`); `Par::rayon(0)`
+/// uses as many tasks as rayon has threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Par {
+    /// Sequential, on the calling thread.
+    Seq,
+    /// Split over this many rayon tasks (of the global pool).
+    Rayon(std::num::NonZeroUsize),
+}
+
+impl Par {
+    /// `Par::Rayon(n)`, with `n = 0` meaning rayon's current number of threads.
+    pub fn rayon(n: usize) -> Par {
+        let n = if n == 0 {
+            rayon::current_num_threads()
+        } else {
+            n
+        };
+        Par::Rayon(std::num::NonZeroUsize::new(n).unwrap_or(std::num::NonZeroUsize::MIN))
+    }
+}
+
+/// Runs a row kernel as `par` says: `rows(y, 0)` for [`Par::Seq`]; for [`Par::Rayon`] as
+/// [`par_rows`] with `n` tasks (ranges of about equal `before` work). The result is the same
+/// either way (each unit is computed by the same loops).
+pub fn par_rows_with<V: Send>(
+    par: Par,
+    y: &mut [V],
+    unit: usize,
+    before: impl Fn(usize) -> usize,
+    rows: impl Fn(&mut [V], usize) + Sync,
+) {
+    let tasks = match par {
+        Par::Seq => return rows(y, 0),
+        Par::Rayon(n) => n.get(),
+    };
+    let units = y.len() / unit.max(1);
+    let splits = crate::storage::balanced_splits(units, tasks, before);
+    let rows = &rows;
+    rayon::scope(|s| {
+        let mut rest: &mut [V] = y;
+        for w in splits.windows(2) {
+            let (chunk, tail) = std::mem::take(&mut rest).split_at_mut((w[1] - w[0]) * unit);
+            rest = tail;
+            let row0 = w[0];
+            if !chunk.is_empty() {
+                s.spawn(move |_| rows(chunk, row0));
+            }
+        }
+    });
+}
+
 /// How a dense matrix lies in a slice (the built-in `spmm`'s `B` and `C`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DenseOrder {

@@ -34,6 +34,7 @@ pub mod value;
 pub use coo::CooTensor;
 pub use dynamic::{DynamicStorage, RawParts};
 pub use error::{BufferKind, StorageError};
+pub use generated::Par;
 pub use index::{Index, IndexBuffer, IndexSlice};
 pub use num_traits;
 pub use packed::{CrdBuffer, IndexView, PackedBuffer};

@@ -6,6 +6,7 @@
 use proptest::prelude::*;
 use sparse::runtime::{CooTensor, DynamicStorage};
 use sparse::sparse_format;
+use sparse::Par;
 use sparse_sparsifier::interp::{run, Operand, Output};
 use sparse_sparsifier::{compile, TensorDecl, ValueType};
 
@@ -21,6 +22,8 @@ sparse_format! {
     pub kernel scaled_spmv(y: &mut [f64], alpha: f64, a: &Csr<f64>, x: &[f64]) { y(i) += alpha * a(i, j) * x(j) - 0.5 * x(i) }
     // `b` in CSC conflicts with `a`'s row order: the sparsifier converts it first
     pub kernel add(c: &mut Dcsr<f64>, a: &Csr<f64>, b: &Csc<f64>) { c(i, j) = a(i, j) + b(i, j) }
+    // faer's parallelism argument: row ranges of `y` as rayon tasks
+    pub kernel spmv_with(par: Par, y: &mut [f64], a: &Csr<f64>, x: &[f64]) { y(i) = a(i, j) * x(j) }
     pub kernel add_rows(c: &mut Dcsr<f64>, a: &Csr<f64>, b: &Csr<f64>) { c(i, j) = a(i, j) + b(i, j) }
 }
 
@@ -345,4 +348,26 @@ fn spmv_known_result() {
     let mut m = vec![9.0; 3];
     rowmin(&mut m, &a).unwrap();
     assert_eq!(m, [1.0, 0.0, 3.0]);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    #[test]
+    fn par_kernels_equal_the_sequential_one(
+        (rows, cols, a, x) in (1usize..40, 1usize..6).prop_flat_map(|(r, c)| {
+            (Just(r), Just(c), matrix(r, c), nonzero_vec(c))
+        })
+    ) {
+        let a = csr([rows, cols], &a);
+        let mut want = vec![0.0; rows];
+        spmv(&mut want, &a, &x).unwrap();
+        for par in [Par::Seq, Par::rayon(0), Par::rayon(2), Par::rayon(7)] {
+            let mut y = vec![f64::NAN; rows];
+            spmv_with(par, &mut y, &a, &x).unwrap();
+            prop_assert_eq!(&y, &want, "{:?}", par);
+        }
+        let mut short = vec![0.0; rows + 1];
+        prop_assert!(spmv_with(Par::rayon(2), &mut short, &a, &x).is_err());
+    }
 }

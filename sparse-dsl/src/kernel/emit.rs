@@ -75,6 +75,8 @@ struct Cx<'a> {
     rows: Option<usize>,
     /// Set while emitting the outermost loop's header (the row-range form replaces its range).
     outermost: std::cell::Cell<bool>,
+    /// The `par: Par` parameter of a user kernel run in row ranges.
+    par: Option<Ident>,
 }
 
 fn unsupported(what: &str) -> Error {
@@ -89,6 +91,7 @@ fn mutable(kind: &ParamKind) -> bool {
         | ParamKind::Matrix { mutable, .. }
         | ParamKind::Format { mutable, .. }
         | ParamKind::Scalar { mutable } => *mutable,
+        ParamKind::Par => false,
     }
 }
 
@@ -127,6 +130,9 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
     }
     let out = param_of[p.kernel.output.tensor];
     for (i, param) in k.params.iter().enumerate() {
+        if matches!(param.kind, ParamKind::Par) {
+            continue;
+        }
         if !param_of.contains(&i) {
             return Err(Error::plain(format!(
                 "the parameter `{}` is not used by the statement",
@@ -250,9 +256,27 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         generic: k.method.is_some(),
         rows: None,
         outermost: std::cell::Cell::new(false),
+        par: None,
     };
     if k.method.as_ref().is_some_and(|m| m.rows) {
         cx.rows = Some(cx.rows_unit()?);
+    }
+    if let Some(par) = k.params.iter().find(|q| matches!(q.kind, ParamKind::Par)) {
+        let why = |what: &str| Error::plain(format!("`{}: Par` needs {what}", par.name));
+        cx.rows = Some(cx.rows_unit().map_err(|_| {
+            why("the outermost loop to run over the rows of a dense output slice (the output's first index, not reduced)")
+        })?);
+        if !p.conversions.is_empty() {
+            return Err(why("operands the kernel reads without converting them"));
+        }
+        if p.kernel
+            .accesses
+            .iter()
+            .any(|a| a.tensor == p.kernel.output.tensor)
+        {
+            return Err(why("an output the statement does not read"));
+        }
+        cx.par = Some(par.name.clone());
     }
     collect_temps(&p.body, &mut cx.temp_ops, &mut cx.temp_appended);
     // a parameter must not be shadowed by a variable of the generated loops
@@ -297,6 +321,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
                     ..
                 } => quote!(#name: &mut #format<#v>),
                 ParamKind::Format { format, .. } => quote!(#name: &#format<#v>),
+                ParamKind::Par => quote!(#name: #rt::Par),
             }
         })
         .collect();
@@ -314,7 +339,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
     if let Some(m) = &k.method {
         params.extend(m.extra.iter().cloned());
     }
-    if cx.rows.is_some() {
+    if k.method.as_ref().is_some_and(|m| m.rows) {
         params.push(quote!(row0: usize));
     }
     let (extent_lets, checks) = cx.extents();
@@ -330,6 +355,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
                 quote!(let #snap = #name.to_vec();)
             }
             ParamKind::Format { .. } => quote!(let #snap = #name.values.clone();),
+            ParamKind::Par => return Err(Error::plain("`Par` is not an operand")),
         });
         cx.snapshot = Some(snap);
     }
@@ -385,6 +411,28 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         .filter(|(n, _)| used.contains(&n.to_string()))
         .map(|(n, e)| quote!(let #n = #e;))
         .collect();
+    let safety = quote!(#rt::safety!("every position read lies in a segment of its level's positions and every stored coordinate is below its level size (`from_coo` builds such arrays, `from_raw_parts` validates them, `from_raw_parts_unchecked` makes it the caller's promise); every dense operand's size was checked against its indices' extents above."););
+    let (init, body) = match &cx.par {
+        None => (init, quote!(#safety unsafe { #body })),
+        Some(par) => {
+            // the loops run on row ranges of the output, each a task of `par`
+            let out = &k.params[out].name;
+            let v = vtok(p.kernel.value);
+            let unit = usize_lit(cx.rows.unwrap_or(1));
+            let before = cx.balance();
+            (
+                TokenStream::new(),
+                quote! {
+                    let rows = |#out: &mut [#v], row0: usize| {
+                        #init
+                        #safety
+                        unsafe { #body }
+                    };
+                    #rt::generated::par_rows_with(#par, #out, #unit, #before, rows);
+                },
+            )
+        }
+    };
     let name = &k.name;
     let vis = &k.vis;
     let index = if cx
@@ -415,10 +463,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
             #checks
             #conversions
             #init
-            #rt::safety!("every position read lies in a segment of its level's positions and every stored coordinate is below its level size (`from_coo` builds such arrays, `from_raw_parts` validates them, `from_raw_parts_unchecked` makes it the caller's promise); every dense operand's size was checked against its indices' extents above.");
-            unsafe {
-                #body
-            }
+            #body
             #finish
             #ok(())
         }
@@ -665,8 +710,8 @@ impl Cx<'_> {
             let first = self.dim_size(t, d);
             lets.push((n, first));
         }
-        if self.rows.is_some() {
-            // the row-range form runs on checked operands
+        if self.rows.is_some() && self.par.is_none() {
+            // the row-range form of a built-in runs on operands its caller checked
             return (lets, out);
         }
         let mut uses: Vec<(usize, &[usize])> = vec![(kern.output.tensor, &kern.output.indices)];
@@ -716,6 +761,32 @@ impl Cx<'_> {
             }
         }
         (lets, out)
+    }
+
+    /// `before(r)` for splitting the outermost loop's units: the positions of level 1 of the
+    /// first operand iterated under it, when they are segment bounds (entries before unit `r`);
+    /// else `|r| r`.
+    fn balance(&self) -> TokenStream {
+        let Some(Stmt::Loop(outer)) = self.p.body.first() else {
+            return quote!(|r| r);
+        };
+        for (a, its) in self.p.levels.access_iters.iter().enumerate() {
+            let Some(its) = its else { continue };
+            let op = &self.ops[self.p.kernel.accesses[a].tensor];
+            let (Some(&first), Some((_, l1))) = (its.first(), op.levels.get(1)) else {
+                continue;
+            };
+            if self.p.levels.iters[first].var != outer.var || op.slices.is_some() || l1.batched {
+                continue;
+            }
+            if l1.lt.capabilities().positions == sparse_ir::level::PositionsArray::SegmentBounds {
+                if let Some(f) = &l1.pos_field {
+                    let name = &op.name;
+                    return quote!(|r| #name.#f[r].index());
+                }
+            }
+        }
+        quote!(|r| r)
     }
 
     /// The block size of the output's first index (1 if not blocked), after checking that the
@@ -1515,6 +1586,7 @@ impl Cx<'_> {
             .as_ref()
             .filter(|_| acc.tensor == self.p.kernel.output.tensor);
         Ok(match (&self.ops[acc.tensor].kind, snapshot) {
+            (ParamKind::Par, _) => return Err(Error::plain("`Par` is not an operand")),
             (ParamKind::Scalar { .. }, Some(snap)) => quote!(#snap),
             (ParamKind::Scalar { mutable: false }, None) => quote!(#name),
             (ParamKind::Scalar { mutable: true }, None) => quote!(*#name),

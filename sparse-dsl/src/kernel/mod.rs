@@ -33,6 +33,10 @@ pub enum ParamKind {
         /// The two dimension sizes, as expressions over the other parameters.
         dims: [TokenStream; 2],
     },
+    /// `par: Par`: how the kernel runs (`sparse::Par`, faer's parallelism argument); not an
+    /// operand. Allowed when the outermost loop runs over the rows of a dense output slice
+    /// (its first index is not reduced).
+    Par,
     /// `&Fmt<T>` or `&mut Fmt<T>`: a storage struct declared in the same block.
     Format {
         /// `&mut`.
@@ -96,10 +100,12 @@ impl KernelDecl {
     pub fn tensor_decls(&self) -> Vec<TensorDecl> {
         self.params
             .iter()
+            .filter(|p| !matches!(p.kind, ParamKind::Par))
             .map(|p| {
                 let (shape, encoding) = match &p.kind {
                     ParamKind::Slice { .. } => (vec![None], None),
                     ParamKind::Matrix { .. } => (vec![None, None], None),
+                    ParamKind::Par => (Vec::new(), None),
                     ParamKind::Scalar { .. } => (Vec::new(), None),
                     ParamKind::Format {
                         encoding, shape, ..

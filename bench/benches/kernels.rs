@@ -1,0 +1,373 @@
+//! The sparsifier's kernels side by side with the peers (issue 9): SpGEMM `C = A·A` and sparse
+//! + sparse `C = A + Aᵀ` against sprs, SpMM with 16 dense columns against faer, and the
+//! generated CSR SpMV kernel against the built-in `Csr::spmv` (itself generated) and faer, all
+//! in one process.
+//!
+//! ```text
+//! cargo bench --manifest-path bench/Cargo.toml --bench kernels
+//! ```
+//!
+//! Every result is checked against the peer's before anything is timed (to 1e-12 relative to
+//! the scale of the terms). Then criterion times each kernel, and an interleaved round robin
+//! (each implementation in turn, many rounds, medians) prints the ratios, which hold on a
+//! loaded machine better than criterion medians taken a minute apart.
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion};
+
+use sparse::runtime::generated::DenseOrder;
+use sparse::runtime::mmio::read_matrix_market;
+use sparse::runtime::CooTensor;
+
+sparse::sparse_format! {
+    /// Compressed sparse row with 32-bit positions and coordinates.
+    pub Csr = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>;
+    /// Row-major dense.
+    pub Dense = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : dense) }>;
+    pub kernel spmv(y: &mut [f64], a: &Csr<f64>, x: &[f64]) { y(i) = a(i, j) * x(j) }
+    pub kernel spgemm(c: &mut Csr<f64>, a: &Csr<f64>, b: &Csr<f64>) { c(i, j) = a(i, k) * b(k, j) }
+    pub kernel add(c: &mut Csr<f64>, a: &Csr<f64>, b: &Csr<f64>) { c(i, j) = a(i, j) + b(i, j) }
+    pub kernel spmm(c: &mut Dense<f64>, a: &Csr<f64>, b: &Dense<f64>) { c(i, j) = a(i, k) * b(k, j) }
+}
+
+/// Dense columns of the SpMM operand.
+const K: usize = 16;
+/// Copies of bcsstk16 on the diagonal of the DRAM-bound matrix.
+const KRON_COPIES: usize = 40;
+
+fn data_dir() -> PathBuf {
+    match std::env::var_os("SPARSE_BENCH_DATA") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"),
+    }
+}
+
+fn load(name: &str) -> CooTensor<f64> {
+    let path = data_dir().join(format!("{name}.mtx"));
+    match read_matrix_market(&path) {
+        Ok(mm) => mm.tensor,
+        Err(e) => panic!("cannot read {} (set SPARSE_BENCH_DATA): {e}", path.display()),
+    }
+}
+
+/// `kron(I_copies, a)`: `copies` copies of `a` on the block diagonal.
+fn block_diagonal(a: &CooTensor<f64>, copies: usize) -> CooTensor<f64> {
+    let [m, n] = [a.shape[0], a.shape[1]];
+    let mut out = CooTensor::new(vec![m * copies, n * copies]);
+    for k in 0..copies {
+        for (c, v) in a.iter() {
+            out.push(&[k * m + c[0], k * n + c[1]], *v);
+        }
+    }
+    out
+}
+
+/// The transpose of `a` as a COO tensor.
+fn transpose(a: &CooTensor<f64>) -> CooTensor<f64> {
+    let mut t = CooTensor::new(vec![a.shape[1], a.shape[0]]);
+    for (c, v) in a.iter() {
+        t.push(&[c[1], c[0]], *v);
+    }
+    t
+}
+
+/// sprs's CSR (`CsMat<f64>`, usize indices) of our `Csr`, from its entries.
+fn to_sprs(a: &Csr<f64>) -> sprs::CsMat<f64> {
+    let [m, n] = a.shape();
+    let mut tri = sprs::TriMat::new((m, n));
+    for ([i, j], v) in a.iter() {
+        tri.add_triplet(i, j, *v);
+    }
+    tri.to_csr()
+}
+
+/// faer's column-major sparse matrix of our `Csr`.
+fn to_faer(a: &Csr<f64>) -> faer::sparse::SparseColMat<usize, f64> {
+    let [m, n] = a.shape();
+    let triplets: Vec<faer::sparse::Triplet<usize, usize, f64>> = a
+        .iter()
+        .map(|([i, j], v)| faer::sparse::Triplet::new(i, j, *v))
+        .collect();
+    faer::sparse::SparseColMat::try_new_from_triplets(m, n, &triplets).expect("faer matrix")
+}
+
+/// faer's row-major sparse matrix of our `Csr`.
+fn to_faer_rows(a: &Csr<f64>) -> faer::sparse::SparseRowMat<usize, f64> {
+    let [m, n] = a.shape();
+    let triplets: Vec<faer::sparse::Triplet<usize, usize, f64>> = a
+        .iter()
+        .map(|([i, j], v)| faer::sparse::Triplet::new(i, j, *v))
+        .collect();
+    faer::sparse::SparseRowMat::try_new_from_triplets(m, n, &triplets).expect("faer matrix")
+}
+
+/// Panics unless `got` equals `want` to 1e-12 relative to `scale` (per element).
+fn check(what: &str, got: &[f64], want: &[f64], scale: &[f64]) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    for (k, ((g, w), s)) in got.iter().zip(want).zip(scale).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-12 * s.abs().max(1.0),
+            "{what}: element {k}: {g} vs {w}"
+        );
+    }
+}
+
+/// The dense row-major array of a sprs matrix.
+fn sprs_dense(a: &sprs::CsMat<f64>) -> Vec<f64> {
+    let (m, n) = a.shape();
+    let mut d = vec![0.0; m * n];
+    for (v, (i, j)) in a.iter() {
+        d[i * n + j] += *v;
+    }
+    d
+}
+
+/// Times `impls` in turn, round after round, for about 3 s (at least 7 rounds); prints the
+/// median of each and its ratio to the first (`ours`).
+fn interleaved(label: &str, impls: &mut [(&str, Box<dyn FnMut() + '_>)]) {
+    const TIME: Duration = Duration::from_secs(3);
+    const BATCH: Duration = Duration::from_millis(2);
+    let reps: Vec<u32> = impls
+        .iter_mut()
+        .map(|(_, f)| {
+            let s = Instant::now();
+            f();
+            let t = s.elapsed().max(Duration::from_nanos(1));
+            (BATCH.as_nanos() / t.as_nanos()).clamp(1, 1000) as u32
+        })
+        .collect();
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); impls.len()];
+    let start = Instant::now();
+    let mut rounds = 0;
+    while rounds < 7 || start.elapsed() < TIME {
+        for (k, (_, f)) in impls.iter_mut().enumerate() {
+            let s = Instant::now();
+            for _ in 0..reps[k] {
+                f();
+            }
+            samples[k].push(s.elapsed().as_secs_f64() / f64::from(reps[k]));
+        }
+        rounds += 1;
+    }
+    let medians: Vec<f64> = samples
+        .iter_mut()
+        .map(|v| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        })
+        .collect();
+    println!("\ninterleaved {label} ({rounds} rounds):");
+    println!("| kernel | implementation | median | ours is |");
+    println!("|---|---|---:|---:|");
+    for ((name, _), t) in impls.iter().zip(&medians) {
+        let time = if *t >= 1e-3 {
+            format!("{:.2} ms", t * 1e3)
+        } else {
+            format!("{:.1} µs", t * 1e6)
+        };
+        println!(
+            "| {label} | {name} | {time} | {:.2}x faster |",
+            t / medians[0]
+        );
+    }
+}
+
+/// SpGEMM `A·A` and `A + Aᵀ` on `coo`, ours against sprs.
+fn sparse_sparse(c: &mut Criterion, label: &str, coo: &CooTensor<f64>) {
+    let a = Csr::from_coo_tensor(coo).expect("Csr");
+    let at = Csr::from_coo_tensor(&transpose(coo)).expect("Csr of the transpose");
+    let (sa, sat) = (to_sprs(&a), to_sprs(&at));
+    let shape = a.shape();
+
+    let mut prod = Csr::from_coo(shape, []).expect("empty");
+    spgemm(&mut prod, &a, &a).expect("spgemm");
+    let want = sprs_dense(&(&sa * &sa));
+    check(&format!("{label} spgemm"), &prod.to_dense().expect("dense"), &want, &want);
+    let mut sum = Csr::from_coo(shape, []).expect("empty");
+    add(&mut sum, &a, &at).expect("add");
+    let want = sprs_dense(&(&sa + &sat));
+    check(&format!("{label} add"), &sum.to_dense().expect("dense"), &want, &want);
+
+    let mut g = c.benchmark_group(format!("{label} spgemm"));
+    g.bench_function("ours spgemm (generated)", |b| {
+        b.iter(|| spgemm(&mut prod, black_box(&a), black_box(&a)).expect("spgemm"))
+    });
+    g.bench_function("sprs &a * &a", |b| b.iter(|| black_box(&sa) * black_box(&sa)));
+    g.finish();
+    let mut g = c.benchmark_group(format!("{label} add"));
+    g.bench_function("ours add (generated)", |b| {
+        b.iter(|| add(&mut sum, black_box(&a), black_box(&at)).expect("add"))
+    });
+    g.bench_function("sprs &a + &at", |b| b.iter(|| black_box(&sa) + black_box(&sat)));
+    g.finish();
+
+    interleaved(
+        &format!("{label} A·A"),
+        &mut [
+            (
+                "ours spgemm (generated)",
+                Box::new(|| spgemm(&mut prod, black_box(&a), black_box(&a)).expect("spgemm")),
+            ),
+            (
+                "sprs &a * &a",
+                Box::new(|| {
+                    black_box(&sa * &sa);
+                }),
+            ),
+        ],
+    );
+    interleaved(
+        &format!("{label} A+Aᵀ"),
+        &mut [
+            (
+                "ours add (generated)",
+                Box::new(|| add(&mut sum, black_box(&a), black_box(&at)).expect("add")),
+            ),
+            (
+                "sprs &a + &at",
+                Box::new(|| {
+                    black_box(&sa + &sat);
+                }),
+            ),
+        ],
+    );
+}
+
+/// SpMV and SpMM (16 columns) on `coo`: the generated kernels and the built-ins against faer.
+fn sparse_dense(c: &mut Criterion, label: &str, coo: &CooTensor<f64>) {
+    use faer::{Accum, ColMut, ColRef, MatMut, MatRef, Par};
+    let a = Csr::from_coo_tensor(coo).expect("Csr");
+    let (fa, far) = (to_faer(&a), to_faer_rows(&a));
+    let [m, n] = a.shape();
+    let x: Vec<f64> = (0..n).map(|j| 1.0 + (j % 7) as f64).collect();
+    let mut y = vec![f64::NAN; m];
+    let mut y_ref = vec![0.0; m];
+    a.spmv(&x, &mut y_ref).expect("spmv");
+    spmv(&mut y, &a, &x).expect("spmv kernel");
+    assert_eq!(y, y_ref, "{label}: the kernel and the built-in add in the same order");
+    let mut yf = vec![0.0; m];
+    let faer_spmv = |y: &mut [f64]| {
+        faer::sparse::linalg::matmul::sparse_dense_matmul(
+            ColMut::from_slice_mut(y).as_mat_mut(),
+            Accum::Replace,
+            far.as_ref(),
+            ColRef::from_slice(&x).as_mat(),
+            1.0,
+            Par::Seq,
+        )
+    };
+    faer_spmv(&mut yf);
+    check(&format!("{label} spmv"), &y, &yf, &yf);
+
+    // B: n x K; ours column-major like faer, and row-major through the kernel
+    let b_cols: Vec<f64> = (0..n * K).map(|f| 1.0 + ((f * 7) % 11) as f64).collect();
+    let b_rows: Vec<f64> = (0..n * K).map(|f| b_cols[(f % K) * n + f / K]).collect();
+    let mut c_cols = vec![f64::NAN; m * K];
+    a.spmm(&b_cols, &mut c_cols, K, DenseOrder::ColMajor)
+        .expect("spmm");
+    let mut cf = vec![0.0; m * K];
+    let faer_spmm = |c: &mut [f64]| {
+        faer::sparse::linalg::matmul::sparse_dense_matmul(
+            MatMut::from_column_major_slice_mut(c, m, K),
+            Accum::Replace,
+            fa.as_ref(),
+            MatRef::from_column_major_slice(&b_cols, n, K),
+            1.0,
+            Par::Seq,
+        )
+    };
+    faer_spmm(&mut cf);
+    check(&format!("{label} spmm"), &c_cols, &cf, &cf);
+    let db = Dense::from_dense([n, K], &b_rows).expect("dense B");
+    let mut dc = Dense::from_dense([m, K], &vec![1.0; m * K]).expect("dense C");
+    spmm(&mut dc, &a, &db).expect("spmm kernel");
+    let c_rows = dc.to_dense().expect("dense");
+    let cf_rows: Vec<f64> = (0..m * K).map(|f| cf[(f % K) * m + f / K]).collect();
+    check(&format!("{label} spmm kernel"), &c_rows, &cf_rows, &cf_rows);
+
+    let mut g = c.benchmark_group(format!("{label} spmv"));
+    g.bench_function("ours spmv kernel (generated)", |b| {
+        b.iter(|| spmv(&mut y, black_box(&a), black_box(&x)).expect("spmv"))
+    });
+    g.bench_function("ours Csr::spmv (built-in, generated)", |b| {
+        b.iter(|| a.spmv(black_box(&x), &mut y).expect("spmv"))
+    });
+    g.bench_function("faer SparseRowMat", |b| b.iter(|| faer_spmv(&mut yf)));
+    g.finish();
+    let mut g = c.benchmark_group(format!("{label} spmm k=16"));
+    g.bench_function("ours Csr::spmm col-major (built-in)", |b| {
+        b.iter(|| {
+            a.spmm(black_box(&b_cols), &mut c_cols, K, DenseOrder::ColMajor)
+                .expect("spmm")
+        })
+    });
+    g.bench_function("faer SparseColMat × MatRef", |b| b.iter(|| faer_spmm(&mut cf)));
+    g.finish();
+
+    interleaved(
+        &format!("{label} spmv"),
+        &mut [
+            (
+                "ours spmv kernel (generated)",
+                Box::new(|| spmv(&mut y, black_box(&a), black_box(&x)).expect("spmv")),
+            ),
+            (
+                "ours Csr::spmv (built-in)",
+                Box::new(|| a.spmv(black_box(&x), &mut y_ref).expect("spmv")),
+            ),
+            ("faer SparseRowMat", Box::new(|| faer_spmv(&mut yf))),
+        ],
+    );
+    let mut c_rows_buf = vec![0.0; m * K];
+    interleaved(
+        &format!("{label} spmm k=16"),
+        &mut [
+            (
+                "ours Csr::spmm col-major (built-in)",
+                Box::new(|| {
+                    a.spmm(black_box(&b_cols), &mut c_cols, K, DenseOrder::ColMajor)
+                        .expect("spmm")
+                }),
+            ),
+            (
+                "ours Csr::spmm row-major (built-in)",
+                Box::new(|| {
+                    a.spmm(black_box(&b_rows), &mut c_rows_buf, K, DenseOrder::RowMajor)
+                        .expect("spmm")
+                }),
+            ),
+            (
+                "ours spmm kernel, Dense structs (generated)",
+                Box::new(|| spmm(&mut dc, black_box(&a), black_box(&db)).expect("spmm")),
+            ),
+            ("faer SparseColMat × MatRef", Box::new(|| faer_spmm(&mut cf))),
+        ],
+    );
+}
+
+fn kernels(c: &mut Criterion) {
+    for name in ["cryg2500", "bcsstk16"] {
+        sparse_sparse(c, name, &load(name));
+    }
+    let base = load("bcsstk16");
+    sparse_dense(c, "bcsstk16", &base);
+    let big = block_diagonal(&base, KRON_COPIES);
+    sparse_dense(c, "kron(I40,bcsstk16) (synthetic, from HB/bcsstk16)", &big);
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = kernels
+}
+criterion_main!(benches);
