@@ -4,7 +4,8 @@
 //! The generated struct holds exactly the arrays the format needs (`pos_{l}` for each level with
 //! positions, `crd_{l}` for each level owning a coordinate buffer, `values`) with the element
 //! types the widths ask for, and gets constructors (`from_coo`, `from_coo_tensor`, `from_dense`),
-//! `to_dense`, iteration, lookup, `spmv`, `validate`, `memory_bytes` and MLIR's
+//! `to_dense`, iteration, lookup, `spmv`, `spmv_par`, `spmv_transpose`, `spmm`, `validate`,
+//! `memory_bytes` and MLIR's
 //! `sparse_tensor.print` as `Display`.
 //!
 //! Each level format contributes its pieces through [`level::LevelGen`] (one file per format:
@@ -12,8 +13,9 @@
 //! reads a declaration into a `Ctx` (names, ranks, widths, level contexts) and asks one module
 //! per concern for its items: `storage` (the struct, `Parts`, accessors, `SparseStorage`),
 //! `assembly` (the builder, `from_coo`, `from_dense`, raw parts), `access` (iteration, `get`,
-//! `to_dense`, `to_coo`), `batch_slice` (slices and batch bookkeeping), `spmv` (the
-//! hand-written kernels) and `display` (printing); `encoding_data` emits `encoding()`.
+//! `to_dense`, `to_coo`), `batch_slice` (slices and batch bookkeeping), `kernels` (the built-in
+//! kernels, compiled by the sparsifier) and `display` (printing); `encoding_data` emits
+//! `encoding()`.
 
 mod access;
 mod assembly;
