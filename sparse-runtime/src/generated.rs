@@ -494,3 +494,66 @@ impl CoordinateField for PackedBuffer {
 macro_rules! safety {
     ($why:literal) => {};
 }
+
+/// [`assemble`] for entries already in level order, each coordinate once (a kernel's output
+/// appended in order or through a workspace): mapped and inserted one by one (MLIR's
+/// `lexInsert`), without sorting. Falls back to [`assemble`] for what in-order insertion does
+/// not cover (ELL counting maps, batch levels, `nonordered` levels) and when an entry does
+/// not follow the previous one in level order.
+///
+/// Errors: as [`assemble`].
+pub fn assemble_in_order<const D: usize, const L: usize, V: Value>(
+    encoding: Encoding,
+    shape: [usize; D],
+    lvl_sizes: [usize; L],
+    entries: Vec<([usize; D], V)>,
+    dim_to_lvl: impl Fn(&[usize; D]) -> [usize; L],
+) -> Result<Assembled<V>, StorageError> {
+    let simple = encoding.dim_to_lvl.num_symbols == 0
+        && encoding
+            .lvl_types
+            .iter()
+            .all(|t| t.is_ordered() && !t.capabilities().batch);
+    if !simple {
+        return assemble(encoding, shape, lvl_sizes, entries, dim_to_lvl);
+    }
+    let mut enc = encoding.clone();
+    enc.dim_slices = None;
+    let enc = enc
+        .verify()
+        .map_err(|errors| StorageError::InvalidEncoding {
+            messages: errors.iter().map(ToString::to_string).collect(),
+        })?;
+    let mut b = Builder::new(&enc, &lvl_sizes, 1)?;
+    b.values.reserve(entries.len());
+    let mut prev: Option<[usize; L]> = None;
+    for (entry, (c, v)) in entries.iter().enumerate() {
+        if let Some(dim) = (0..D).find(|&d| c[d] >= shape[d]) {
+            return Err(StorageError::CoordinateOutOfRange {
+                entry,
+                dim,
+                coordinate: c[dim],
+                size: shape[dim],
+            });
+        }
+        let key = dim_to_lvl(c);
+        if prev.is_some_and(|p| p >= key) {
+            // not in level order (or repeated): sort and sum as `from_coo` does
+            return assemble(encoding, shape, lvl_sizes, entries, dim_to_lvl);
+        }
+        b.lex_insert(prev.is_none(), &key, *v)?;
+        prev = Some(key);
+    }
+    b.end_insert(prev.is_none())?;
+    let Builder {
+        positions,
+        coordinates,
+        values,
+        ..
+    } = b;
+    Ok(Assembled {
+        positions,
+        coordinates,
+        values,
+    })
+}

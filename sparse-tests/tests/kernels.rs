@@ -371,3 +371,28 @@ proptest! {
         prop_assert!(spmv_with(Par::rayon(2), &mut short, &a, &x).is_err());
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// What kernels assemble their in-order outputs with: the same arrays as `from_coo`, in
+    /// order or not (out of order falls back to sorting), duplicates summed.
+    #[test]
+    fn ordered_assembly_equals_from_coo(
+        (m, n, a, shuffle) in (1usize..6, 1usize..6).prop_flat_map(|(m, n)| {
+            (Just(m), Just(n), matrix(m, n), any::<bool>())
+        })
+    ) {
+        let mut entries: Vec<([usize; 2], f64)> = a.iter().map(|&(i, j, v)| ([i, j], v)).collect();
+        if shuffle {
+            entries.reverse();
+            if let Some(&e) = entries.first() {
+                entries.push(e);
+            }
+        }
+        let want = Csr::from_coo([m, n], entries.clone()).unwrap();
+        prop_assert_eq!(Csr::from_ordered_coo([m, n], entries.clone()).unwrap(), want);
+        let want = Dcsr::from_coo([m, n], entries.clone()).unwrap();
+        prop_assert_eq!(Dcsr::from_ordered_coo([m, n], entries).unwrap(), want);
+    }
+}

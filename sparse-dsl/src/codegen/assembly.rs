@@ -117,6 +117,30 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 Ok(Self::from_parts(parts))
             }
 
+            /// Builds the storage from entries already in the format's level order, each
+            /// coordinate once (what a kernel's in-order output produces), without sorting;
+            /// entries out of that order go through [`Self::from_coo`]. Same errors.
+            #[doc(hidden)]
+            pub fn from_ordered_coo(
+                shape: [usize; #dim_rank],
+                entries: ::std::vec::Vec<([usize; #dim_rank], V)>,
+            ) -> Result<Self, StorageError> {
+                #shape_check
+                let mut a = #rt::generated::assemble_in_order(
+                    Self::encoding(),
+                    shape,
+                    Self::lvl_sizes_for(&shape),
+                    entries,
+                    Self::dim_to_lvl,
+                )?;
+                let parts = #parts {
+                    dim_shape: shape,
+                    #(#assembled,)*
+                    values: a.values,
+                };
+                Ok(Self::from_parts(parts))
+            }
+
             /// Builds the storage from a `CooTensor` (e.g. read from a Matrix Market file).
             ///
             /// Errors: `StorageError::RankMismatch` if its rank is not the dimension rank;

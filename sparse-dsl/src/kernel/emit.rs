@@ -398,7 +398,12 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
                     let entries = combined;
                 });
             }
-            finish.extend(quote!(*#o = #format::from_coo(#o.dim_shape, entries)?;));
+            // appended in order or through a workspace: already in level order
+            if matches!(p.strategy, Strategy::Append | Strategy::Workspace { .. }) {
+                finish.extend(quote!(*#o = #format::from_ordered_coo(#o.dim_shape, entries)?;));
+            } else {
+                finish.extend(quote!(*#o = #format::from_coo(#o.dim_shape, entries)?;));
+            }
         }
     }
     let ok = cx.result_variant("Ok");
