@@ -1,11 +1,16 @@
-//! The sparsifier's kernels side by side with the peers (issue 9): SpGEMM `C = A·A` and sparse
-//! + sparse `C = A + Aᵀ` against sprs, SpMM with 16 dense columns against faer, and the
+//! The sparsifier's kernels side by side with the peers (issue 9): SpGEMM `C = A·A` and
+//! sparse + sparse `C = A + Aᵀ` against sprs, SpMM with 16 dense columns against faer, and the
 //! generated CSR SpMV kernel against the built-in `Csr::spmv` (itself generated) and faer, all
 //! in one process.
 //!
 //! ```text
-//! cargo bench --manifest-path bench/Cargo.toml --bench kernels
+//! cargo bench --manifest-path bench/Cargo.toml --bench kernels              # everything, ~1.5 min
+//! cargo bench --manifest-path bench/Cargo.toml --bench kernels -- spgemm    # one kind of section
 //! ```
+//!
+//! A filter (a plain substring of the group names printed, e.g. `spgemm`, `add`, `spmv`,
+//! `spmm`, `bcsstk16`, `synthetic`) also skips the setup, checks and interleaved tables of the
+//! sections it does not select.
 //!
 //! Every result is checked against the peer's before anything is timed (to 1e-12 relative to
 //! the scale of the terms). Then criterion times each kernel, and an interleaved round robin
@@ -16,7 +21,8 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkGroup, Criterion};
 
 use sparse::runtime::generated::DenseOrder;
 use sparse::runtime::mmio::read_matrix_market;
@@ -38,6 +44,7 @@ const K: usize = 16;
 /// Copies of bcsstk16 on the diagonal of the DRAM-bound matrix.
 const KRON_COPIES: usize = 40;
 
+/// The shared matrices: `$SPARSE_BENCH_DATA`, else `../shared/data` beside the checkout.
 fn data_dir() -> PathBuf {
     match std::env::var_os("SPARSE_BENCH_DATA") {
         Some(d) => PathBuf::from(d),
@@ -45,11 +52,15 @@ fn data_dir() -> PathBuf {
     }
 }
 
+/// Reads `NAME.mtx` from [`data_dir`] (symmetric files expanded by the reader); panics if absent.
 fn load(name: &str) -> CooTensor<f64> {
     let path = data_dir().join(format!("{name}.mtx"));
     match read_matrix_market(&path) {
         Ok(mm) => mm.tensor,
-        Err(e) => panic!("cannot read {} (set SPARSE_BENCH_DATA): {e}", path.display()),
+        Err(e) => panic!(
+            "cannot read {} (set SPARSE_BENCH_DATA): {e}",
+            path.display()
+        ),
     }
 }
 
@@ -125,9 +136,13 @@ fn sprs_dense(a: &sprs::CsMat<f64>) -> Vec<f64> {
     d
 }
 
+/// One implementation in an interleaved round robin: its name and one run.
+type Timed<'a> = (&'a str, Box<dyn FnMut() + 'a>);
+
 /// Times `impls` in turn, round after round, for about 3 s (at least 7 rounds); prints the
-/// median of each and its ratio to the first (`ours`).
-fn interleaved(label: &str, impls: &mut [(&str, Box<dyn FnMut() + '_>)]) {
+/// median of each and its time divided by the first's (the first is ours: a ratio above 1
+/// means ours is that many times faster, below 1 that ours is slower).
+fn interleaved(label: &str, impls: &mut [Timed<'_>]) {
     const TIME: Duration = Duration::from_secs(3);
     const BATCH: Duration = Duration::from_millis(2);
     let reps: Vec<u32> = impls
@@ -160,7 +175,7 @@ fn interleaved(label: &str, impls: &mut [(&str, Box<dyn FnMut() + '_>)]) {
         })
         .collect();
     println!("\ninterleaved {label} ({rounds} rounds):");
-    println!("| kernel | implementation | median | ours is |");
+    println!("| kernel | implementation | median | time ÷ first |");
     println!("|---|---|---:|---:|");
     for ((name, _), t) in impls.iter().zip(&medians) {
         let time = if *t >= 1e-3 {
@@ -168,77 +183,125 @@ fn interleaved(label: &str, impls: &mut [(&str, Box<dyn FnMut() + '_>)]) {
         } else {
             format!("{:.1} µs", t * 1e6)
         };
-        println!(
-            "| {label} | {name} | {time} | {:.2}x faster |",
-            t / medians[0]
-        );
+        println!("| {label} | {name} | {time} | {:.2} |", t / medians[0]);
     }
 }
 
-/// SpGEMM `A·A` and `A + Aᵀ` on `coo`, ours against sprs.
+/// Times only the assembly step of a kernel with a sparse output: `from_ordered_coo` (what
+/// the generated code calls last) on the entries of `result`, collected as the kernel collects
+/// them (`([i, j], v)` in row order); the copy of the entries is setup, not timed. The rest of
+/// the kernel's time is the loops that produce the entries.
+fn bench_assembly(g: &mut BenchmarkGroup<'_, WallTime>, result: &Csr<f64>) {
+    let shape = result.shape();
+    let entries: Vec<([usize; 2], f64)> = result.iter().map(|(c, v)| (c, *v)).collect();
+    g.bench_function("ours: its assembly alone (from_ordered_coo)", |b| {
+        b.iter_batched(
+            || entries.clone(),
+            |e| Csr::from_ordered_coo(shape, e).expect("assembly"),
+            BatchSize::LargeInput,
+        )
+    });
+}
+
+/// The first positional argument of the bench binary, criterion's filter
+/// (`cargo bench --bench kernels -- FILTER`), if any.
+fn filter() -> Option<String> {
+    std::env::args().skip(1).find(|a| !a.starts_with('-'))
+}
+
+/// Whether the section whose criterion group is `group` runs: no filter, or the filter is a
+/// substring of the group's name. Lets a filtered run skip the setup, the checks and the
+/// interleaved timing of the sections it does not select, not only their criterion groups.
+fn wanted(group: &str) -> bool {
+    match filter() {
+        Some(f) => group.contains(&f),
+        None => true,
+    }
+}
+
+/// SpGEMM `A·A` and `A + Aᵀ` on `coo`, ours against sprs, each checked against sprs first.
 fn sparse_sparse(c: &mut Criterion, label: &str, coo: &CooTensor<f64>) {
+    let (mul_group, add_group) = (format!("{label} spgemm A·A"), format!("{label} add A+Aᵀ"));
     let a = Csr::from_coo_tensor(coo).expect("Csr");
-    let at = Csr::from_coo_tensor(&transpose(coo)).expect("Csr of the transpose");
-    let (sa, sat) = (to_sprs(&a), to_sprs(&at));
+    let sa = to_sprs(&a);
     let shape = a.shape();
 
-    let mut prod = Csr::from_coo(shape, []).expect("empty");
-    spgemm(&mut prod, &a, &a).expect("spgemm");
-    let want = sprs_dense(&(&sa * &sa));
-    check(&format!("{label} spgemm"), &prod.to_dense().expect("dense"), &want, &want);
-    let mut sum = Csr::from_coo(shape, []).expect("empty");
-    add(&mut sum, &a, &at).expect("add");
-    let want = sprs_dense(&(&sa + &sat));
-    check(&format!("{label} add"), &sum.to_dense().expect("dense"), &want, &want);
+    if wanted(&mul_group) {
+        let mut prod = Csr::from_coo(shape, []).expect("empty");
+        spgemm(&mut prod, &a, &a).expect("spgemm");
+        let want = sprs_dense(&(&sa * &sa));
+        check(&mul_group, &prod.to_dense().expect("dense"), &want, &want);
+        drop(want);
 
-    let mut g = c.benchmark_group(format!("{label} spgemm"));
-    g.bench_function("ours spgemm (generated)", |b| {
-        b.iter(|| spgemm(&mut prod, black_box(&a), black_box(&a)).expect("spgemm"))
-    });
-    g.bench_function("sprs &a * &a", |b| b.iter(|| black_box(&sa) * black_box(&sa)));
-    g.finish();
-    let mut g = c.benchmark_group(format!("{label} add"));
-    g.bench_function("ours add (generated)", |b| {
-        b.iter(|| add(&mut sum, black_box(&a), black_box(&at)).expect("add"))
-    });
-    g.bench_function("sprs &a + &at", |b| b.iter(|| black_box(&sa) + black_box(&sat)));
-    g.finish();
+        let mut g = c.benchmark_group(&mul_group);
+        g.bench_function("ours spgemm (generated)", |b| {
+            b.iter(|| spgemm(&mut prod, black_box(&a), black_box(&a)).expect("spgemm"))
+        });
+        g.bench_function("sprs &a * &a", |b| {
+            b.iter(|| black_box(&sa) * black_box(&sa))
+        });
+        bench_assembly(&mut g, &prod);
+        g.finish();
+        interleaved(
+            &mul_group,
+            &mut [
+                (
+                    "ours spgemm (generated)",
+                    Box::new(|| spgemm(&mut prod, black_box(&a), black_box(&a)).expect("spgemm")),
+                ),
+                (
+                    "sprs &a * &a",
+                    Box::new(|| {
+                        black_box(&sa * &sa);
+                    }),
+                ),
+            ],
+        );
+    }
 
-    interleaved(
-        &format!("{label} A·A"),
-        &mut [
-            (
-                "ours spgemm (generated)",
-                Box::new(|| spgemm(&mut prod, black_box(&a), black_box(&a)).expect("spgemm")),
-            ),
-            (
-                "sprs &a * &a",
-                Box::new(|| {
-                    black_box(&sa * &sa);
-                }),
-            ),
-        ],
-    );
-    interleaved(
-        &format!("{label} A+Aᵀ"),
-        &mut [
-            (
-                "ours add (generated)",
-                Box::new(|| add(&mut sum, black_box(&a), black_box(&at)).expect("add")),
-            ),
-            (
-                "sprs &a + &at",
-                Box::new(|| {
-                    black_box(&sa + &sat);
-                }),
-            ),
-        ],
-    );
+    if wanted(&add_group) {
+        let at = Csr::from_coo_tensor(&transpose(coo)).expect("Csr of the transpose");
+        let sat = to_sprs(&at);
+        let mut sum = Csr::from_coo(shape, []).expect("empty");
+        add(&mut sum, &a, &at).expect("add");
+        let want = sprs_dense(&(&sa + &sat));
+        check(&add_group, &sum.to_dense().expect("dense"), &want, &want);
+        drop(want);
+
+        let mut g = c.benchmark_group(&add_group);
+        g.bench_function("ours add (generated)", |b| {
+            b.iter(|| add(&mut sum, black_box(&a), black_box(&at)).expect("add"))
+        });
+        g.bench_function("sprs &a + &at", |b| {
+            b.iter(|| black_box(&sa) + black_box(&sat))
+        });
+        bench_assembly(&mut g, &sum);
+        g.finish();
+        interleaved(
+            &add_group,
+            &mut [
+                (
+                    "ours add (generated)",
+                    Box::new(|| add(&mut sum, black_box(&a), black_box(&at)).expect("add")),
+                ),
+                (
+                    "sprs &a + &at",
+                    Box::new(|| {
+                        black_box(&sa + &sat);
+                    }),
+                ),
+            ],
+        );
+    }
 }
 
 /// SpMV and SpMM (16 columns) on `coo`: the generated kernels and the built-ins against faer.
 fn sparse_dense(c: &mut Criterion, label: &str, coo: &CooTensor<f64>) {
     use faer::{Accum, ColMut, ColRef, MatMut, MatRef, Par};
+    let (spmv_group, spmm_group) = (format!("{label} spmv"), format!("{label} spmm k=16"));
+    if !wanted(&spmv_group) && !wanted(&spmm_group) {
+        return;
+    }
     let a = Csr::from_coo_tensor(coo).expect("Csr");
     let (fa, far) = (to_faer(&a), to_faer_rows(&a));
     let [m, n] = a.shape();
@@ -247,7 +310,10 @@ fn sparse_dense(c: &mut Criterion, label: &str, coo: &CooTensor<f64>) {
     let mut y_ref = vec![0.0; m];
     a.spmv(&x, &mut y_ref).expect("spmv");
     spmv(&mut y, &a, &x).expect("spmv kernel");
-    assert_eq!(y, y_ref, "{label}: the kernel and the built-in add in the same order");
+    assert_eq!(
+        y, y_ref,
+        "{label}: the kernel and the built-in add in the same order"
+    );
     let mut yf = vec![0.0; m];
     let faer_spmv = |y: &mut [f64]| {
         faer::sparse::linalg::matmul::sparse_dense_matmul(
@@ -287,8 +353,31 @@ fn sparse_dense(c: &mut Criterion, label: &str, coo: &CooTensor<f64>) {
     let c_rows = dc.to_dense().expect("dense");
     let cf_rows: Vec<f64> = (0..m * K).map(|f| cf[(f % K) * m + f / K]).collect();
     check(&format!("{label} spmm kernel"), &c_rows, &cf_rows, &cf_rows);
+    // faer on the same layouts as our kernel: CSR A, row-major B and C
+    let mut cfr = vec![0.0; m * K];
+    let faer_spmm_rows = |c: &mut [f64]| {
+        faer::sparse::linalg::matmul::sparse_dense_matmul(
+            MatMut::from_row_major_slice_mut(c, m, K),
+            Accum::Replace,
+            far.as_ref(),
+            MatRef::from_row_major_slice(&b_rows, n, K),
+            1.0,
+            Par::Seq,
+        )
+    };
+    faer_spmm_rows(&mut cfr);
+    check(&format!("{label} spmm faer rows"), &c_rows, &cfr, &cfr);
+    let mut c_rows_buf = vec![f64::NAN; m * K];
+    a.spmm(&b_rows, &mut c_rows_buf, K, DenseOrder::RowMajor)
+        .expect("spmm");
+    check(
+        &format!("{label} Csr::spmm row-major"),
+        &c_rows_buf,
+        &cfr,
+        &cfr,
+    );
 
-    let mut g = c.benchmark_group(format!("{label} spmv"));
+    let mut g = c.benchmark_group(&spmv_group);
     g.bench_function("ours spmv kernel (generated)", |b| {
         b.iter(|| spmv(&mut y, black_box(&a), black_box(&x)).expect("spmv"))
     });
@@ -297,67 +386,92 @@ fn sparse_dense(c: &mut Criterion, label: &str, coo: &CooTensor<f64>) {
     });
     g.bench_function("faer SparseRowMat", |b| b.iter(|| faer_spmv(&mut yf)));
     g.finish();
-    let mut g = c.benchmark_group(format!("{label} spmm k=16"));
+    let mut g = c.benchmark_group(&spmm_group);
+    g.bench_function("ours spmm kernel, row-major Dense (generated)", |b| {
+        b.iter(|| spmm(&mut dc, black_box(&a), black_box(&db)).expect("spmm"))
+    });
     g.bench_function("ours Csr::spmm col-major (built-in)", |b| {
         b.iter(|| {
             a.spmm(black_box(&b_cols), &mut c_cols, K, DenseOrder::ColMajor)
                 .expect("spmm")
         })
     });
-    g.bench_function("faer SparseColMat × MatRef", |b| b.iter(|| faer_spmm(&mut cf)));
+    g.bench_function("faer SparseColMat × col-major MatRef", |b| {
+        b.iter(|| faer_spmm(&mut cf))
+    });
+    g.bench_function("faer SparseRowMat × row-major MatRef", |b| {
+        b.iter(|| faer_spmm_rows(&mut cfr))
+    });
     g.finish();
 
-    interleaved(
-        &format!("{label} spmv"),
-        &mut [
-            (
-                "ours spmv kernel (generated)",
-                Box::new(|| spmv(&mut y, black_box(&a), black_box(&x)).expect("spmv")),
-            ),
-            (
-                "ours Csr::spmv (built-in)",
-                Box::new(|| a.spmv(black_box(&x), &mut y_ref).expect("spmv")),
-            ),
-            ("faer SparseRowMat", Box::new(|| faer_spmv(&mut yf))),
-        ],
-    );
-    let mut c_rows_buf = vec![0.0; m * K];
-    interleaved(
-        &format!("{label} spmm k=16"),
-        &mut [
-            (
-                "ours Csr::spmm col-major (built-in)",
-                Box::new(|| {
-                    a.spmm(black_box(&b_cols), &mut c_cols, K, DenseOrder::ColMajor)
-                        .expect("spmm")
-                }),
-            ),
-            (
-                "ours Csr::spmm row-major (built-in)",
-                Box::new(|| {
-                    a.spmm(black_box(&b_rows), &mut c_rows_buf, K, DenseOrder::RowMajor)
-                        .expect("spmm")
-                }),
-            ),
-            (
-                "ours spmm kernel, Dense structs (generated)",
-                Box::new(|| spmm(&mut dc, black_box(&a), black_box(&db)).expect("spmm")),
-            ),
-            ("faer SparseColMat × MatRef", Box::new(|| faer_spmm(&mut cf))),
-        ],
-    );
+    if wanted(&spmv_group) {
+        interleaved(
+            &spmv_group,
+            &mut [
+                (
+                    "ours spmv kernel (generated)",
+                    Box::new(|| spmv(&mut y, black_box(&a), black_box(&x)).expect("spmv")),
+                ),
+                (
+                    "ours Csr::spmv (built-in)",
+                    Box::new(|| a.spmv(black_box(&x), &mut y_ref).expect("spmv")),
+                ),
+                ("faer SparseRowMat", Box::new(|| faer_spmv(&mut yf))),
+            ],
+        );
+    }
+    if wanted(&spmm_group) {
+        interleaved(
+            &spmm_group,
+            &mut [
+                (
+                    "ours spmm kernel, row-major Dense (generated)",
+                    Box::new(|| spmm(&mut dc, black_box(&a), black_box(&db)).expect("spmm")),
+                ),
+                (
+                    "ours Csr::spmm row-major (built-in)",
+                    Box::new(|| {
+                        a.spmm(black_box(&b_rows), &mut c_rows_buf, K, DenseOrder::RowMajor)
+                            .expect("spmm")
+                    }),
+                ),
+                (
+                    "ours Csr::spmm col-major (built-in)",
+                    Box::new(|| {
+                        a.spmm(black_box(&b_cols), &mut c_cols, K, DenseOrder::ColMajor)
+                            .expect("spmm")
+                    }),
+                ),
+                (
+                    "faer SparseRowMat × row-major MatRef",
+                    Box::new(|| faer_spmm_rows(&mut cfr)),
+                ),
+                (
+                    "faer SparseColMat × col-major MatRef",
+                    Box::new(|| faer_spmm(&mut cf)),
+                ),
+            ],
+        );
+    }
 }
 
+/// Every section: SpGEMM and `A + Aᵀ` on cryg2500 and bcsstk16; SpMV and SpMM on bcsstk16 and
+/// on the synthetic `kron(I_40, bcsstk16)`.
 fn kernels(c: &mut Criterion) {
     for name in ["cryg2500", "bcsstk16"] {
         sparse_sparse(c, name, &load(name));
     }
     let base = load("bcsstk16");
     sparse_dense(c, "bcsstk16", &base);
-    let big = block_diagonal(&base, KRON_COPIES);
-    sparse_dense(c, "kron(I40,bcsstk16) (synthetic, from HB/bcsstk16)", &big);
+    let synthetic = "kron(I40,bcsstk16) (synthetic, from HB/bcsstk16)";
+    if wanted(&format!("{synthetic} spmv")) || wanted(&format!("{synthetic} spmm k=16")) {
+        let big = block_diagonal(&base, KRON_COPIES);
+        sparse_dense(c, synthetic, &big);
+    }
 }
 
+/// Short criterion settings (10 samples, 0.5 s warm-up, 2 s): the interleaved tables carry
+/// the ratios.
 fn config() -> Criterion {
     Criterion::default()
         .sample_size(10)
