@@ -262,20 +262,13 @@ pub fn par_rows<V: Send>(
     before: impl Fn(usize) -> usize,
     rows: impl Fn(&mut [V], usize) + Sync,
 ) {
-    let units = y.len() / unit.max(1);
-    let splits = crate::storage::balanced_splits(units, rayon::current_num_threads() * 4, before);
-    let rows = &rows;
-    rayon::scope(|s| {
-        let mut rest: &mut [V] = y;
-        for w in splits.windows(2) {
-            let (chunk, tail) = std::mem::take(&mut rest).split_at_mut((w[1] - w[0]) * unit);
-            rest = tail;
-            let row0 = w[0];
-            if !chunk.is_empty() {
-                s.spawn(move |_| rows(chunk, row0));
-            }
-        }
-    });
+    par_rows_with(
+        Par::rayon(rayon::current_num_threads() * 4),
+        y,
+        unit,
+        before,
+        rows,
+    );
 }
 
 /// Assembles entries `(dimension coordinates, value)` in any order into the arrays of `encoding`

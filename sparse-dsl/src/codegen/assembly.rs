@@ -102,19 +102,14 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 entries: impl IntoIterator<Item = ([usize; #dim_rank], V)>,
             ) -> Result<Self, StorageError> {
                 #shape_check
-                let mut a = #rt::generated::assemble(
+                let a = #rt::generated::assemble(
                     Self::encoding(),
                     shape,
                     Self::lvl_sizes_for(&shape),
                     entries,
                     Self::dim_to_lvl,
                 )?;
-                let parts = #parts {
-                    dim_shape: shape,
-                    #(#assembled,)*
-                    values: a.values,
-                };
-                Ok(Self::from_parts(parts))
+                Self::from_assembled(shape, a)
             }
 
             /// Builds the storage from entries already in the format's level order, each
@@ -126,13 +121,21 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 entries: ::std::vec::Vec<([usize; #dim_rank], V)>,
             ) -> Result<Self, StorageError> {
                 #shape_check
-                let mut a = #rt::generated::assemble_in_order(
+                let a = #rt::generated::assemble_in_order(
                     Self::encoding(),
                     shape,
                     Self::lvl_sizes_for(&shape),
                     entries,
                     Self::dim_to_lvl,
                 )?;
+                Self::from_assembled(shape, a)
+            }
+
+            /// The struct over the arrays `assemble` built.
+            fn from_assembled(
+                shape: [usize; #dim_rank],
+                mut a: #rt::generated::Assembled<V>,
+            ) -> Result<Self, StorageError> {
                 let parts = #parts {
                     dim_shape: shape,
                     #(#assembled,)*
