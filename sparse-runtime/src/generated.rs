@@ -295,11 +295,7 @@ pub fn assemble<const D: usize, const L: usize, V: Value>(
     dim_to_lvl: impl Fn(&[usize; D]) -> [usize; L],
 ) -> Result<Assembled<V>, StorageError> {
     encoding.dim_slices = None;
-    let encoding = encoding
-        .verify()
-        .map_err(|errors| StorageError::InvalidEncoding {
-            messages: errors.iter().map(ToString::to_string).collect(),
-        })?;
+    let encoding = verified(encoding)?;
     let entries = entries.into_iter();
     let cap = entries.size_hint().0;
     if encoding.dim_to_lvl.num_symbols > 0 {
@@ -512,11 +508,7 @@ pub fn assemble_in_order<const D: usize, const L: usize, V: Value>(
     }
     let mut enc = encoding.clone();
     enc.dim_slices = None;
-    let enc = enc
-        .verify()
-        .map_err(|errors| StorageError::InvalidEncoding {
-            messages: errors.iter().map(ToString::to_string).collect(),
-        })?;
+    let enc = verified(enc)?;
     let mut b = Builder::new(&enc, &lvl_sizes, 1)?;
     b.values.reserve(entries.len());
     let mut prev: Option<[usize; L]> = None;
@@ -549,4 +541,15 @@ pub fn assemble_in_order<const D: usize, const L: usize, V: Value>(
         coordinates,
         values,
     })
+}
+
+/// `encoding` verified, or [`StorageError::InvalidEncoding`] with the verifier's messages.
+fn verified(
+    encoding: Encoding,
+) -> Result<crate::sparse_ir::verify::VerifiedEncoding, StorageError> {
+    encoding
+        .verify()
+        .map_err(|errors| StorageError::InvalidEncoding {
+            messages: errors.iter().map(ToString::to_string).collect(),
+        })
 }
