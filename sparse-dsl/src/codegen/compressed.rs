@@ -4,7 +4,7 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
-use super::level::{LevelCtx, LevelGen};
+use super::level::{is_root, to_index, Insert, InsertNames, LevelCtx, LevelGen};
 
 /// The compressed level format.
 pub struct Compressed;
@@ -107,7 +107,7 @@ impl LevelGen for Compressed {
                 (__b * __pc + #lo, __b * __pc + #hi)
             }};
         }
-        if super::level::is_root(&parent) {
+        if is_root(&parent) {
             let (lo, hi) = (cx.pos_at(f, quote!(0)), cx.pos_at(f, quote!(1)));
             return quote!((#lo, #hi));
         }
@@ -123,4 +123,146 @@ impl LevelGen for Compressed {
     fn emit_locate(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream {
         locate_in_segment(cx, self.segment(cx, cx.parent()), body)
     }
+    fn insert(&self, cx: &LevelCtx, names: &InsertNames) -> Option<Insert> {
+        let loc = cx.crd.as_ref()?;
+        let unique = cx.lt.is_unique();
+        if cx.batched || cx.packed() || (unique && loc.stride != 1) {
+            return None;
+        }
+        let (pos, crd) = (names.pos.as_ref()?, names.crd.as_ref()?);
+        let (pos_ty, crd_ty) = (&cx.pos_ty, &cx.crd_ty);
+        let InsertNames {
+            q,
+            parent,
+            c,
+            parents,
+            ..
+        } = names;
+        let stride = loc.stride;
+        // positions stored so far (an AoS region interleaves `stride` coordinates per position)
+        let len = if stride == 1 {
+            quote!(#crd.len())
+        } else {
+            quote!(#crd.len() / #stride)
+        };
+        let end = to_index(pos_ty, len.clone());
+        let root = is_root(parent);
+        let mut init = if root {
+            quote!(let mut #pos: ::std::vec::Vec<#pos_ty> = ::std::vec![0];)
+        } else {
+            quote!(let mut #pos: ::std::vec::Vec<#pos_ty> = ::std::vec::Vec::new();)
+        };
+        if loc.owner {
+            init.extend(quote!(let mut #crd: ::std::vec::Vec<#crd_ty> = ::std::vec::Vec::new();));
+        }
+        init.extend(coordinate_width_check(cx));
+        // the segments of parents up to this one start here
+        let open = if root {
+            TokenStream::new()
+        } else {
+            quote! {
+                while #pos.len() <= #parent {
+                    #pos.push(#end);
+                }
+            }
+        };
+        let push = {
+            let v = to_index(crd_ty, c.clone());
+            quote!(#crd.push(#v);)
+        };
+        let step = if unique && !cx.is_last() {
+            // the coordinate repeats while the entries below it arrive
+            let fresh = if root {
+                quote!(#crd.is_empty())
+            } else {
+                quote!(#crd.len() == #pos[#parent].index())
+            };
+            quote! {
+                #open
+                if #fresh || #crd[#crd.len() - 1].index() != #c {
+                    #push
+                }
+                let #q = #crd.len() - 1;
+            }
+        } else if cx.is_last() {
+            quote!(#open #push)
+        } else {
+            quote! {
+                #open
+                let #q = #len;
+                #push
+            }
+        };
+        let close = if root {
+            quote!(#pos.push(#end);)
+        } else {
+            quote! {
+                while #pos.len() <= #parents {
+                    #pos.push(#end);
+                }
+            }
+        };
+        let check = position_width_check(cx, &len);
+        let finish = quote! {
+            #close
+            #check
+        };
+        Some(Insert {
+            init,
+            step,
+            finish,
+            count: len,
+            position: None,
+        })
+    }
+}
+
+/// The bits of index type `ty` when it is narrower than `usize` on 64-bit targets.
+fn narrow_bits(ty: &TokenStream) -> Option<u32> {
+    match ty.to_string().as_str() {
+        "u8" => Some(8),
+        "u16" => Some(16),
+        "u32" => Some(32),
+        _ => None,
+    }
+}
+
+/// Before insertion: `StorageError::WidthOverflow` when the level's coordinates may not fit
+/// `crdWidth` (its size exceeds what the width addresses).
+pub(super) fn coordinate_width_check(cx: &LevelCtx) -> TokenStream {
+    let Some(width) = narrow_bits(&cx.crd_ty) else {
+        return TokenStream::new();
+    };
+    let width_lit = proc_macro2::Literal::u32_unsuffixed(width);
+    let (rt, ty, size) = (&cx.rt, &cx.crd_ty, &cx.size);
+    let l = proc_macro2::Literal::usize_unsuffixed(cx.l);
+    quote! {
+        if #size > #ty::MAX as usize + 1 {
+            return ::core::result::Result::Err(#rt::StorageError::WidthOverflow {
+                level: #l,
+                kind: #rt::BufferKind::Coordinate,
+                value: #size - 1,
+                width: #width_lit,
+            });
+        }
+    }
+}
+
+/// After insertion: `StorageError::WidthOverflow` when the last position (`len`) does not fit
+/// `posWidth`.
+fn position_width_check(cx: &LevelCtx, len: &TokenStream) -> Option<TokenStream> {
+    let width = narrow_bits(&cx.pos_ty)?;
+    let width_lit = proc_macro2::Literal::u32_unsuffixed(width);
+    let (rt, ty) = (&cx.rt, &cx.pos_ty);
+    let l = proc_macro2::Literal::usize_unsuffixed(cx.l);
+    Some(quote! {
+        if #len > #ty::MAX as usize {
+            return ::core::result::Result::Err(#rt::StorageError::WidthOverflow {
+                level: #l,
+                kind: #rt::BufferKind::Position,
+                value: #len,
+                width: #width_lit,
+            });
+        }
+    })
 }

@@ -4,7 +4,7 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
-use super::level::{LevelCtx, LevelGen};
+use super::level::{is_root, Insert, InsertNames, LevelCtx, LevelGen};
 
 /// The dense level format.
 pub struct Dense;
@@ -59,5 +59,28 @@ impl LevelGen for Dense {
             let #p = #parent * #size + #c;
             #body
         }
+    }
+    fn insert(&self, cx: &LevelCtx, names: &InsertNames) -> Option<Insert> {
+        // nothing stored: the position follows from the parent's
+        let InsertNames {
+            q,
+            parent,
+            c,
+            parents,
+            ..
+        } = names;
+        let size = &cx.size;
+        if is_root(parent) {
+            return Some(Insert {
+                count: size.clone(),
+                position: Some(c.clone()),
+                ..Insert::default()
+            });
+        }
+        Some(Insert {
+            step: quote!(let #q = #parent * #size + #c;),
+            count: quote!(#parents * #size),
+            ..Insert::default()
+        })
     }
 }

@@ -152,6 +152,65 @@ pub trait LevelGen {
     /// Code that finds the position(s) of coordinate `c{l}` under the parent, binding `p{l}`
     /// around `body` for each match (random access where the format allows it).
     fn emit_locate(&self, cx: &LevelCtx, body: TokenStream) -> TokenStream;
+    /// In-order insertion into a kernel's output (MLIR's `sparse_tensor.insert` into a tensor
+    /// filled in level order, closed by its `load ... hasInserts`): the code that keeps this
+    /// level's buffers for entries arriving in lexicographic level order, each coordinate once.
+    /// `None` when the level cannot be filled that way (the kernel then collects entries and
+    /// assembles them with the runtime).
+    fn insert(&self, _cx: &LevelCtx, _names: &InsertNames) -> Option<Insert> {
+        None
+    }
+}
+
+/// The names a level's [`LevelGen::insert`] code uses in the kernel.
+#[derive(Clone, Debug)]
+pub struct InsertNames {
+    /// The local positions buffer (`c_pos_1`), when the level stores positions.
+    pub pos: Option<Ident>,
+    /// The local coordinate buffer the level writes to (its region owner's, `c_crd_1`).
+    pub crd: Option<Ident>,
+    /// Binds this level's position of the entry (`c_q1`); the next level's parent.
+    pub q: Ident,
+    /// The parent's position (`0usize` at level 0).
+    pub parent: TokenStream,
+    /// This level's coordinate of the entry (`usize`).
+    pub c: TokenStream,
+    /// How many positions the parent level holds once every entry is in (`1usize` at level 0).
+    pub parents: TokenStream,
+}
+
+/// A level's part of in-order insertion: statements, in the kernel's function body.
+#[derive(Clone, Debug, Default)]
+pub struct Insert {
+    /// Before the loops: declares the level's buffers.
+    pub init: TokenStream,
+    /// For each entry: appends its coordinate where it is new and binds [`InsertNames::q`]
+    /// (not bound at the last level, whose positions follow the values, unless it is dense).
+    pub step: TokenStream,
+    /// After the last entry: closes the segments of parents with no entry after it.
+    pub finish: TokenStream,
+    /// How many positions the level holds after `finish` (an expression).
+    pub count: TokenStream,
+    /// The entry's position as an expression, when `step` binds none (a dense root level's
+    /// position is its coordinate; a singleton's is its parent's).
+    pub position: Option<TokenStream>,
+}
+
+/// `x` converted to index type `ty` (`x as u32`), or `x` alone when `ty` is `usize`.
+pub fn to_index(ty: &TokenStream, x: TokenStream) -> TokenStream {
+    if ty.to_string() == "usize" {
+        return x;
+    }
+    // `as` binds tighter than the arithmetic operators
+    let compound = x
+        .clone()
+        .into_iter()
+        .any(|t| matches!(t, proc_macro2::TokenTree::Punct(p) if "+-*/%".contains(p.as_char())));
+    if compound {
+        quote!((#x) as #ty)
+    } else {
+        quote!(#x as #ty)
+    }
 }
 
 /// The generator for a level format; `None` for formats the generator does not handle.

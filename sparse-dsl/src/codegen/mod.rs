@@ -522,7 +522,10 @@ pub(crate) fn level_contexts(
                         let k = proc_macro2::Literal::usize_unsuffixed(k);
                         quote!(#k)
                     }
-                    None => quote!(#base.lvl_sizes[#l]),
+                    None => {
+                        let l = proc_macro2::Literal::usize_unsuffixed(l);
+                        quote!(#base.lvl_sizes[#l])
+                    }
                 },
             },
             pos_field: lt.has_positions().then(|| format_ident!("pos_{}", l)),

@@ -4,8 +4,8 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
-use super::compressed::owned_crd_fields;
-use super::level::{LevelCtx, LevelGen};
+use super::compressed::{coordinate_width_check, owned_crd_fields};
+use super::level::{to_index, Insert, InsertNames, LevelCtx, LevelGen};
 
 /// The singleton level format.
 pub struct Singleton;
@@ -35,5 +35,30 @@ impl LevelGen for Singleton {
                 #body
             }
         }}
+    }
+    fn insert(&self, cx: &LevelCtx, names: &InsertNames) -> Option<Insert> {
+        if cx.batched || cx.packed() {
+            return None;
+        }
+        let loc = cx.crd.as_ref()?;
+        let crd = names.crd.as_ref()?;
+        let InsertNames {
+            parent, c, parents, ..
+        } = names;
+        let ty = &cx.crd_ty;
+        let mut init = TokenStream::new();
+        if loc.owner {
+            init.extend(quote!(let mut #crd: ::std::vec::Vec<#ty> = ::std::vec::Vec::new();));
+        }
+        init.extend(coordinate_width_check(cx));
+        // one coordinate per parent position, in the parent's order
+        let v = to_index(ty, c.clone());
+        Some(Insert {
+            init,
+            step: quote!(#crd.push(#v);),
+            finish: TokenStream::new(),
+            count: parents.clone(),
+            position: Some(parent.clone()),
+        })
     }
 }

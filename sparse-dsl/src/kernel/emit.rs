@@ -36,7 +36,7 @@ use sparse_sparsifier::order::{Extent, IndexLoops};
 use sparse_sparsifier::{Error, ValueType};
 
 use super::{KernelDecl, ParamKind};
-use crate::codegen::level::{LevelCtx, LevelGen};
+use crate::codegen::level::{InsertNames, LevelCtx, LevelGen};
 
 /// One tensor of the kernel as the emitted code sees it: a parameter, or the private
 /// conversion of one.
@@ -77,6 +77,25 @@ struct Cx<'a> {
     outermost: std::cell::Cell<bool>,
     /// The `par: Par` parameter of a user kernel run in row ranges.
     par: Option<Ident>,
+    /// A sparse output filled in its own arrays as the loops produce its entries in level
+    /// order; `None` when entries are collected and assembled by the runtime.
+    insert: Option<OutputInsert>,
+}
+
+/// In-order insertion into the output's arrays (MLIR's `sparse_tensor.insert`), each level's
+/// part from its codegen unit ([`LevelGen::insert`]).
+struct OutputInsert {
+    /// Before the loops: the buffers.
+    init: TokenStream,
+    /// Per entry, before its value: the levels' steps.
+    step: TokenStream,
+    /// The values buffer (`c_values`).
+    values: Ident,
+    /// The last level's position of the entry when it is dense (values are written at it,
+    /// with the gaps zero), `None` when every entry appends a value.
+    leaf: Option<TokenStream>,
+    /// After the loops: closes the levels and moves the arrays into the output.
+    finish: TokenStream,
 }
 
 fn unsupported(what: &str) -> Error {
@@ -257,6 +276,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         rows: None,
         outermost: std::cell::Cell::new(false),
         par: None,
+        insert: None,
     };
     if k.method.as_ref().is_some_and(|m| m.rows) {
         cx.rows = Some(cx.rows_unit()?);
@@ -366,7 +386,19 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
             let v = vtok(p.kernel.value);
             let rank = usize_lit(p.kernel.output.indices.len());
             let o = &k.params[out].name;
-            init.extend(quote!(let mut entries: ::std::vec::Vec<([usize; #rank], #v)> = ::std::vec::Vec::new();));
+            let in_order = matches!(p.strategy, Strategy::Append | Strategy::Workspace { .. });
+            cx.insert = if in_order {
+                cx.output_insert(o, format, &v)?
+            } else {
+                None
+            };
+            match &cx.insert {
+                Some(ins) => {
+                    init.extend(ins.init.clone());
+                    finish.extend(ins.finish.clone());
+                }
+                None => init.extend(quote!(let mut entries: ::std::vec::Vec<([usize; #rank], #v)> = ::std::vec::Vec::new();)),
+            }
             if let Strategy::Workspace { var } = p.strategy {
                 let n = cx.extent(var);
                 let zero = cx.zero();
@@ -399,7 +431,9 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
                 });
             }
             // appended in order or through a workspace: already in level order
-            if matches!(p.strategy, Strategy::Append | Strategy::Workspace { .. }) {
+            if cx.insert.is_some() {
+                // inserted into the output's arrays
+            } else if in_order {
                 finish.extend(quote!(*#o = #format::from_ordered_coo(#o.dim_shape, entries)?;));
             } else {
                 finish.extend(quote!(*#o = #format::from_coo(#o.dim_shape, entries)?;));
@@ -607,6 +641,16 @@ impl Cx<'_> {
                 }
             }
         }
+        // the output's insertion buffers
+        let out_op = &self.ops[self.p.kernel.output.tensor];
+        out.insert(format!("{}_values", out_op.prefix));
+        for l in 0..out_op.levels.len() {
+            for what in ["pos", "crd"] {
+                out.insert(format!("{}_{what}_{l}", out_op.prefix));
+            }
+            out.insert(format!("{}_q{l}", out_op.prefix));
+        }
+        out.insert("parts".to_string());
         out.insert(self.flags_ident().to_string());
         out.insert(format!(
             "{}_input",
@@ -642,6 +686,173 @@ impl Cx<'_> {
             .iter()
             .map(|&ix| self.index_expr(ix));
         quote!([#(#c),*])
+    }
+
+    /// The code that adds the output entry at the current coordinates with value `v`.
+    fn append(&self, v: TokenStream) -> TokenStream {
+        let Some(ins) = &self.insert else {
+            let c = self.out_coords();
+            return quote!(entries.push((#c, #v)););
+        };
+        let (step, values) = (&ins.step, &ins.values);
+        match &ins.leaf {
+            None => quote! {
+                #step
+                #values.push(#v);
+            },
+            Some(q) => {
+                let zero = self.zero();
+                quote! {
+                    #step
+                    if #values.len() <= #q {
+                        #values.resize(#q + 1, #zero);
+                    }
+                    #values[#q] = #v;
+                }
+            }
+        }
+    }
+
+    /// The output's coordinate at level `l`: its `dim_to_lvl` result over the statement's
+    /// index variables (a block split's own loop variables where the loops split it).
+    fn out_level_coord(&self, e: &AffineExpr) -> Option<TokenStream> {
+        let out = &self.p.kernel.output;
+        let block = |b: &AffineExpr| b.as_constant().and_then(|b| usize::try_from(b).ok());
+        let dim = |a: &AffineExpr| a.as_var().map(|d| out.indices[d]);
+        let coord = |ix: usize| match self.p.levels.index_loops[ix] {
+            IndexLoops::Plain(_) => self.index_expr(ix),
+            IndexLoops::Split { .. } => {
+                let e = self.index_expr(ix);
+                quote!((#e))
+            }
+        };
+        Some(match e {
+            AffineExpr::Var(d) => coord(out.indices[*d]),
+            AffineExpr::FloorDiv(a, b) => {
+                let (ix, b) = (dim(a)?, block(b)?);
+                match self.p.levels.index_loops[ix] {
+                    IndexLoops::Split { hi, block, .. } if block == b => {
+                        let hi = self.var_ident(hi);
+                        quote!(#hi)
+                    }
+                    _ => {
+                        let (c, b) = (coord(ix), usize_lit(b));
+                        quote!((#c / #b))
+                    }
+                }
+            }
+            AffineExpr::Mod(a, b) => {
+                let (ix, b) = (dim(a)?, block(b)?);
+                match self.p.levels.index_loops[ix] {
+                    IndexLoops::Split { lo, block, .. } if block == b => {
+                        let lo = self.var_ident(lo);
+                        quote!(#lo)
+                    }
+                    _ => {
+                        let (c, b) = (coord(ix), usize_lit(b));
+                        quote!((#c % #b))
+                    }
+                }
+            }
+            _ => return None,
+        })
+    }
+
+    /// Names of the output's insertion buffers: `{prefix}_pos_{l}`, ...
+    fn insert_ident(&self, what: &str) -> Ident {
+        let out = &self.ops[self.p.kernel.output.tensor];
+        format_ident!("{}_{}", out.prefix, what)
+    }
+
+    /// In-order insertion into output `o` (struct `format`, values `v`) when every level of
+    /// its format supports it (no batch levels, ELL slots or packed coordinates).
+    fn output_insert(
+        &self,
+        o: &Ident,
+        format: &Ident,
+        v: &TokenStream,
+    ) -> Result<Option<OutputInsert>, Error> {
+        let out = &self.ops[self.p.kernel.output.tensor];
+        let Some(enc) = &out.encoding else {
+            return Ok(None);
+        };
+        if enc.dim_to_lvl.num_symbols > 0 || out.slices.is_some() {
+            return Ok(None);
+        }
+        let (mut init, mut step, mut finish) =
+            (TokenStream::new(), TokenStream::new(), TokenStream::new());
+        let mut parent = quote!(0usize);
+        let mut parents = quote!(1usize);
+        let mut fields = Vec::new();
+        let rank = out.levels.len();
+        let mut leaf = None;
+        for (l, (g, lcx)) in out.levels.iter().enumerate() {
+            let Some(c) = self.out_level_coord(&enc.dim_to_lvl.results[l]) else {
+                return Ok(None);
+            };
+            let pos = lcx
+                .pos_field
+                .as_ref()
+                .map(|f| self.insert_ident(&f.to_string()));
+            let crd = lcx
+                .crd
+                .as_ref()
+                .map(|loc| self.insert_ident(&loc.field.to_string()));
+            let q = self.insert_ident(&format!("q{l}"));
+            let names = InsertNames {
+                pos: pos.clone(),
+                crd: crd.clone(),
+                q: q.clone(),
+                parent: parent.clone(),
+                c: c.clone(),
+                parents: parents.clone(),
+            };
+            let Some(ins) = g.insert(lcx, &names) else {
+                return Ok(None);
+            };
+            init.extend(ins.init);
+            step.extend(ins.step);
+            finish.extend(ins.finish);
+            if let (Some(f), Some(local)) = (&lcx.pos_field, &pos) {
+                fields.push(quote!(#f: #local));
+            }
+            if let (Some(loc), Some(local)) = (lcx.crd.as_ref().filter(|c| c.owner), &crd) {
+                let f = &loc.field;
+                fields.push(quote!(#f: #local));
+            }
+            let position = ins.position.unwrap_or_else(|| quote!(#q));
+            if l + 1 == rank && lcx.lt.is_dense() {
+                leaf = Some(position.clone());
+            }
+            parent = position;
+            parents = ins.count;
+        }
+        let values = self.insert_ident("values");
+        init.extend(quote!(let mut #values: ::std::vec::Vec<#v> = ::std::vec::Vec::new();));
+        if leaf.is_some() {
+            // every position of the last (dense) level holds a value
+            let zero = self.zero();
+            finish.extend(quote!(#values.resize(#parents, #zero);));
+        }
+        let rt = self.rt;
+        let parts = format_ident!("{}Parts", format);
+        let safety = quote!(#rt::safety!("the loops inserted the entries in the format's level order, each coordinate once and below its level size, and closed every segment: the arrays satisfy `validate`."););
+        finish.extend(quote! {
+            let parts = #parts {
+                dim_shape: #o.dim_shape,
+                #(#fields,)*
+                values: #values,
+            };
+            #safety
+            *#o = unsafe { #format::from_raw_parts_unchecked(parts) };
+        });
+        Ok(Some(OutputInsert {
+            init,
+            step,
+            values,
+            leaf,
+            finish,
+        }))
     }
 
     fn tensor_name(&self, t: usize) -> &Ident {
@@ -1080,10 +1291,7 @@ impl Cx<'_> {
                             }
                         }
                     }
-                    Target::Append | Target::Buffer => {
-                        let c = self.out_coords();
-                        quote!(entries.push((#c, #v));)
-                    }
+                    Target::Append | Target::Buffer => self.append(v),
                     Target::Workspace => {
                         let Strategy::Workspace { var } = self.p.strategy else {
                             return Err(Error::plain("a workspace without its strategy"));
@@ -1113,10 +1321,10 @@ impl Cx<'_> {
             Stmt::AppendTemp(t) => {
                 let name = format_ident!("t{}", *t);
                 let seen = format_ident!("t{}_visited", *t);
-                let c = self.out_coords();
+                let append = self.append(quote!(#name));
                 quote! {
                     if #seen {
-                        entries.push((#c, #name));
+                        #append
                     }
                 }
             }
@@ -1128,11 +1336,11 @@ impl Cx<'_> {
                     return Err(Error::plain("a workspace without its strategy"));
                 };
                 let j = self.var_ident(var);
-                let c = self.out_coords();
+                let append = self.append(quote!(*workspace.get_unchecked(#j)));
                 quote! {
                     touched.sort_unstable();
                     for &#j in &touched {
-                        entries.push((#c, *workspace.get_unchecked(#j)));
+                        #append
                         *visited.get_unchecked_mut(#j) = false;
                     }
                     touched.clear();
