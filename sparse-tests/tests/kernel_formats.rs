@@ -423,7 +423,12 @@ fn build<S: FromCoo<f64>>(shape: &[usize], v: &[f64]) -> S {
     S::from_coo_tensor(&coo(shape, v)).unwrap()
 }
 
-fn dense<const D: usize, S: Entries<D, Value = f64>>(s: &S) -> Vec<f64> {
+/// The dense form of `s`, after checking that its arrays satisfy every invariant of its format
+/// (kernels fill sparse outputs straight into them).
+fn dense<const D: usize, S: Entries<D, Value = f64> + sparse::runtime::SparseStorage>(
+    s: &S,
+) -> Vec<f64> {
+    sparse::runtime::storage::validate(s).unwrap();
     to_dense(s).unwrap()
 }
 
@@ -529,7 +534,7 @@ fn check_format<S>(
     kernels: FormatKernels<S>,
 ) -> Result<(), TestCaseError>
 where
-    S: FromCoo<f64> + Entries<2, Value = f64>,
+    S: FromCoo<f64> + Entries<2, Value = f64> + sparse::runtime::SparseStorage,
 {
     let (spmv, rowmin, colmax, transpose, scale, total) = kernels;
     let a = storable(text, &[M, K], a);

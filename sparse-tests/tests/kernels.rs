@@ -25,6 +25,9 @@ sparse_format! {
     // faer's parallelism argument: row ranges of `y` as rayon tasks
     pub kernel spmv_with(par: Par, y: &mut [f64], a: &Csr<f64>, x: &[f64]) { y(i) = a(i, j) * x(j) }
     pub kernel add_rows(c: &mut Dcsr<f64>, a: &Csr<f64>, b: &Csr<f64>) { c(i, j) = a(i, j) + b(i, j) }
+    // 8-bit positions and coordinates: the output's arrays are filled in place, widths checked
+    pub Narrow = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 8, crdWidth = 8 }>;
+    pub kernel add_narrow(c: &mut Narrow<f64>, a: &Csr<f64>, b: &Csr<f64>) { c(i, j) = a(i, j) + b(i, j) }
 }
 
 /// A random `rows x cols` matrix: about a third of the entries stored, values in [-4, 4] and
@@ -296,6 +299,63 @@ fn scaled_spmv_accumulates_a_0d_operand_and_literals() {
     let mut y = vec![1.0; 3];
     scaled_spmv(&mut y, 2.0, &a, &[1.0, 2.0, 4.0]).unwrap();
     assert_eq!(y, [1.0 + 18.0 - 0.5, 1.0 - 1.0, 1.0 + 12.0 - 2.0]);
+}
+
+#[test]
+fn sparse_output_known_arrays() {
+    // [[1, 0, 2], [0, 0, 0], [0, 3, 0]] + [[0, 0, 1], [0, 0, 0], [4, 0, 0]]
+    let a = csr([3, 3], &[(0, 0, 1.0), (0, 2, 2.0), (2, 1, 3.0)]);
+    let b = csr([3, 3], &[(0, 2, 1.0), (2, 0, 4.0)]);
+    let mut c = Narrow::from_coo([3, 3], []).unwrap();
+    add_narrow(&mut c, &a, &b).unwrap();
+    c.validate().unwrap();
+    let parts = c.into_raw_parts();
+    assert_eq!(parts.pos_1, [0u8, 2, 2, 4]);
+    assert_eq!(parts.crd_1, [0u8, 2, 0, 1]);
+    assert_eq!(parts.values, [1.0, 3.0, 4.0, 3.0]);
+    let mut d = Dcsr::from_coo([3, 3], []).unwrap();
+    add_rows(&mut d, &a, &b).unwrap();
+    d.validate().unwrap();
+    let parts = d.into_raw_parts();
+    assert_eq!(parts.pos_0, [0, 2]);
+    assert_eq!(parts.crd_0, [0, 2]);
+    assert_eq!(parts.pos_1, [0, 2, 4]);
+    assert_eq!(parts.crd_1, [0, 2, 0, 1]);
+    assert_eq!(parts.values, [1.0, 3.0, 4.0, 3.0]);
+}
+
+#[test]
+fn sparse_output_width_overflow_is_an_error() {
+    use sparse::runtime::{BufferKind, StorageError};
+    // 300 columns: coordinates up to 299 do not fit 8 bits
+    let a = csr([2, 300], &[(0, 299, 1.0)]);
+    let mut c = Narrow::from_coo([2, 300], []).unwrap();
+    assert_eq!(
+        add_narrow(&mut c, &a, &a),
+        Err(StorageError::WidthOverflow {
+            level: 1,
+            kind: BufferKind::Coordinate,
+            value: 299,
+            width: 8
+        })
+    );
+    assert_eq!(c.nse(), 0, "the output is left as it was");
+    // 2 x 200 entries: the last position, 400, does not fit 8 bits
+    let full: Vec<_> = (0..2)
+        .flat_map(|i| (0..200).map(move |j| (i, j, 1.0)))
+        .collect();
+    let a = csr([2, 200], &full);
+    let mut c = Narrow::from_coo([2, 200], [([1, 1], 5.0)]).unwrap();
+    assert_eq!(
+        add_narrow(&mut c, &a, &a),
+        Err(StorageError::WidthOverflow {
+            level: 1,
+            kind: BufferKind::Position,
+            value: 400,
+            width: 8
+        })
+    );
+    assert_eq!(c.nse(), 1, "the output is left as it was");
 }
 
 #[test]
