@@ -471,6 +471,41 @@ impl CoordinateField for PackedBuffer {
     }
 }
 
+/// Puts the coordinates a kernel's workspace touched in increasing order (MLIR's `compress`
+/// sorts its `added` coordinates the same way before inserting them). `visited[j]` must be
+/// `true` exactly for the coordinates in `touched`, each listed once, as the workspace code
+/// keeps them.
+///
+/// When the coordinates are dense in their range (range length below `n * (log2 n + 4)` for
+/// `n` of them, as a row of a banded product is), they are rebuilt by one scan of `visited`
+/// over the range, with no comparison sort; otherwise they are sorted (`sort_unstable`).
+#[inline]
+pub fn sort_touched(touched: &mut [usize], visited: &[bool]) {
+    let n = touched.len();
+    if n < 16 {
+        touched.sort_unstable();
+        return;
+    }
+    let (lo, hi) = touched
+        .iter()
+        .fold((usize::MAX, 0), |(lo, hi), &j| (lo.min(j), hi.max(j)));
+    let scan = hi - lo < n * (n.ilog2() as usize + 4);
+    match visited.get(lo..=hi) {
+        Some(range) if scan => {
+            // every coordinate below `hi` is written before the count reaches `n`
+            let mut k = 0;
+            for (j, &seen) in (lo..).zip(range) {
+                if let Some(slot) = touched.get_mut(k) {
+                    *slot = j;
+                }
+                k += usize::from(seen);
+            }
+            debug_assert_eq!(k, n, "`visited` marks exactly the touched coordinates");
+        }
+        _ => touched.sort_unstable(),
+    }
+}
+
 /// Names the safety argument of the `unsafe` block that follows it in generated code (the
 /// invariant it relies on and where that invariant is established); expands to nothing.
 /// `sparse expand` and `sparse_dsl::build` print each use as a `// SAFETY: ...` comment above

@@ -142,3 +142,25 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// The workspace's touched coordinates come out sorted, whether scanned (dense in their
+    /// range) or compared (spread out), and exactly the set that was touched.
+    #[test]
+    fn sort_touched_orders_the_touched_set(
+        set in proptest::collection::btree_set(0usize..400, 0..120),
+        spread in any::<bool>(),
+    ) {
+        let scale = if spread { 1000 } else { 1 };
+        let want: Vec<usize> = set.iter().map(|&j| j * scale).collect();
+        let mut visited = vec![false; 400 * scale];
+        let mut touched: Vec<usize> = want.iter().rev().copied().collect();
+        // a workspace touches in any order: interleave from both ends
+        touched.sort_by_key(|&j| (j % 7, j));
+        for &j in &touched {
+            visited[j] = true;
+        }
+        sparse_runtime::generated::sort_touched(&mut touched, &visited);
+        prop_assert_eq!(touched, want);
+    }
+}

@@ -17,6 +17,7 @@ use crate::error::Error;
 use crate::lattice::lattice;
 use crate::notation::ReduceOp;
 use crate::order::{self, loops_of, Graph, Levels};
+use sparse_ir::ir::Encoding;
 
 /// How a computed value is combined into its target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,6 +161,8 @@ struct Builder<'a> {
     temps: usize,
     target: Target,
     combine: Combine,
+    /// The access whose level is not ordered but must be merged, when that stopped the build.
+    unordered: Option<usize>,
 }
 
 /// Lowers a checked kernel to the loop IR.
@@ -167,8 +170,43 @@ struct Builder<'a> {
 /// Errors: as [`order::levels`] and [`order::operand_graph`] (an operand whose level order
 /// conflicts with the others', naming it and suggesting the transposed format or a
 /// conversion); a reduction nested in an expression whose operands need one of its variables
-/// before an output variable; a merge over a level that is not ordered.
-pub fn build(mut k: Kernel) -> Result<Program, Error> {
+/// before an output variable. An operand with a `nonordered` level that must be merged with
+/// others is converted to the same levels ordered (as MLIR converts an unordered operand of a
+/// co-iteration) and the kernel built again.
+pub fn build(k: Kernel) -> Result<Program, Error> {
+    let mut k = k;
+    let mut conversions = Vec::new();
+    loop {
+        let mut unordered = None;
+        match build_with(k.clone(), conversions.clone(), &mut unordered) {
+            Err(e) => {
+                // each round orders one access for good: at most one round per access
+                let rounds_left = conversions.len() <= 2 * k.accesses.len() + 2;
+                let ordered = unordered.filter(|_| rounds_left).and_then(|a| {
+                    let t = &k.tensors[k.accesses[a].tensor];
+                    let mut enc: Encoding = (**t.encoding.as_ref()?).clone();
+                    for lt in &mut enc.lvl_types {
+                        lt.properties.nonordered = false;
+                    }
+                    Some((a, enc.verify().ok()?))
+                });
+                let Some((a, enc)) = ordered else {
+                    return Err(e);
+                };
+                convert(&mut k, &mut conversions, a, enc);
+            }
+            ok => return ok,
+        }
+    }
+}
+
+/// [`build`] after `conversions` (already applied to `k`); sets `unordered` to the access
+/// when a merge over a level that is not ordered stops it.
+fn build_with(
+    mut k: Kernel,
+    mut conversions: Vec<Conversion>,
+    unordered: &mut Option<usize>,
+) -> Result<Program, Error> {
     // an operand whose level order conflicts with the others' is converted first (MLIR inserts
     // a `sparse_tensor.convert`): its levels permuted to follow the others' order
     // flatten `out = op(R, body)` into one nest when body holds no other reduction
@@ -180,7 +218,6 @@ pub fn build(mut k: Kernel) -> Result<Program, Error> {
         }
         e => (None, ReduceOp::Sum, e.clone()),
     };
-    let mut conversions = Vec::new();
     let mut rounds = 0;
     let (lv, g) = loop {
         rounds += 1;
@@ -329,6 +366,7 @@ pub fn build(mut k: Kernel) -> Result<Program, Error> {
         temps: 0,
         target,
         combine,
+        unordered: None,
     };
     let mut nest: Vec<usize> = order
         .iter()
@@ -337,7 +375,9 @@ pub fn build(mut k: Kernel) -> Result<Program, Error> {
         .collect();
     // output indices that appear only on the left still loop over their extent
     nest.dedup();
-    let body = b.nest(&expr, &nest, 0, strategy, &red_vars, top_op)?;
+    let body = b.nest(&expr, &nest, 0, strategy, &red_vars, top_op);
+    *unordered = b.unordered;
+    let body = body?;
     let temps = b.temps;
     Ok(Program {
         conversions,
@@ -479,6 +519,7 @@ impl Builder<'_> {
                 let it = &self.lv.iters[bad];
                 let acc = &self.k.accesses[it.access];
                 let name = &self.k.tensors[acc.tensor].name;
+                self.unordered = Some(it.access);
                 return Err(Error::new(
                     acc.span,
                     format!(

@@ -28,6 +28,9 @@ sparse_format! {
     // 8-bit positions and coordinates: the output's arrays are filled in place, widths checked
     pub Narrow = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 8, crdWidth = 8 }>;
     pub kernel add_narrow(c: &mut Narrow<f64>, a: &Csr<f64>, b: &Csr<f64>) { c(i, j) = a(i, j) + b(i, j) }
+    // `b`'s columns may sit in any order in a row: the union converts it to ordered first
+    pub Unordered = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed(nonordered)) }>;
+    pub kernel add_unordered(c: &mut Csr<f64>, a: &Csr<f64>, b: &Unordered<f64>) { c(i, j) = a(i, j) + b(i, j) }
 }
 
 /// A random `rows x cols` matrix: about a third of the entries stored, values in [-4, 4] and
@@ -322,6 +325,27 @@ fn sparse_output_known_arrays() {
     assert_eq!(parts.pos_1, [0, 2, 4]);
     assert_eq!(parts.crd_1, [0, 2, 0, 1]);
     assert_eq!(parts.values, [1.0, 3.0, 4.0, 3.0]);
+}
+
+#[test]
+fn nonordered_operand_of_a_union_is_converted() {
+    // b = [[5, 0, 6], [0, 0, 0], [0, 7, 8]] with row 0 and row 2 stored in reverse order
+    let b = Unordered::from_raw_parts(UnorderedParts {
+        dim_shape: [3, 3],
+        pos_1: vec![0, 2, 2, 4],
+        crd_1: vec![2, 0, 2, 1],
+        values: vec![6.0, 5.0, 8.0, 7.0],
+    })
+    .unwrap();
+    let a = csr([3, 3], &[(0, 0, 1.0), (0, 2, 2.0), (2, 1, 3.0)]);
+    let mut c = csr([3, 3], &[]);
+    add_unordered(&mut c, &a, &b).unwrap();
+    c.validate().unwrap();
+    let got: Vec<_> = c.iter().map(|(c, &v)| (c, v)).collect();
+    assert_eq!(
+        got,
+        [([0, 0], 6.0), ([0, 2], 8.0), ([2, 1], 10.0), ([2, 2], 8.0)]
+    );
 }
 
 #[test]

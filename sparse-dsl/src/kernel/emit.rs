@@ -1337,8 +1337,9 @@ impl Cx<'_> {
                 };
                 let j = self.var_ident(var);
                 let append = self.append(quote!(*workspace.get_unchecked(#j)));
+                let rt = self.rt;
                 quote! {
-                    touched.sort_unstable();
+                    #rt::generated::sort_touched(&mut touched, &visited);
                     for &#j in &touched {
                         #append
                         *visited.get_unchecked_mut(#j) = false;
