@@ -364,6 +364,24 @@ impl SparseCoreConfig {
     }
 }
 
+impl fmt::Display for SparseCoreConfig {
+    /// The clause as written in a declaration, options in their canonical order:
+    /// `sparsecore(chip = v5p, max_ids_per_partition = 256, max_unique_ids_per_partition = 64,
+    /// feature_width = 128, batch = 4096)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "sparsecore(chip = {}, max_ids_per_partition = {}, max_unique_ids_per_partition = {}, \
+             feature_width = {}, batch = {})",
+            self.chip.name,
+            self.max_ids_per_partition,
+            self.max_unique_ids_per_partition,
+            self.feature_width,
+            self.batch
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -420,6 +438,11 @@ mod tests {
         let c = SparseCoreConfig::new(&V5P, 256, 64, 100, 4096).unwrap();
         assert_eq!(c.padded_width, 104);
         assert_eq!(c.tile_spmem.row_bytes, 416);
+        assert_eq!(
+            c.to_string(),
+            "sparsecore(chip = v5p, max_ids_per_partition = 256, \
+             max_unique_ids_per_partition = 64, feature_width = 100, batch = 4096)"
+        );
         assert_eq!(
             SparseCoreConfig::new(&V5P, 256, 64, 128, 0)
                 .unwrap_err()
