@@ -445,11 +445,14 @@ fn fmt(file: &std::path::Path, pretty: bool) -> Result<(), String> {
     let name = input::name(file);
     let parsed =
         parse_declaration(&text).map_err(|diags| render::render_all(&name, &text, &diags))?;
-    let body = match &parsed.declared {
+    let mut body = match &parsed.declared {
         Declared::Encoding(e) if pretty => e.to_pretty_string(),
         Declared::Encoding(e) => e.to_string(),
         Declared::Tensor(t) => t.to_string(),
     };
+    if let Some(c) = parsed.sparsecore {
+        body = format!("{body} {c}");
+    }
     write_stdout(|w| match parsed.alias {
         Some(a) => writeln!(w, "#{a} = {body}"),
         None => writeln!(w, "{body}"),
@@ -463,8 +466,9 @@ fn expand(file: &std::path::Path) -> Result<(), String> {
         parse_declaration(&text).map_err(|diags| render::render_all(&name, &text, &diags))?;
     let name = parsed.alias.clone().unwrap_or_else(|| "Format".into());
     let name = syn::parse_str::<syn::Ident>(&name).unwrap_or_else(|_| format_ident!("Format"));
-    let decl = Declaration::from_declared(quote::quote!(pub), name, parsed.declared)
+    let mut decl = Declaration::from_declared(quote::quote!(pub), name, parsed.declared)
         .map_err(|e| e.to_string())?;
+    decl.sparsecore = parsed.sparsecore;
     let code =
         expand_to_string(&decl, &quote::quote!(::sparse::runtime)).map_err(|e| e.to_string())?;
     write_stdout(|w| w.write_all(code.as_bytes()))

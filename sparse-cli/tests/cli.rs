@@ -760,3 +760,32 @@ fn inspect_and_eval_read_scipy_npz() {
     assert_eq!(code, 1);
     assert!(err.starts_with("error: /nonexistent/m.npz: "), "{err}");
 }
+
+#[test]
+fn fmt_and_expand_keep_a_sparsecore_clause() {
+    let clause = "sparsecore(chip = v5p, max_ids_per_partition = 256, \
+                  max_unique_ids_per_partition = 64, feature_width = 128, batch = 4096)";
+    let text = format!("#Lookup = {CSR}\n  {}\n", clause.replace(", ", ",\n    "));
+    let (rc, out, err) = sparse_stdin(&["fmt", "-"], &text);
+    let canonical = "#sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed) }>";
+    assert_eq!(
+        (rc, out, err),
+        (0, format!("#Lookup = {canonical} {clause}\n"), "".into())
+    );
+    let (rc, out, err) = sparse_stdin(&["expand", "-"], &text);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("chip: &rt::sparsecore::chip::V5P,"), "{out}");
+    assert!(out.contains("staging_rows: 384u64,"), "{out}");
+    let (rc, _, err) = sparse_stdin(
+        &["fmt", "-"],
+        &text.replace("4096", "8192").replace("v5p", "v4"),
+    );
+    assert_eq!(rc, 1);
+    assert!(
+        err.starts_with(
+            "error: <stdin>:2:3: Gather operand too large: (sample_count * feature_width) / tiles \
+             = 262144 bytes per tile exceeds TileSpmem (163840 bytes)"
+        ),
+        "{err}"
+    );
+}

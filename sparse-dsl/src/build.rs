@@ -91,6 +91,7 @@ pub fn generate_items(text: &str, rt: &TokenStream) -> Result<TokenStream, Vec<D
         };
         let doc = format!("Declared as `#{alias}` in a `.mlir` file.");
         decl.attrs.push(quote!(#[doc = #doc]));
+        decl.sparsecore = d.sparsecore;
         match generate(&decl, rt) {
             Ok(tokens) => out.extend(tokens),
             Err(e) => errors.push(err(e.to_string())),

@@ -11,6 +11,8 @@
 //! - [`level`]: each level format's storage and capabilities as data, one file per format;
 //! - [`infer`]: the inverse (`lvlToDim`) MLIR infers from `dimToLvl`;
 //! - [`print`](mod@print): MLIR's canonical text form (`Display` for `Encoding`);
+//! - [`sparsecore`]: SparseCore chip presets and the TileSpmem sizing rule, shared by the
+//!   runtime's chip model and the compile-time `sparsecore(...)` check;
 //! - [`verify`](mod@verify): MLIR's semantic rules on an `Encoding` built in code.
 #![warn(missing_docs)]
 
@@ -18,5 +20,6 @@ pub mod infer;
 pub mod ir;
 pub mod level;
 pub mod print;
+pub mod sparsecore;
 pub mod types;
 pub mod verify;

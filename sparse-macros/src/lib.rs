@@ -33,6 +33,12 @@ use sparse_sparsifier::ValueType;
 /// literal. A bad encoding is a compile error over the offending tokens (for the string form, at
 /// the literal, with `line:column` inside it), with a `= help: ...` line when the parser knows a
 /// fix; all errors of all declarations are reported together.
+///
+/// A declaration may end with a SparseCore configuration, `sparsecore(chip = v5p,
+/// max_ids_per_partition = 256, max_unique_ids_per_partition = 64, feature_width = 128, batch =
+/// 4096)`: it is checked with the runtime lookup's TileSpmem rule (`Fixed size allocations (N
+/// bytes) do not fit in TileSpmem (M bytes)` or `Gather operand too large: ...` at compile time)
+/// and becomes the constant `Name::SPARSECORE`.
 /// The generated code names the runtime as `::sparse::runtime`.
 #[proc_macro]
 pub fn sparse_format(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
@@ -322,6 +328,7 @@ fn expand(decls: Declarations) -> TokenStream {
                     }
                 };
                 decl.attrs = d.attrs.iter().map(|a| a.to_token_stream()).collect();
+                decl.sparsecore = parsed.sparsecore;
                 formats.push((
                     decl.name.clone(),
                     decl.encoding.clone(),

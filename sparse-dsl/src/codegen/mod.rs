@@ -15,7 +15,7 @@
 //! `assembly` (the builder, `from_coo`, `from_dense`, raw parts), `access` (iteration, `get`,
 //! `to_dense`, `to_coo`), `batch_slice` (slices and batch bookkeeping), `kernels` (the built-in
 //! kernels, compiled by the sparsifier) and `display` (printing); `encoding_data` emits
-//! `encoding()`.
+//! `encoding()`, `sparsecore` the `SPARSECORE` constant of a `sparsecore(...)` clause.
 
 mod access;
 mod assembly;
@@ -29,6 +29,7 @@ pub mod level;
 pub mod loose_compressed;
 pub mod n_out_of_m;
 pub mod singleton;
+mod sparsecore;
 mod storage;
 
 use proc_macro2::{Ident, TokenStream};
@@ -56,6 +57,8 @@ pub struct Declaration {
     pub static_shape: Option<Vec<Option<u64>>>,
     /// The default value type `V` (from a tensor type's element type); `f64` when `None`.
     pub value_type: Option<TokenStream>,
+    /// The checked `sparsecore(...)` clause, emitted as `Name::SPARSECORE` (`sparsecore.rs`).
+    pub sparsecore: Option<sparse_ir::sparsecore::SparseCoreConfig>,
 }
 
 impl Declaration {
@@ -68,6 +71,7 @@ impl Declaration {
             encoding,
             static_shape: None,
             value_type: None,
+            sparsecore: None,
         }
     }
 
@@ -570,6 +574,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
     let batch_slice = batch_slice::emit(&cx);
     let spmv = kernels::emit(&cx)?;
     let display = display::emit(&cx);
+    let sparsecore = sparsecore::emit(&cx);
     let body = quote! {
         #storage
         #assembly
@@ -577,6 +582,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
         #batch_slice
         #spmv
         #display
+        #sparsecore
     };
     // import exactly the names the body uses (a `build.rs` user compiles it with the lints on)
     let used = idents(&body);

@@ -5,7 +5,9 @@
 //! tokens. Keys: `map`, `posWidth`, `crdWidth`, `explicitVal`, `implicitVal` (typed values:
 //! `1.0 : f32`, `1 : i64`, `true`, `#complex.number<:f32 1.0, 0.0>`; an untyped `1` is `i64` and
 //! `1.0` is `f64`, as in MLIR). [`parse_declaration`] also takes a tensor type around an encoding
-//! and [`parse_declarations`] a file of `#Alias = ...` declarations.
+//! and [`parse_declarations`] a file of `#Alias = ...` declarations. A declaration may end with
+//! a `sparsecore(...)` clause, a SparseCore configuration checked at compile time (not MLIR;
+//! [`ParsedDeclaration::sparsecore`], rules in `parse/sparsecore.rs`).
 //!
 //! # Diagnostics order
 //! MLIR stops at its first error. We report every problem found, ordered so that the first one
@@ -69,6 +71,7 @@ pub use crate::types::{
     ElementType, FloatKind, QuantizedType, ScalarValue, Signedness, TensorType, TypedValue,
 };
 use crate::verify::{verify_level_types, Location};
+use sparse_ir::sparsecore::SparseCoreConfig;
 
 mod grammar {
     #[derive(pest_derive::Parser)]
@@ -125,6 +128,9 @@ pub struct ParsedDeclaration {
     pub alias: Option<String>,
     /// The verified encoding or tensor type.
     pub declared: Declared,
+    /// The SparseCore configuration of a `sparsecore(...)` clause after it, checked against the
+    /// chip's TileSpmem (see the `sparsecore` module of this parser); `None` without one.
+    pub sparsecore: Option<SparseCoreConfig>,
     /// Byte offset where the declaration starts (its alias, or the value when there is none).
     pub start: usize,
     /// Byte offset one past the end of the declaration.
@@ -261,6 +267,7 @@ fn run<'t, T>(
 
 mod help;
 mod rank;
+mod sparsecore;
 mod syntax;
 mod values;
 mod walk;

@@ -12,3 +12,5 @@ pub const INVERSE: u32 = 202;
 pub const DIM_GT_LVL: u32 = 203;
 pub const SLICES: u32 = 204;
 pub const TENSOR: u32 = 300;
+/// The `sparsecore(...)` clause (not MLIR): after everything MLIR checks.
+pub const SPARSECORE: u32 = 400;

@@ -78,12 +78,24 @@ impl<'t> Cx<'t> {
         self.error_at(span.start(), span.end(), rank, message);
     }
 
-    fn error_at(&mut self, start: usize, end: usize, rank: u32, message: impl Into<String>) {
+    pub(super) fn error_at(
+        &mut self,
+        start: usize,
+        end: usize,
+        rank: u32,
+        message: impl Into<String>,
+    ) {
         self.push_diag(start, end, rank, message.into(), None);
     }
 
     /// [`Cx::error_at`] with a help line (how to fix it).
-    fn error_help(&mut self, (start, end): (usize, usize), rank: u32, message: &str, help: String) {
+    pub(super) fn error_help(
+        &mut self,
+        (start, end): (usize, usize),
+        rank: u32,
+        message: &str,
+        help: String,
+    ) {
         self.push_diag(start, end, rank, message.to_string(), Some(help));
     }
 
@@ -125,7 +137,11 @@ impl<'t> Cx<'t> {
         let span = decl.as_span();
         let mut alias = None;
         let mut declared = None;
+        let mut sparsecore = None;
+        // the end of the last part (the optional clause may leave skipped whitespace in `span`)
+        let mut end = span.end();
         for p in inner(decl) {
+            end = p.as_span().end();
             match p.as_rule() {
                 Rule::alias_def => {
                     if let Some(name) = inner(p.clone()).next() {
@@ -143,6 +159,7 @@ impl<'t> Cx<'t> {
                         .map(Declared::Encoding);
                 }
                 Rule::tensor_type => declared = self.tensor_type(p).map(Declared::Tensor),
+                Rule::sparsecore => sparsecore = self.sparsecore(p),
                 _ => {}
             }
         }
@@ -156,8 +173,9 @@ impl<'t> Cx<'t> {
         Some(ParsedDeclaration {
             alias,
             declared: declared?,
+            sparsecore,
             start: span.start(),
-            end: span.end(),
+            end,
         })
     }
 

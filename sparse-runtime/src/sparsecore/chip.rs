@@ -20,17 +20,18 @@
 //!
 //! `clock_hz` is not published in the reference: every preset uses the placeholder 1 GHz
 //! ([`ASSUMED_CLOCK_HZ`]); override it when a better number is known.
+//!
+//! The preset numbers live in `sparse-ir` ([`sparse_ir::sparsecore`], re-exported here:
+//! [`ChipPreset`], [`V4`], [`V5P`], [`V6E`], [`TPU7X`]) so the code generator reads the same
+//! data at compile time; [`ChipModel`] is built from them.
 
-/// The placeholder clock of every preset (1 GHz): not a published number.
-pub const ASSUMED_CLOCK_HZ: f64 = 1.0e9;
+pub use sparse_ir::sparsecore::{
+    preset, ChipPreset, ASSUMED_CLOCK_HZ, PRESETS, PRESET_NAMES, TPU7X, V4, V5P, V6E,
+};
 
-/// Bytes in a KiB.
-const KIB: u64 = 1024;
-/// Bytes in a GiB.
-const GIB: u64 = 1024 * 1024 * 1024;
-
-/// One SparseCore generation (SparseCore reference §9). All fields are public: a preset is a
-/// starting point, override what you know better.
+/// One SparseCore generation (SparseCore reference §9). All fields are public: a preset (the
+/// constant data of [`sparse_ir::sparsecore`], re-exported here) is a starting point, override
+/// what you know better.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChipModel {
     /// The preset's name (`v4`, `v5p`, `v6e`, `tpu7x`), or what the user calls it.
@@ -55,6 +56,25 @@ pub struct ChipModel {
     pub hbm_bandwidth: f64,
     /// Clock of the tiles, Hz (an assumption, see the module docs).
     pub clock_hz: f64,
+}
+
+impl From<&ChipPreset> for ChipModel {
+    /// The model with the preset's numbers (its name as an owned `String`).
+    fn from(p: &ChipPreset) -> ChipModel {
+        ChipModel {
+            name: p.name.to_string(),
+            sparsecores_per_device: p.sparsecores_per_device,
+            sparsecores_per_chip: p.sparsecores_per_chip,
+            tiles_per_sc: p.tiles_per_sc,
+            f32_lanes: p.f32_lanes,
+            bf16_lanes: p.bf16_lanes,
+            tile_spmem_bytes: p.tile_spmem_bytes,
+            shared_spmem_bytes: p.shared_spmem_bytes,
+            hbm_bytes: p.hbm_bytes,
+            hbm_bandwidth: p.hbm_bandwidth,
+            clock_hz: p.clock_hz,
+        }
+    }
 }
 
 /// Element types the cost model knows.
@@ -124,96 +144,44 @@ pub enum ChipError {
 }
 
 impl ChipModel {
-    /// The preset names, in order.
-    pub const PRESETS: [&'static str; 4] = ["v4", "v5p", "v6e", "tpu7x"];
+    /// The preset names, in order ([`PRESET_NAMES`]).
+    pub const PRESETS: [&'static str; 4] = PRESET_NAMES;
 
-    /// TPU v4: 4 SparseCores of 16 tiles, 8 lanes, ~160 KiB TileSpmem per tile (2.5 MiB per
-    /// SC, also its shared Spmem), 32 GiB HBM at 1200 GB/s.
+    /// TPU v4 ([`V4`]): 4 SparseCores of 16 tiles, 8 lanes, ~160 KiB TileSpmem per tile
+    /// (2.5 MiB per SC, also its shared Spmem), 32 GiB HBM at 1200 GB/s.
     pub fn v4() -> ChipModel {
-        ChipModel {
-            name: "v4".into(),
-            sparsecores_per_device: 4,
-            sparsecores_per_chip: 4,
-            tiles_per_sc: 16,
-            f32_lanes: 8,
-            bf16_lanes: 8,
-            tile_spmem_bytes: 160 * KIB,
-            shared_spmem_bytes: Some(2560 * KIB),
-            hbm_bytes: 32 * GIB,
-            hbm_bandwidth: 1200e9,
-            clock_hz: ASSUMED_CLOCK_HZ,
-        }
+        ChipModel::from(&V4)
     }
 
-    /// TPU v5p: 4 SparseCores of 16 tiles, 8 lanes, 512 KiB TileSpmem per tile, 95 GB HBM
-    /// (§9; the architecture table says 96 GiB) at 2765 GB/s.
+    /// TPU v5p ([`V5P`]): 4 SparseCores of 16 tiles, 8 lanes, 512 KiB TileSpmem per tile, 95 GB
+    /// HBM at 2765 GB/s.
     pub fn v5p() -> ChipModel {
-        ChipModel {
-            name: "v5p".into(),
-            sparsecores_per_device: 4,
-            sparsecores_per_chip: 4,
-            tiles_per_sc: 16,
-            f32_lanes: 8,
-            bf16_lanes: 8,
-            tile_spmem_bytes: 512 * KIB,
-            shared_spmem_bytes: None,
-            hbm_bytes: 95_000_000_000,
-            hbm_bandwidth: 2765e9,
-            clock_hz: ASSUMED_CLOCK_HZ,
-        }
+        ChipModel::from(&V5P)
     }
 
-    /// v6e (Trillium): 2 SparseCores of 16 tiles, 8 f32 / 16 bf16 lanes, 256 KiB TileSpmem per
-    /// tile, 32 GB HBM at 1638 GB/s.
+    /// v6e, Trillium ([`V6E`]): 2 SparseCores of 16 tiles, 8 f32 / 16 bf16 lanes, 256 KiB
+    /// TileSpmem per tile, 32 GB HBM at 1638 GB/s.
     pub fn v6e() -> ChipModel {
-        ChipModel {
-            name: "v6e".into(),
-            sparsecores_per_device: 2,
-            sparsecores_per_chip: 2,
-            tiles_per_sc: 16,
-            f32_lanes: 8,
-            bf16_lanes: 16,
-            tile_spmem_bytes: 256 * KIB,
-            shared_spmem_bytes: None,
-            hbm_bytes: 32_000_000_000,
-            hbm_bandwidth: 1638e9,
-            clock_hz: ASSUMED_CLOCK_HZ,
-        }
+        ChipModel::from(&V6E)
     }
 
-    /// TPU7x (Ironwood): 2 SparseCores per device (4 physical) of 16 tiles, 16 f32 / 32 bf16
-    /// lanes, 512 KiB TileSpmem per tile, 192 GB HBM at 7.4 TB/s.
+    /// TPU7x, Ironwood ([`TPU7X`]): 2 SparseCores per device (4 physical) of 16 tiles, 16 f32 /
+    /// 32 bf16 lanes, 512 KiB TileSpmem per tile, 192 GB HBM at 7.4 TB/s.
     pub fn tpu7x() -> ChipModel {
-        ChipModel {
-            name: "tpu7x".into(),
-            sparsecores_per_device: 2,
-            sparsecores_per_chip: 4,
-            tiles_per_sc: 16,
-            f32_lanes: 16,
-            bf16_lanes: 32,
-            tile_spmem_bytes: 512 * KIB,
-            shared_spmem_bytes: None,
-            hbm_bytes: 192_000_000_000,
-            hbm_bandwidth: 7.4e12,
-            clock_hz: ASSUMED_CLOCK_HZ,
-        }
+        ChipModel::from(&TPU7X)
     }
 
     /// The preset called `name` (`v4`, `v5p`, `v6e`, `tpu7x`; `trillium` and `ironwood` are
-    /// accepted for the last two).
+    /// accepted for the last two; [`preset`]).
     ///
     /// Errors: [`ChipError::UnknownChip`] listing the known names.
     pub fn by_name(name: &str) -> Result<ChipModel, ChipError> {
-        match name {
-            "v4" => Ok(Self::v4()),
-            "v5p" => Ok(Self::v5p()),
-            "v6e" | "trillium" => Ok(Self::v6e()),
-            "tpu7x" | "ironwood" => Ok(Self::tpu7x()),
-            _ => Err(ChipError::UnknownChip {
+        preset(name)
+            .map(ChipModel::from)
+            .ok_or_else(|| ChipError::UnknownChip {
                 name: name.to_string(),
                 known: Self::PRESETS.join(", "),
-            }),
-        }
+            })
     }
 
     /// Tiles of one device: `sparsecores_per_device * tiles_per_sc`.

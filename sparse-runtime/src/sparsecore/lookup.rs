@@ -18,7 +18,9 @@
 //! gathered rows through two buffers (double buffering) of `chunk` rows each. If the output rows
 //! alone do not fit, the lookup fails with the chip's words `Gather operand too large`; if not
 //! even one row can be staged beside them, with `Fixed size allocations (N bytes) do not fit in
-//! TileSpmem (M bytes)`. `chunk` is the largest that fits, at most the tile's entries.
+//! TileSpmem (M bytes)`. `chunk` is the largest that fits, at most the tile's entries. The rule
+//! is [`tile_spmem_plan`] (in `sparse-ir`, where the compile-time `sparsecore(...)` check of
+//! `sparse_format!` applies the same rule to the same chip presets).
 //!
 //! **Report.** Per tile and SparseCore: ids (entries), unique ids (distinct columns), HBM bytes
 //! (`unique ids * width * 4` gathered, `12` bytes per entry read from the buffers, `samples *
@@ -30,6 +32,7 @@ use rayon::prelude::*;
 
 use super::chip::{ChipError, ChipModel, DType, StepCost, TileLoad};
 use super::{round_up, DeviceBuffers, ALIGNMENT, PAD};
+use super::{tile_spmem_plan, SparseCoreConfig, SpmemError};
 
 /// An embedding table as the lookup reads it: row `col_id` (the stacked id space, after shift
 /// and offset) at `data[col_id * width..(col_id + 1) * width]`, `width` padded to a multiple of
@@ -86,6 +89,29 @@ pub struct LookupConfig {
     pub logical_replica_count: u64,
     /// Simulated quantization of the gathered rows, if any.
     pub quantization: Option<LookupQuantization>,
+}
+
+impl LookupConfig {
+    /// The configuration of a lookup step for a format declared with `sparsecore(...)`
+    /// (its generated `SPARSECORE` constant) on `global_device_count` devices: `S` the chip's
+    /// `sparsecores_per_device`, `num_scs = S * global_device_count`, `batch_size_per_sc =
+    /// cfg.batch`, `feature_width = cfg.feature_width`, `logical_replica_count =
+    /// global_device_count`, one minibatch, no minibatching, no quantization (set those fields
+    /// afterwards when the buffers were preprocessed otherwise). The table must be
+    /// `cfg.padded_width` values wide for the compile-time TileSpmem sizes to be the lookup's.
+    pub fn from_sparsecore(cfg: &SparseCoreConfig, global_device_count: u32) -> LookupConfig {
+        let s = cfg.chip.sparsecores_per_device;
+        LookupConfig {
+            num_sc_per_device: s,
+            num_scs: s.saturating_mul(global_device_count),
+            batch_size_per_sc: cfg.batch,
+            num_minibatches: 1,
+            minibatching: false,
+            feature_width: cfg.feature_width as usize,
+            logical_replica_count: u64::from(global_device_count),
+            quantization: None,
+        }
+    }
 }
 
 /// One tile's share of a step.
@@ -151,19 +177,18 @@ pub enum LookupError {
     /// past the table, a sample id past the batch).
     #[error("malformed buffers: {0}")]
     Buffer(String),
-    /// A tile's output rows do not fit its TileSpmem (the chip's words).
-    #[error(
-        "Gather operand too large: (sample_count * feature_width) / tiles = {needed} bytes per \
-         tile exceeds TileSpmem ({available} bytes)"
-    )]
+    /// A tile's output rows do not fit its TileSpmem (the chip's words, from
+    /// [`SpmemError::GatherTooLarge`]).
+    #[error("{}", SpmemError::GatherTooLarge { needed: *.needed, available: *.available })]
     GatherTooLarge {
         /// Output bytes of the largest tile.
         needed: u64,
         /// TileSpmem bytes.
         available: u64,
     },
-    /// Output rows plus one staged row per buffer do not fit (the chip's words).
-    #[error("Fixed size allocations ({needed} bytes) do not fit in TileSpmem ({available} bytes)")]
+    /// Output rows plus one staged row per buffer do not fit (the chip's words, from
+    /// [`SpmemError::FixedAllocations`]).
+    #[error("{}", SpmemError::FixedAllocations { needed: *.needed, available: *.available })]
     FixedAllocations {
         /// Bytes needed.
         needed: u64,
@@ -173,6 +198,20 @@ pub enum LookupError {
     /// The chip model rejected the loads.
     #[error(transparent)]
     Chip(#[from] ChipError),
+}
+
+impl From<SpmemError> for LookupError {
+    /// The variant of the same name and fields.
+    fn from(e: SpmemError) -> Self {
+        match e {
+            SpmemError::GatherTooLarge { needed, available } => {
+                LookupError::GatherTooLarge { needed, available }
+            }
+            SpmemError::FixedAllocations { needed, available } => {
+                LookupError::FixedAllocations { needed, available }
+            }
+        }
+    }
 }
 
 /// One entry as decoded from the buffers.
@@ -357,23 +396,13 @@ pub fn lookup(
     let bs = cfg.batch_size_per_sc as usize;
     let w = table.width;
     let tiles = chip.tiles_per_sc as usize;
-    let spmem = chip.tile_spmem_bytes;
-    let row_bytes = (w * 4) as u64;
-    let max_samples = bs.div_ceil(tiles.max(1)) as u64;
-    let out_bytes = max_samples * row_bytes;
-    if out_bytes > spmem {
-        return Err(LookupError::GatherTooLarge {
-            needed: out_bytes,
-            available: spmem,
-        });
-    }
-    if out_bytes + 2 * row_bytes > spmem {
-        return Err(LookupError::FixedAllocations {
-            needed: out_bytes + 2 * row_bytes,
-            available: spmem,
-        });
-    }
-    let max_chunk = (spmem - out_bytes) / (2 * row_bytes.max(1));
+    let spmem = tile_spmem_plan(
+        chip.tile_spmem_bytes,
+        chip.tiles_per_sc,
+        bs as u64,
+        w as u64,
+    )?;
+    let row_bytes = spmem.row_bytes;
 
     // decode serially (segments chain across SparseCores with minibatching), compute in parallel
     let mut chained = 0;
@@ -412,12 +441,11 @@ pub fn lookup(
                 cols.dedup();
                 let unique_ids = cols.len() as u64;
                 let samples = (hi - lo) as u64;
-                let chunk = max_chunk.min(ids);
                 reports.push(TileReport {
                     ids,
                     unique_ids,
                     hbm_bytes: unique_ids * row_bytes + ids * 12 + samples * row_bytes,
-                    peak_spmem_bytes: samples * row_bytes + 2 * chunk * row_bytes,
+                    peak_spmem_bytes: spmem.peak_bytes(samples, ids),
                     seconds: 0.0,
                 });
             }

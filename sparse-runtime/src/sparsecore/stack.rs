@@ -51,10 +51,9 @@ pub struct TableStack {
     pub num_scs: u64,
 }
 
-/// Width padded to a multiple of 8 (one 32-byte line of `f32`).
-pub fn padded_width(width: u32) -> u32 {
-    width.div_ceil(8).saturating_mul(8)
-}
+/// Width padded to a multiple of 8 (one 32-byte line of `f32`): the rule lives in `sparse-ir`,
+/// where the compile-time `sparsecore(...)` check reads it too.
+pub use sparse_ir::sparsecore::padded_width;
 
 /// Vocabulary padded to a multiple of `8 * num_scs`.
 pub fn padded_vocab(vocab: u64, num_scs: u64) -> u64 {
