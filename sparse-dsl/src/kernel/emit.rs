@@ -80,6 +80,10 @@ struct Cx<'a> {
     /// A sparse output filled in its own arrays as the loops produce its entries in level
     /// order; `None` when entries are collected and assembled by the runtime.
     insert: Option<OutputInsert>,
+    /// Values read once before the innermost loop that does not move them (loop-invariant
+    /// loads, as MLIR's and TACO's code motion hoist `A(i,k)` out of the `j` loop): access and
+    /// the variable holding its value.
+    hoisted: std::cell::RefCell<Vec<(usize, Ident)>>,
 }
 
 /// In-order insertion into the output's arrays (MLIR's `sparse_tensor.insert`), each level's
@@ -277,6 +281,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         outermost: std::cell::Cell::new(false),
         par: None,
         insert: None,
+        hoisted: Default::default(),
     };
     if k.method.as_ref().is_some_and(|m| m.rows) {
         cx.rows = Some(cx.rows_unit()?);
@@ -640,6 +645,9 @@ impl Cx<'_> {
                     out.insert(format.to_string());
                 }
             }
+        }
+        for a in 0..self.p.kernel.accesses.len() {
+            out.insert(self.hoisted_ident(a).to_string());
         }
         // the output's insertion buffers
         let out_op = &self.ops[self.p.kernel.output.tensor];
@@ -1505,8 +1513,9 @@ impl Cx<'_> {
             let [case] = &l.cases[..] else {
                 return Err(Error::plain("several cases without iterators"));
             };
-            let body = self.stmts(&case.body)?;
+            let (hoisted, body) = self.hoist(l.var, &case.body)?;
             return Ok(quote! {
+                #hoisted
                 for #c in 0..#n {
                     #body
                 }
@@ -1520,16 +1529,82 @@ impl Cx<'_> {
         self.coiterate(l)
     }
 
+    /// The variable a hoisted value of access `a` lives in: the tensor's prefix and the
+    /// statement's index names (`a_ik`).
+    fn hoisted_ident(&self, a: usize) -> Ident {
+        let acc = &self.p.kernel.accesses[a];
+        let names: String = acc
+            .indices
+            .iter()
+            .map(|&ix| self.p.kernel.indices[ix].name.as_str())
+            .collect();
+        format_ident!("{}_{}", self.ops[acc.tensor].prefix, names)
+    }
+
+    /// `body` of the innermost loop over `var` (no loop inside it), with the values its
+    /// computations read that do not depend on `var` loaded once before the loop: the `let`s
+    /// and the body. Accesses of the output (its values change in the loop) and sums of
+    /// duplicate groups stay where they are.
+    fn hoist(&self, var: usize, body: &[Stmt]) -> Result<(TokenStream, TokenStream), Error> {
+        let innermost = body
+            .iter()
+            .all(|s| !matches!(s, Stmt::Loop(_) | Stmt::Locate(_)));
+        let mut accesses = Vec::new();
+        if innermost {
+            for s in body {
+                if let Stmt::Compute { expr, .. } = s {
+                    expr.accesses(&mut accesses);
+                }
+            }
+        }
+        let depends = |a: usize| {
+            self.p.kernel.accesses[a].indices.iter().any(|&ix| {
+                match self.p.levels.index_loops[ix] {
+                    IndexLoops::Plain(v) => v == var,
+                    IndexLoops::Split { hi, lo, .. } => hi == var || lo == var,
+                }
+            })
+        };
+        let grouped = |a: usize| {
+            self.p.levels.access_iters[a]
+                .as_ref()
+                .and_then(|its| its.last())
+                .is_some_and(|&last| self.grouped(last))
+        };
+        let mut lets = TokenStream::new();
+        let before = self.hoisted.borrow().len();
+        for a in accesses {
+            let acc = &self.p.kernel.accesses[a];
+            if acc.tensor == self.p.kernel.output.tensor
+                || depends(a)
+                || grouped(a)
+                || self.hoisted.borrow().iter().any(|(b, _)| *b == a)
+            {
+                continue;
+            }
+            let h = self.hoisted_ident(a);
+            if !self.hoisted.borrow().iter().any(|(_, g)| *g == h) {
+                let v = self.load(a)?;
+                lets.extend(quote!(let #h = #v;));
+            }
+            self.hoisted.borrow_mut().push((a, h));
+        }
+        let body = self.stmts(body);
+        self.hoisted.borrow_mut().truncate(before);
+        Ok((lets, body?))
+    }
+
     /// One iterator over its segment (no merge): a `for` over the positions, or, at a
     /// non-unique level, a `while` over groups of equal coordinates.
     fn single(&self, it: usize, var: usize, body: &[Stmt]) -> Result<TokenStream, Error> {
         let c = self.var_ident(var);
         let p = self.pos_ident(it);
         let seg = self.segment(it);
-        let body = self.stmts(body)?;
+        let (hoisted, body) = self.hoist(var, body)?;
         let read = self.read(it, quote!(#p));
         if !self.grouped(it) {
             return Ok(quote! {
+                #hoisted
                 let (lo, hi) = #seg;
                 for #p in lo..hi {
                     let #c = #read;
@@ -1541,6 +1616,7 @@ impl Cx<'_> {
         let read_next = self.read(it, quote!(#next));
         let end = format_ident!("{}_end", p);
         Ok(quote! {
+            #hoisted
             let (mut #p, #end) = #seg;
             while #p < #end {
                 let #c = #read;
@@ -1771,6 +1847,9 @@ impl Cx<'_> {
     }
 
     fn load(&self, a: usize) -> Result<TokenStream, Error> {
+        if let Some((_, h)) = self.hoisted.borrow().iter().find(|(b, _)| *b == a) {
+            return Ok(quote!(#h));
+        }
         let acc = &self.p.kernel.accesses[a];
         let name = self.tensor_name(acc.tensor);
         if let Some(its) = &self.p.levels.access_iters[a] {
