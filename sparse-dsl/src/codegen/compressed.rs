@@ -147,13 +147,18 @@ impl LevelGen for Compressed {
         };
         let end = to_index(pos_ty, len.clone());
         let root = is_root(parent);
+        // the output's previous arrays tell how much room to reserve (a kernel run again on
+        // similar operands then fills them without growing)
+        let base = &cx.base;
+        let pos_field = cx.pos_field.as_ref()?;
         let mut init = if root {
             quote!(let mut #pos: ::std::vec::Vec<#pos_ty> = ::std::vec![0];)
         } else {
-            quote!(let mut #pos: ::std::vec::Vec<#pos_ty> = ::std::vec::Vec::new();)
+            quote!(let mut #pos: ::std::vec::Vec<#pos_ty> = ::std::vec::Vec::with_capacity(#base.#pos_field.len());)
         };
         if loc.owner {
-            init.extend(quote!(let mut #crd: ::std::vec::Vec<#crd_ty> = ::std::vec::Vec::new();));
+            let f = &loc.field;
+            init.extend(quote!(let mut #crd: ::std::vec::Vec<#crd_ty> = ::std::vec::Vec::with_capacity(#base.#f.len());));
         }
         init.extend(coordinate_width_check(cx));
         // the segments of parents up to this one start here

@@ -48,7 +48,8 @@ impl LevelGen for Singleton {
         let ty = &cx.crd_ty;
         let mut init = TokenStream::new();
         if loc.owner {
-            init.extend(quote!(let mut #crd: ::std::vec::Vec<#ty> = ::std::vec::Vec::new();));
+            let (base, f) = (&cx.base, &loc.field);
+            init.extend(quote!(let mut #crd: ::std::vec::Vec<#ty> = ::std::vec::Vec::with_capacity(#base.#f.len());));
         }
         init.extend(coordinate_width_check(cx));
         // one coordinate per parent position, in the parent's order

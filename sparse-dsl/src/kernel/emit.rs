@@ -836,7 +836,7 @@ impl Cx<'_> {
             parents = ins.count;
         }
         let values = self.insert_ident("values");
-        init.extend(quote!(let mut #values: ::std::vec::Vec<#v> = ::std::vec::Vec::new();));
+        init.extend(quote!(let mut #values: ::std::vec::Vec<#v> = ::std::vec::Vec::with_capacity(#o.values.len());));
         if leaf.is_some() {
             // every position of the last (dense) level holds a value
             let zero = self.zero();
