@@ -299,6 +299,39 @@ fn nonordered_operand_of_a_merge_is_converted() {
 }
 
 #[test]
+fn emit_rust_of_a_converting_kernel_keeps_the_converted_struct_small() {
+    // `B` in CSC is converted to row order inside the function: its private struct has the
+    // storage basics and the assembly only (no accessors, built-in kernels or Display)
+    let (ta, tb, tc) = (
+        format!("A=tensor<8x8xf64, {CSR}>"),
+        format!("B=tensor<8x8xf64, {CSC}>"),
+        format!("C=tensor<8x8xf64, {CSR}>"),
+    );
+    let rust = ok(&[
+        "eval",
+        "C(i,j) = A(i,j) + B(i,j)",
+        "--tensor",
+        &ta,
+        "--tensor",
+        &tb,
+        "--tensor",
+        &tc,
+        "--emit",
+        "rust",
+    ]);
+    assert!(rust.contains("struct BConverted<V"), "{rust}");
+    assert!(
+        rust.contains("let B_converted: BConverted<f64> = B.convert()?;"),
+        "{rust}"
+    );
+    for absent in ["fn spmv", "fn iter", "Display for"] {
+        assert!(!rust.contains(absent), "{absent}");
+    }
+    let lines = rust.lines().count();
+    assert!(lines <= 400, "{lines} lines");
+}
+
+#[test]
 fn emit_loops() {
     let ta = format!("A=tensor<2x3xf64, {CSR}>");
     assert_eq!(

@@ -59,6 +59,10 @@ pub struct Declaration {
     pub value_type: Option<TokenStream>,
     /// The checked `sparsecore(...)` clause, emitted as `Name::SPARSECORE` (`sparsecore.rs`).
     pub sparsecore: Option<sparse_ir::sparsecore::SparseCoreConfig>,
+    /// A private struct a kernel generates for an operand it converts: only what the kernel
+    /// reads (the struct, its basics and `from_coo` assembly, the `FromCoo` impl), no
+    /// accessors, built-in kernels or `Display`.
+    pub converted: bool,
 }
 
 impl Declaration {
@@ -72,6 +76,7 @@ impl Declaration {
             static_shape: None,
             value_type: None,
             sparsecore: None,
+            converted: false,
         }
     }
 
@@ -570,10 +575,16 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
     let cx = Ctx::new(decl, &quote!(rt))?;
     let storage = storage::emit(&cx)?;
     let assembly = assembly::emit(&cx)?;
-    let access = access::emit(&cx);
-    let batch_slice = batch_slice::emit(&cx);
-    let spmv = kernels::emit(&cx)?;
-    let display = display::emit(&cx);
+    let (access, batch_slice, spmv, display) = if decl.converted {
+        Default::default()
+    } else {
+        (
+            access::emit(&cx),
+            batch_slice::emit(&cx),
+            kernels::emit(&cx)?,
+            display::emit(&cx),
+        )
+    };
     let sparsecore = sparsecore::emit(&cx);
     let body = quote! {
         #storage

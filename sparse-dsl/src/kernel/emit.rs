@@ -217,11 +217,12 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
             let name = format_ident!("{}_converted{}", from, suffix);
             let used = p.kernel.accesses.iter().any(|a| a.tensor == t);
             if used {
-                let d = crate::codegen::Declaration::new(
+                let mut d = crate::codegen::Declaration::new(
                     TokenStream::new(),
                     format.clone(),
                     encoding.clone(),
                 );
+                d.converted = true;
                 let items =
                     crate::codegen::generate(&d, rt).map_err(|e| Error::plain(e.to_string()))?;
                 let v = vtok(decl.value);
