@@ -407,12 +407,25 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
             }
             if let Strategy::Workspace { var } = p.strategy {
                 let n = cx.extent(var);
-                let zero = cx.zero();
-                init.extend(quote! {
-                    let mut workspace = ::std::vec![#zero; #n];
-                    let mut visited = ::std::vec![false; #n];
-                    let mut touched: ::std::vec::Vec<usize> = ::std::vec::Vec::new();
-                });
+                if cx.sum_workspace() {
+                    // one slot more than coordinates: a repeated coordinate is written past
+                    // the ones counted
+                    let identity = cx.sum_identity();
+                    init.extend(quote! {
+                        let identity = #identity;
+                        let mut workspace = ::std::vec![identity; #n];
+                        let mut visited = ::std::vec![false; #n];
+                        let mut touched = ::std::vec![0usize; #n + 1];
+                        let mut touched_len = 0;
+                    });
+                } else {
+                    let zero = cx.zero();
+                    init.extend(quote! {
+                        let mut workspace = ::std::vec![#zero; #n];
+                        let mut visited = ::std::vec![false; #n];
+                        let mut touched: ::std::vec::Vec<usize> = ::std::vec::Vec::new();
+                    });
+                }
             }
             let buffered_op = output_reduce(&p.body);
             if p.strategy == Strategy::Buffer && !matches!(buffered_op, None | Some(ReduceOp::Sum))
@@ -612,6 +625,9 @@ impl Cx<'_> {
             "workspace",
             "visited",
             "touched",
+            "touched_len",
+            "touched_now",
+            "identity",
             "combined",
         ]
         .iter()
@@ -695,6 +711,26 @@ impl Cx<'_> {
             .iter()
             .map(|&ix| self.index_expr(ix));
         quote!([#(#c),*])
+    }
+
+    /// A workspace that only sums (with concrete values): it holds the sum's identity where
+    /// nothing was added (`-0.0` for floats: `-0.0 + v` is `v` bit for bit, `0` for integers),
+    /// so every update is an unconditional `+=` and the touched list a fixed buffer written
+    /// without a branch.
+    fn sum_workspace(&self) -> bool {
+        !self.generic
+            && combines(&self.p.body, Target::Workspace)
+                .iter()
+                .all(|c| *c == Combine::Reduce(ReduceOp::Sum))
+    }
+
+    /// The identity of a sum (`-0.0` for floats, `0` for integers).
+    fn sum_identity(&self) -> TokenStream {
+        if self.p.kernel.value.is_integer() {
+            quote!(0)
+        } else {
+            quote!(-0.0)
+        }
     }
 
     /// The code that adds the output entry at the current coordinates with value `v`.
@@ -1077,7 +1113,7 @@ impl Cx<'_> {
     /// every element counts as visited).
     fn output_flags(&self) -> bool {
         !self.p.kernel.accumulate
-            && output_combines(&self.p.body)
+            && combines(&self.p.body, Target::Output)
                 .iter()
                 .any(|c| matches!(c, Combine::Reduce(op) if *op != ReduceOp::Sum))
     }
@@ -1306,6 +1342,15 @@ impl Cx<'_> {
                             return Err(Error::plain("a workspace without its strategy"));
                         };
                         let j = self.var_ident(var);
+                        if self.sum_workspace() {
+                            return Ok(quote! {
+                                let __seen = visited.get_unchecked_mut(#j);
+                                *touched.get_unchecked_mut(touched_len) = #j;
+                                touched_len += usize::from(!*__seen);
+                                *__seen = true;
+                                *workspace.get_unchecked_mut(#j) += #v;
+                            });
+                        }
                         let c = match combine {
                             Combine::Reduce(op) => {
                                 combine_assign(*op, quote!(*__slot), quote!(__v))
@@ -1347,6 +1392,19 @@ impl Cx<'_> {
                 let j = self.var_ident(var);
                 let append = self.append(quote!(*workspace.get_unchecked(#j)));
                 let rt = self.rt;
+                if self.sum_workspace() {
+                    let identity = self.sum_identity();
+                    return Ok(quote! {
+                        let touched_now = touched.get_unchecked_mut(..touched_len);
+                        #rt::generated::sort_touched(touched_now, &visited);
+                        for &#j in &*touched_now {
+                            #append
+                            *workspace.get_unchecked_mut(#j) = #identity;
+                            *visited.get_unchecked_mut(#j) = false;
+                        }
+                        touched_len = 0;
+                    });
+                }
                 quote! {
                     #rt::generated::sort_touched(&mut touched, &visited);
                     for &#j in &touched {
@@ -1905,19 +1963,18 @@ impl Cx<'_> {
     }
 }
 
-fn output_combines(body: &[Stmt]) -> Vec<Combine> {
+/// How every computation into `target` combines its value.
+fn combines(body: &[Stmt], target: Target) -> Vec<Combine> {
     let mut out = Vec::new();
     for s in body {
         match s {
             Stmt::Loop(l) => l
                 .cases
                 .iter()
-                .for_each(|c| out.extend(output_combines(&c.body))),
+                .for_each(|c| out.extend(combines(&c.body, target))),
             Stmt::Compute {
-                target: Target::Output,
-                combine,
-                ..
-            } => out.push(*combine),
+                target: t, combine, ..
+            } if *t == target => out.push(*combine),
             _ => {}
         }
     }
