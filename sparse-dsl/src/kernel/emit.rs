@@ -408,14 +408,12 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
             if let Strategy::Workspace { var } = p.strategy {
                 let n = cx.extent(var);
                 if cx.sum_workspace() {
-                    // one slot more than coordinates: a repeated coordinate is written past
-                    // the ones counted
                     let identity = cx.sum_identity();
                     init.extend(quote! {
                         let identity = #identity;
                         let mut workspace = ::std::vec![identity; #n];
                         let mut visited = ::std::vec![false; #n];
-                        let mut touched = ::std::vec![0usize; #n + 1];
+                        let mut touched = ::std::vec![0usize; #n];
                         let mut touched_len = 0;
                     });
                 } else {
@@ -715,8 +713,8 @@ impl Cx<'_> {
 
     /// A workspace that only sums (with concrete values): it holds the sum's identity where
     /// nothing was added (`-0.0` for floats: `-0.0 + v` is `v` bit for bit, `0` for integers),
-    /// so every update is an unconditional `+=` and the touched list a fixed buffer written
-    /// without a branch.
+    /// so every update is an unconditional `+=`, and the touched list is a fixed buffer (one
+    /// slot per coordinate, no `push`).
     fn sum_workspace(&self) -> bool {
         !self.generic
             && combines(&self.p.body, Target::Workspace)
@@ -1343,11 +1341,15 @@ impl Cx<'_> {
                         };
                         let j = self.var_ident(var);
                         if self.sum_workspace() {
+                            // a branch, not a count of `!seen`: the count would chain every
+                            // update to the previous one's load of its flag
                             return Ok(quote! {
                                 let __seen = visited.get_unchecked_mut(#j);
-                                *touched.get_unchecked_mut(touched_len) = #j;
-                                touched_len += usize::from(!*__seen);
-                                *__seen = true;
+                                if !*__seen {
+                                    *__seen = true;
+                                    *touched.get_unchecked_mut(touched_len) = #j;
+                                    touched_len += 1;
+                                }
                                 *workspace.get_unchecked_mut(#j) += #v;
                             });
                         }
