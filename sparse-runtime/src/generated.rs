@@ -482,8 +482,7 @@ impl CoordinateField for PackedBuffer {
 #[inline]
 pub fn sort_touched(touched: &mut [usize], visited: &[bool]) {
     let n = touched.len();
-    if n < 16 {
-        touched.sort_unstable();
+    if n < 2 {
         return;
     }
     let (lo, hi) = touched
