@@ -19,6 +19,7 @@ pub mod frostt;
 pub mod generated;
 pub mod index;
 pub mod layout;
+pub(crate) mod bucket;
 pub(crate) mod level;
 pub mod mmio;
 #[cfg(feature = "npz")]
