@@ -380,7 +380,13 @@ fn direct_applies(enc: &Encoding, lvl_sizes: &[usize], n: usize, merge: bool) ->
 }
 
 /// Appends `x` to `buf` (a position or coordinate buffer of level `l`, width `width`).
-fn push(buf: &mut IndexBuffer, l: usize, kind: BufferKind, x: usize, width: u32) -> Result<(), StorageError> {
+fn push(
+    buf: &mut IndexBuffer,
+    l: usize,
+    kind: BufferKind,
+    x: usize,
+    width: u32,
+) -> Result<(), StorageError> {
     buf.push(x).map_err(|value| StorageError::WidthOverflow {
         level: l,
         kind,
@@ -515,7 +521,12 @@ fn fill<P: Word>(buf: IndexBuffer, keys: Vec<P>, width: u32) -> Result<IndexBuff
         Ok(moved) => Ok(moved),
         Err(keys) => {
             let len = keys.len();
-            convert(buf, keys.into_iter().map(|x| x.to_u64() as usize), len, width)
+            convert(
+                buf,
+                keys.into_iter().map(|x| x.to_u64() as usize),
+                len,
+                width,
+            )
         }
     }
 }

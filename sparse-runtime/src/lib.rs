@@ -12,6 +12,7 @@
 //! - [`error`]: the storage errors.
 #![warn(missing_docs)]
 
+pub(crate) mod bucket;
 pub mod coo;
 pub mod dynamic;
 pub mod error;
@@ -19,7 +20,6 @@ pub mod frostt;
 pub mod generated;
 pub mod index;
 pub mod layout;
-pub(crate) mod bucket;
 pub(crate) mod level;
 pub mod mmio;
 #[cfg(feature = "npz")]

@@ -65,24 +65,25 @@ fn reference_csr(rows: usize, entries: &[([usize; 2], f64)]) -> (Vec<usize>, Vec
 /// Shape `[6a, 6b]` (so every block size divides it) and entries drawn from a few coordinates
 /// (many duplicates), values of mixed magnitudes (sums depend on their order), shuffled.
 fn shuffled() -> impl Strategy<Value = ([usize; 2], Vec<([usize; 2], f64)>)> {
-    (1usize..8, 1usize..8, 1usize..40).prop_flat_map(|(a, b, distinct)| {
-        let (m, n) = (6 * a, 6 * b);
-        let value = prop_oneof![-1e6f64..1e6, -1e-9f64..1e-9, Just(-0.0), Just(0.0)];
-        let coords = proptest::collection::vec((0..m, 0..n), distinct);
-        (Just([m, n]), coords).prop_flat_map(move |(shape, coords)| {
-            let k = coords.len();
-            let entry = (0..k, value.clone());
-            (
-                Just(shape),
-                proptest::collection::vec(entry, 0..300).prop_map(move |es| {
-                    es.into_iter()
-                        .map(|(c, v)| ([coords[c].0, coords[c].1], v))
-                        .collect::<Vec<_>>()
-                }),
-            )
+    (1usize..8, 1usize..8, 1usize..40)
+        .prop_flat_map(|(a, b, distinct)| {
+            let (m, n) = (6 * a, 6 * b);
+            let value = prop_oneof![-1e6f64..1e6, -1e-9f64..1e-9, Just(-0.0), Just(0.0)];
+            let coords = proptest::collection::vec((0..m, 0..n), distinct);
+            (Just([m, n]), coords).prop_flat_map(move |(shape, coords)| {
+                let k = coords.len();
+                let entry = (0..k, value.clone());
+                (
+                    Just(shape),
+                    proptest::collection::vec(entry, 0..300).prop_map(move |es| {
+                        es.into_iter()
+                            .map(|(c, v)| ([coords[c].0, coords[c].1], v))
+                            .collect::<Vec<_>>()
+                    }),
+                )
+            })
         })
-    })
-    .prop_flat_map(|(shape, entries)| (Just(shape), Just(entries).prop_shuffle()))
+        .prop_flat_map(|(shape, entries)| (Just(shape), Just(entries).prop_shuffle()))
 }
 
 macro_rules! same_as_dynamic {
@@ -98,7 +99,12 @@ macro_rules! same_as_dynamic {
         match (got, want) {
             (Ok(g), Ok(d)) => {
                 prop_assert_eq!(arrays(&g), arrays(&d), "{} arrays", stringify!($ty));
-                prop_assert_eq!(bits(g.values()), bits(d.values()), "{} values", stringify!($ty));
+                prop_assert_eq!(
+                    bits(g.values()),
+                    bits(d.values()),
+                    "{} values",
+                    stringify!($ty)
+                );
                 g.validate().unwrap();
             }
             (Err(g), Err(d)) => prop_assert_eq!(g, d, "{} error", stringify!($ty)),
@@ -147,7 +153,7 @@ proptest! {
 
 #[test]
 fn out_of_range_names_the_first_bad_entry() {
-    let entries = vec![([0, 0], 1.0), ([1, 7], 2.0), ([9, 0], 3.0)];
+    let entries = [([0, 0], 1.0), ([1, 7], 2.0), ([9, 0], 3.0)];
     let err = Csr::<f64>::from_coo([6, 6], entries.iter().copied()).unwrap_err();
     assert_eq!(
         err.to_string(),
