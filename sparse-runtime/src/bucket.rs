@@ -124,7 +124,8 @@ impl KeyLayout {
     fn pack<P: Word>(&self, lc: &[usize]) -> P {
         let mut k = 0u64;
         for (l, &c) in lc.iter().enumerate().skip(1) {
-            k |= (c as u64) << self.shift[l];
+            // a level of size 1 above 64 bits of levels sits at shift 64: its coordinate is 0
+            k |= (c as u64).checked_shl(self.shift[l]).unwrap_or(0);
         }
         P::from_u64(k)
     }
@@ -132,7 +133,7 @@ impl KeyLayout {
     /// The coordinate of level `l >= 1` in key `p`.
     #[inline(always)]
     fn level(&self, p: u64, l: usize) -> usize {
-        ((p >> self.shift[l]) & self.mask[l]) as usize
+        (p.checked_shr(self.shift[l]).unwrap_or(0) & self.mask[l]) as usize
     }
 }
 
@@ -544,4 +545,43 @@ fn convert(
         push(&mut buf, 1, BufferKind::Coordinate, x, width)?;
     }
     Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_layout_packs_in_level_order() {
+        let k = KeyLayout::new(&[5, 3, 1000, 2]).unwrap();
+        assert_eq!(k.bits, 2 + 10 + 1);
+        let a: u32 = k.pack(&[4, 2, 999, 1]);
+        let b: u32 = k.pack(&[0, 2, 999, 0]);
+        let c: u32 = k.pack(&[0, 1, 999, 1]);
+        assert!(c < b && b < a);
+        assert_eq!(
+            (1..4).map(|l| k.level(u64::from(a), l)).collect::<Vec<_>>(),
+            [2, 999, 1]
+        );
+    }
+
+    #[test]
+    fn key_layout_of_64_bits_and_a_unit_level() {
+        // levels 2 and 3 take all 64 bits; level 1 (size 1) sits at shift 64
+        let k = KeyLayout::new(&[7, 1, 1 << 32, 1 << 32]).unwrap();
+        assert_eq!(k.bits, 64);
+        let p: u64 = k.pack(&[3, 0, (1 << 32) - 1, 5]);
+        assert_eq!(k.level(p, 1), 0);
+        assert_eq!(k.level(p, 2), (1 << 32) - 1);
+        assert_eq!(k.level(p, 3), 5);
+        assert!(KeyLayout::new(&[2, 2, 1 << 32, 1 << 32]).is_none());
+    }
+
+    #[test]
+    fn tags_order_by_key_then_index() {
+        assert!(5u32.tag(9) < 6u32.tag(0));
+        assert!(5u32.tag(1) < 5u32.tag(2));
+        assert_eq!(u32::untag(7u32.tag(3)), (7, 3));
+        assert_eq!(u64::untag((u64::MAX).tag(u32::MAX)), (u64::MAX, u32::MAX as usize));
+    }
 }
