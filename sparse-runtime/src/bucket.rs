@@ -582,6 +582,9 @@ mod tests {
         assert!(5u32.tag(9) < 6u32.tag(0));
         assert!(5u32.tag(1) < 5u32.tag(2));
         assert_eq!(u32::untag(7u32.tag(3)), (7, 3));
-        assert_eq!(u64::untag((u64::MAX).tag(u32::MAX)), (u64::MAX, u32::MAX as usize));
+        assert_eq!(
+            u64::untag((u64::MAX).tag(u32::MAX)),
+            (u64::MAX, u32::MAX as usize)
+        );
     }
 }
