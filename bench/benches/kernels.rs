@@ -18,15 +18,14 @@
 //! loaded machine better than criterion medians taken a minute apart.
 
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkGroup, Criterion};
 
 use sparse::runtime::generated::DenseOrder;
-use sparse::runtime::mmio::read_matrix_market;
 use sparse::runtime::CooTensor;
+use sparse_bench::{block_diagonal, load};
 
 sparse::sparse_format! {
     /// Compressed sparse row with 32-bit positions and coordinates.
@@ -43,38 +42,6 @@ sparse::sparse_format! {
 const K: usize = 16;
 /// Copies of bcsstk16 on the diagonal of the DRAM-bound matrix.
 const KRON_COPIES: usize = 40;
-
-/// The shared matrices: `$SPARSE_BENCH_DATA`, else `../shared/data` beside the checkout.
-fn data_dir() -> PathBuf {
-    match std::env::var_os("SPARSE_BENCH_DATA") {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"),
-    }
-}
-
-/// Reads `NAME.mtx` from [`data_dir`] (symmetric files expanded by the reader); panics if absent.
-fn load(name: &str) -> CooTensor<f64> {
-    let path = data_dir().join(format!("{name}.mtx"));
-    match read_matrix_market(&path) {
-        Ok(mm) => mm.tensor,
-        Err(e) => panic!(
-            "cannot read {} (set SPARSE_BENCH_DATA): {e}",
-            path.display()
-        ),
-    }
-}
-
-/// `kron(I_copies, a)`: `copies` copies of `a` on the block diagonal.
-fn block_diagonal(a: &CooTensor<f64>, copies: usize) -> CooTensor<f64> {
-    let [m, n] = [a.shape[0], a.shape[1]];
-    let mut out = CooTensor::new(vec![m * copies, n * copies]);
-    for k in 0..copies {
-        for (c, v) in a.iter() {
-            out.push(&[k * m + c[0], k * n + c[1]], *v);
-        }
-    }
-    out
-}
 
 /// The transpose of `a` as a COO tensor.
 fn transpose(a: &CooTensor<f64>) -> CooTensor<f64> {

@@ -25,14 +25,13 @@
 //! x and y, so criterion's GB/s column is an effective-bandwidth estimate.
 
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 use sparse::dsl::parse::parse_encoding;
-use sparse::runtime::mmio::read_matrix_market;
 use sparse::runtime::{CooTensor, DynamicStorage};
+use sparse_bench::{block_diagonal, load};
 
 sparse::sparse_format! {
     /// Compressed sparse row with 32-bit positions and coordinates.
@@ -53,38 +52,6 @@ const DYN_CSR: &str =
 const MATRICES: [&str; 4] = ["cryg2500", "bcsstk13", "bayer10", "bcsstk16"];
 /// Copies of bcsstk16 on the diagonal of the synthetic matrix.
 const KRON_COPIES: usize = 20;
-
-fn data_dir() -> PathBuf {
-    match std::env::var_os("SPARSE_BENCH_DATA") {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"),
-    }
-}
-
-fn load(name: &str) -> CooTensor<f64> {
-    let path = data_dir().join(format!("{name}.mtx"));
-    match read_matrix_market(&path) {
-        Ok(mm) => mm.tensor,
-        Err(e) => panic!(
-            "cannot read {} (set SPARSE_BENCH_DATA to the directory holding the .mtx files): {e}",
-            path.display()
-        ),
-    }
-}
-
-/// `kron(I_copies, a)`: `copies` copies of `a` on the block diagonal.
-fn block_diagonal(a: &CooTensor<f64>, copies: usize) -> CooTensor<f64> {
-    let [m, n] = [a.shape[0], a.shape[1]];
-    let mut out = CooTensor::new(vec![m * copies, n * copies]);
-    out.coords.reserve(a.coords.len() * copies);
-    out.values.reserve(a.values.len() * copies);
-    for k in 0..copies {
-        for (c, v) in a.iter() {
-            out.push(&[k * m + c[0], k * n + c[1]], *v);
-        }
-    }
-    out
-}
 
 /// A plain CSR (rows sorted, columns sorted within a row, duplicates summed) built independently
 /// of our storage, from which the peers are constructed.

@@ -12,6 +12,7 @@ use std::any::Any;
 
 use sparse_ir::ir::Encoding;
 
+use crate::bucket;
 use crate::dynamic;
 use crate::index::IndexBuffer;
 use crate::level::Builder;
@@ -281,6 +282,19 @@ pub fn par_rows<V: Send>(
 /// Dimension slices of `encoding` are ignored (a sliced format stores its parent's arrays); an
 /// ELL counting map goes through [`DynamicStorage::from_coo`], which assigns the slices.
 ///
+/// When every level is ordered, level 0 has at most `2^32` coordinates and the levels below it
+/// fit a 64-bit key, the entries are assembled by counting sort (`bucket.rs`): read once into
+/// flat arrays (level-0 coordinate as `u32`, levels `1..` packed in a `u32` or `u64` key,
+/// values), a histogram over level 0 and its prefix sum, one stable scatter of keys and values
+/// into their level-0 group, a stable sort of each group by key; `dense, compressed, dense*`
+/// encodings (CSR, CSC, BSR, BSC) then get their arrays directly, the others through
+/// `lexInsert`. Duplicates are summed in input order either way, so the arrays and values are
+/// the sorting assembly's bit for bit. Extra memory at the peak: 24 bytes per entry for
+/// `u32` keys and `f64` values (the flat arrays and their sorted copies) plus 4 bytes per
+/// level-0 coordinate, for entries whose iterator reports its length. Otherwise (and for
+/// level 0 above `4n + 1024` coordinates for `n` entries) the entries are sorted as
+/// `[usize; L]` keys.
+///
 /// Errors: [`StorageError::InvalidEncoding`] if `encoding` breaks a rule of the language (it is
 /// verified first: a generated struct's encoding was verified when it was generated, so this
 /// only reports a verifier that changed in between); [`StorageError::CoordinateOutOfRange`]
@@ -312,20 +326,100 @@ pub fn assemble<const D: usize, const L: usize, V: Value>(
             values: raw.values,
         });
     }
-    let mut keys: Vec<[usize; L]> = Vec::with_capacity(cap);
-    let mut vals: Vec<V> = Vec::with_capacity(cap);
-    for (entry, (c, v)) in entries.enumerate() {
-        if let Some(dim) = (0..D).find(|&d| c[d] >= shape[d]) {
-            return Err(StorageError::CoordinateOutOfRange {
-                entry,
-                dim,
-                coordinate: c[dim],
-                size: shape[dim],
-            });
+    let ordered = encoding.lvl_types.iter().all(|t| t.is_ordered());
+    let layout = bucket::KeyLayout::new(&lvl_sizes)
+        .filter(|_| L >= 1 && ordered && lvl_sizes[0] <= u32::MAX as usize);
+    match layout {
+        Some(k) if k.bits <= 32 => {
+            assemble_counting::<u32, D, L, V>(&encoding, shape, lvl_sizes, &k, entries, dim_to_lvl)
         }
-        keys.push(dim_to_lvl(&c));
-        vals.push(v);
+        Some(k) => {
+            assemble_counting::<u64, D, L, V>(&encoding, shape, lvl_sizes, &k, entries, dim_to_lvl)
+        }
+        None => {
+            let mut keys: Vec<[usize; L]> = Vec::with_capacity(cap);
+            let mut vals: Vec<V> = Vec::with_capacity(cap);
+            for (entry, (c, v)) in entries.enumerate() {
+                if let Some(dim) = (0..D).find(|&d| c[d] >= shape[d]) {
+                    return Err(StorageError::CoordinateOutOfRange {
+                        entry,
+                        dim,
+                        coordinate: c[dim],
+                        size: shape[dim],
+                    });
+                }
+                keys.push(dim_to_lvl(&c));
+                vals.push(v);
+            }
+            assemble_keys(&encoding, shape, lvl_sizes, keys, vals)
+        }
     }
+}
+
+/// [`assemble`] by counting sort ([`bucket`]): entries read once into flat arrays, grouped by
+/// level-0 coordinate and sorted within groups, then turned into the level arrays. Falls back to
+/// [`assemble_keys`] where the counting sort does not apply (level 0 larger than `4n + 1024`,
+/// more than `u32::MAX - 1` entries, a level coordinate past its level size).
+fn assemble_counting<P: bucket::Word, const D: usize, const L: usize, V: Value>(
+    encoding: &Encoding,
+    shape: [usize; D],
+    lvl_sizes: [usize; L],
+    layout: &bucket::KeyLayout,
+    entries: impl IntoIterator<Item = ([usize; D], V)>,
+    dim_to_lvl: impl Fn(&[usize; D]) -> [usize; L],
+) -> Result<Assembled<V>, StorageError> {
+    let collected = match bucket::read::<P, V, D, L>(layout, shape, lvl_sizes, entries, dim_to_lvl)?
+    {
+        bucket::Read::Fast(c) => c,
+        bucket::Read::Keys(keys, vals) => {
+            return assemble_keys(encoding, shape, lvl_sizes, keys, vals)
+        }
+    };
+    let bucketed = match bucket::bucket(collected, lvl_sizes[0]) {
+        Ok(b) => b,
+        Err(c) => {
+            let (keys, vals) = c.into_keys::<L>(layout);
+            return assemble_keys(encoding, shape, lvl_sizes, keys, vals);
+        }
+    };
+    let (batches, batch_levels) = batch_count(encoding, shape, &lvl_sizes)?;
+    let merge = encoding.lvl_types.last().is_some_and(|t| t.is_unique());
+    let mut b = Builder::new(encoding, &lvl_sizes, batches)?;
+    bucket::build::<P, V, L>(&mut b, layout, bucketed, merge)?;
+    finish(encoding, b, batches, batch_levels)
+}
+
+/// The number of batches (product of the leading batch level sizes) and of batch levels.
+///
+/// Errors: [`StorageError::ShapeOverflow`] naming `shape` if the product overflows.
+fn batch_count<const D: usize>(
+    encoding: &Encoding,
+    shape: [usize; D],
+    lvl_sizes: &[usize],
+) -> Result<(usize, usize), StorageError> {
+    let batch_levels = encoding
+        .lvl_types
+        .iter()
+        .take_while(|t| t.capabilities().batch)
+        .count();
+    let batches = lvl_sizes[..batch_levels]
+        .iter()
+        .try_fold(1usize, |a, &s| a.checked_mul(s))
+        .ok_or_else(|| StorageError::ShapeOverflow {
+            shape: shape.to_vec(),
+        })?;
+    Ok((batches, batch_levels))
+}
+
+/// [`assemble`] from level keys and values in input order (the sorting assembly: `level_order`,
+/// with `nonordered` levels in first-occurrence order, then `lexInsert`).
+fn assemble_keys<const D: usize, const L: usize, V: Value>(
+    encoding: &Encoding,
+    shape: [usize; D],
+    lvl_sizes: [usize; L],
+    keys: Vec<[usize; L]>,
+    vals: Vec<V>,
+) -> Result<Assembled<V>, StorageError> {
     let n = keys.len();
     let flat = keys.as_flattened();
     let nonordered: Vec<bool> = encoding.lvl_types.iter().map(|t| !t.is_ordered()).collect();
@@ -334,16 +428,9 @@ pub fn assemble<const D: usize, const L: usize, V: Value>(
         Some(sort_keys) => dynamic::level_order(&sort_keys, L, n, n.max(size0)),
         None => dynamic::level_order(flat, L, n, size0),
     };
-    let types = &encoding.lvl_types;
-    let batch_levels = types.iter().take_while(|t| t.capabilities().batch).count();
-    let batches = lvl_sizes[..batch_levels]
-        .iter()
-        .try_fold(1usize, |a, &s| a.checked_mul(s))
-        .ok_or_else(|| StorageError::ShapeOverflow {
-            shape: shape.to_vec(),
-        })?;
-    let merge = types.last().is_some_and(|t| t.is_unique());
-    let mut b = Builder::new(&encoding, &lvl_sizes, batches)?;
+    let (batches, batch_levels) = batch_count(encoding, shape, &lvl_sizes)?;
+    let merge = encoding.lvl_types.last().is_some_and(|t| t.is_unique());
+    let mut b = Builder::new(encoding, &lvl_sizes, batches)?;
     let mut k = 0;
     let mut first = true;
     while k < n {
@@ -360,6 +447,21 @@ pub fn assemble<const D: usize, const L: usize, V: Value>(
         first = false;
     }
     b.end_insert(n == 0)?;
+    finish(encoding, b, batches, batch_levels)
+}
+
+/// The arrays of a finished builder: without batch levels as they are; with them, positions
+/// rebased to batch-local numbers and narrowed to `posWidth` in place.
+///
+/// Errors: [`StorageError::BatchNse`] if batches store different numbers of positions;
+/// [`StorageError::WidthOverflow`] if a rebased position does not fit `posWidth`.
+fn finish<V: Value>(
+    encoding: &Encoding,
+    b: Builder<'_, V>,
+    batches: usize,
+    batch_levels: usize,
+) -> Result<Assembled<V>, StorageError> {
+    let types = &encoding.lvl_types;
     let Builder {
         positions: global,
         coordinates,
@@ -367,7 +469,7 @@ pub fn assemble<const D: usize, const L: usize, V: Value>(
         ..
     } = b;
     // without batch levels the positions are final; with them, rebase and narrow in place
-    let mut positions = Vec::with_capacity(L);
+    let mut positions = Vec::with_capacity(global.len());
     for (l, p) in global.into_iter().enumerate() {
         positions.push(match p {
             Some(IndexBuffer::Native(mut g)) if batch_levels > 0 => {

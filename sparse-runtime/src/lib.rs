@@ -12,6 +12,7 @@
 //! - [`error`]: the storage errors.
 #![warn(missing_docs)]
 
+pub(crate) mod bucket;
 pub mod coo;
 pub mod dynamic;
 pub mod error;
