@@ -1,7 +1,7 @@
 //! The sparsifier's kernels side by side with the peers (issue 9): SpGEMM `C = A·A` and
 //! sparse + sparse `C = A + Aᵀ` against sprs, SpMM with 16 dense columns against faer, and the
-//! generated CSR SpMV kernel against the built-in `Csr::spmv` (itself generated) and faer, all
-//! in one process.
+//! generated CSR SpMV kernel against the built-in `Csr::spmv` (itself generated), the parallel
+//! built-in `Csr::spmv_par` and faer, all in one process.
 //!
 //! ```text
 //! cargo bench --manifest-path bench/Cargo.toml --bench kernels              # everything, ~1.5 min
@@ -20,8 +20,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use criterion::measurement::WallTime;
-use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkGroup, Criterion};
+use criterion::{criterion_group, criterion_main, Criterion};
 
 use sparse::runtime::generated::DenseOrder;
 use sparse::runtime::CooTensor;
@@ -154,22 +153,6 @@ fn interleaved(label: &str, impls: &mut [Timed<'_>]) {
     }
 }
 
-/// Times only the assembly step of a kernel with a sparse output: `from_ordered_coo` (what
-/// the generated code calls last) on the entries of `result`, collected as the kernel collects
-/// them (`([i, j], v)` in row order); the copy of the entries is setup, not timed. The rest of
-/// the kernel's time is the loops that produce the entries.
-fn bench_assembly(g: &mut BenchmarkGroup<'_, WallTime>, result: &Csr<f64>) {
-    let shape = result.shape();
-    let entries: Vec<([usize; 2], f64)> = result.iter().map(|(c, v)| (c, *v)).collect();
-    g.bench_function("ours: its assembly alone (from_ordered_coo)", |b| {
-        b.iter_batched(
-            || entries.clone(),
-            |e| Csr::from_ordered_coo(shape, e).expect("assembly"),
-            BatchSize::LargeInput,
-        )
-    });
-}
-
 /// The first positional argument of the bench binary, criterion's filter
 /// (`cargo bench --bench kernels -- FILTER`), if any.
 fn filter() -> Option<String> {
@@ -207,7 +190,6 @@ fn sparse_sparse(c: &mut Criterion, label: &str, coo: &CooTensor<f64>) {
         g.bench_function("sprs &a * &a", |b| {
             b.iter(|| black_box(&sa) * black_box(&sa))
         });
-        bench_assembly(&mut g, &prod);
         g.finish();
         interleaved(
             &mul_group,
@@ -242,7 +224,6 @@ fn sparse_sparse(c: &mut Criterion, label: &str, coo: &CooTensor<f64>) {
         g.bench_function("sprs &a + &at", |b| {
             b.iter(|| black_box(&sa) + black_box(&sat))
         });
-        bench_assembly(&mut g, &sum);
         g.finish();
         interleaved(
             &add_group,
@@ -294,6 +275,10 @@ fn sparse_dense(c: &mut Criterion, label: &str, coo: &CooTensor<f64>) {
     };
     faer_spmv(&mut yf);
     check(&format!("{label} spmv"), &y, &yf, &yf);
+    // the parallel built-in: nnz-balanced row ranges on rayon's threads (2 on this machine)
+    let mut y_par = vec![f64::NAN; m];
+    a.spmv_par(&x, &mut y_par).expect("spmv_par");
+    assert_eq!(y_par, y_ref, "{label}: spmv_par and spmv in the same order");
 
     // B: n x K; ours column-major like faer, and row-major through the kernel
     let b_cols: Vec<f64> = (0..n * K).map(|f| 1.0 + ((f * 7) % 11) as f64).collect();
@@ -352,6 +337,9 @@ fn sparse_dense(c: &mut Criterion, label: &str, coo: &CooTensor<f64>) {
         b.iter(|| a.spmv(black_box(&x), &mut y).expect("spmv"))
     });
     g.bench_function("faer SparseRowMat", |b| b.iter(|| faer_spmv(&mut yf)));
+    g.bench_function("ours Csr::spmv_par (2 threads, generated)", |b| {
+        b.iter(|| a.spmv_par(black_box(&x), &mut y_par).expect("spmv_par"))
+    });
     g.finish();
     let mut g = c.benchmark_group(&spmm_group);
     g.bench_function("ours spmm kernel, row-major Dense (generated)", |b| {
@@ -384,6 +372,10 @@ fn sparse_dense(c: &mut Criterion, label: &str, coo: &CooTensor<f64>) {
                     Box::new(|| a.spmv(black_box(&x), &mut y_ref).expect("spmv")),
                 ),
                 ("faer SparseRowMat", Box::new(|| faer_spmv(&mut yf))),
+                (
+                    "ours Csr::spmv_par (2 threads, generated)",
+                    Box::new(|| a.spmv_par(black_box(&x), &mut y_par).expect("spmv_par")),
+                ),
             ],
         );
     }
