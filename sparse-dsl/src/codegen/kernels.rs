@@ -228,6 +228,54 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         }
         None => quote!(self.spmv(x, y)?;),
     };
+    // the tile kernel: the same row ranges, one per tile of the SparseCore model
+    let (pos_ty, crd_ty) = (&cx.pos_ty, &cx.crd_ty);
+    let sc = quote!(#rt::sparsecore::tiles);
+    let sc_body = match &rows {
+        Some(_) => {
+            let unit = match &cx.e.dim_to_lvl.results[0] {
+                crate::ir::AffineExpr::FloorDiv(_, b) => b.as_constant().unwrap_or(1) as usize,
+                _ => 1,
+            };
+            let unit = proc_macro2::Literal::usize_unsuffixed(unit);
+            let before = match (cx.e.lvl_types.get(1), cx.ctxs.get(1)) {
+                (Some(lt), Some(c))
+                    if lt.capabilities().positions == PositionsArray::SegmentBounds
+                        && !cx.batched =>
+                {
+                    match &c.pos_field {
+                        Some(f) => quote!(|r: usize| self.#f[r].index()),
+                        None => quote!(|r: usize| r),
+                    }
+                }
+                _ => quote!(|r: usize| r),
+            };
+            quote! {
+                let before = #before;
+                let stored = before(y.len() / #unit).max(1);
+                let bytes = #sc::TileBytes {
+                    // per stored position: its values (a block's), its coordinate and the
+                    // elements of `x` it reads
+                    per_entry: ((self.values.len() / stored).max(1) * 2 * value + crd) as u64,
+                    per_unit: (#unit * value + pos) as u64,
+                    spmem_per_unit: (#unit * value) as u64,
+                };
+                #sc::run_rows(chip, y, #unit, before, bytes, |chunk, row0| {
+                    // the row-range form checks nothing and converts nothing: it cannot fail
+                    let done = self.spmv_rows(x, chunk, row0);
+                    debug_assert!(done.is_ok());
+                })
+            }
+        }
+        None => quote! {
+            let bytes = #sc::TileBytes {
+                per_entry: (2 * value + crd) as u64,
+                per_unit: (value + pos) as u64,
+                spmem_per_unit: value as u64,
+            };
+            #sc::run_whole(chip, y, 1, self.values.len(), bytes, |y| self.spmv(x, y))
+        },
+    };
     let rows = rows.unwrap_or_default();
     let name = &cx.name;
     Ok(quote! {
@@ -246,6 +294,32 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             }
 
             #rows
+
+            /// `y = A · x` as a tile kernel on the SparseCore model `chip` (one device): the
+            /// rows of `y` split over every tile of every SparseCore by stored entries, each
+            /// tile running [`Self::spmv`]'s loops on its rows, in parallel; the result equals
+            /// `spmv`'s bit for bit. Formats whose outermost level is not the rows of `y` (COO,
+            /// column-major, ELL) run whole on tile 0. Returns what each tile read and moved
+            /// (HBM bytes: values, coordinates and `x` elements per stored entry, positions and
+            /// `y` per row) and the modelled step (`sparse_runtime::sparsecore::tiles`).
+            ///
+            /// Errors: `TileError::Storage` as `spmv`; `TileError::Spmem` (`Fixed size
+            /// allocations ... do not fit in TileSpmem ...`) when a tile's rows of `y` exceed
+            /// its TileSpmem; `TileError::Chip` for a chip without tiles.
+            pub fn sparsecore_spmv(
+                &self,
+                chip: &#rt::sparsecore::chip::ChipModel,
+                x: &[V],
+                y: &mut [V],
+            ) -> Result<#sc::TileRun, #sc::TileError> {
+                #rt::generated::check_spmv(self.dim_shape, x.len(), y.len())?;
+                let (value, pos, crd) = (
+                    ::core::mem::size_of::<V>(),
+                    ::core::mem::size_of::<#pos_ty>(),
+                    ::core::mem::size_of::<#crd_ty>(),
+                );
+                #sc_body
+            }
 
             #spmv_transpose
 

@@ -30,6 +30,7 @@ pub mod lookup;
 pub mod minibatch;
 mod preprocess;
 pub mod stack;
+pub mod tiles;
 
 pub use minibatch::{compute_split, HighwayHash, IdentityHash, MinibatchHash, NUM_BUCKETS};
 pub use preprocess::{preprocess, preprocess_minibatches, preprocess_with_hash};

@@ -1,0 +1,210 @@
+//! Tile kernels of the formats `sparse_format!` declares, run on the chip model: a kernel's
+//! rows split over every tile of every SparseCore of one device, each tile running the
+//! sparsifier's row-range loops of that format on its rows, with a report of what each tile
+//! would move and how long the step would take (SparseCore reference, "Tiles" and "Memory").
+//!
+//! **Split.** The output's units (rows, or block rows of a blocked format) are split into
+//! `sparsecores_per_device * tiles_per_sc` contiguous ranges of about equal stored entries
+//! ([`crate::storage::balanced_splits`], the split `spmv_par` uses); range `k` is tile
+//! `k % tiles_per_sc` of SparseCore `k / tiles_per_sc`. Each unit is computed by one tile with
+//! the same loops as the serial kernel, so the result equals it bit for bit.
+//!
+//! **TileSpmem.** A tile holds its output rows in TileSpmem while its entries stream through;
+//! if a tile's rows do not fit, the run fails with the chip's words `Fixed size allocations (N
+//! bytes) do not fit in TileSpmem (M bytes)` ([`TileError::Spmem`]).
+//!
+//! **Cost.** Per tile: its stored entries are the ids it gathers (one operand element each)
+//! and its HBM bytes follow the kernel's bytes model (given by the caller: bytes per stored
+//! entry and per output unit); [`ChipModel::step`] gives each tile's, each SparseCore's and
+//! the step's modelled time. Values are modelled as `f32` lanes whatever their Rust type (the
+//! chip computes in `f32`/`bf16`; reference "Vector units").
+
+use std::ops::Range;
+
+use super::chip::{ChipError, ChipModel, DType, StepCost, TileLoad};
+use super::SpmemError;
+use crate::StorageError;
+
+/// What one tile of a tile kernel did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TileWork {
+    /// The output units (rows, or block rows) it computed.
+    pub units: Range<usize>,
+    /// Stored entries it read (the ids it gathers).
+    pub entries: u64,
+    /// HBM bytes it moves under the kernel's bytes model.
+    pub hbm_bytes: u64,
+    /// TileSpmem bytes its output rows hold.
+    pub spmem_bytes: u64,
+}
+
+/// The report of a tile kernel run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TileRun {
+    /// Per SparseCore, per tile (`[sc][tile]`).
+    pub tiles: Vec<Vec<TileWork>>,
+    /// The modelled step: per tile, per SparseCore, the slowest tile and the imbalance
+    /// (slowest tile over the mean).
+    pub cost: StepCost,
+}
+
+impl TileRun {
+    /// Stored entries over all tiles (the operand's stored entries for a full run).
+    pub fn entries(&self) -> u64 {
+        self.tiles.iter().flatten().map(|t| t.entries).sum()
+    }
+    /// HBM bytes over all tiles.
+    pub fn hbm_bytes(&self) -> u64 {
+        self.tiles.iter().flatten().map(|t| t.hbm_bytes).sum()
+    }
+}
+
+/// Why a tile kernel did not run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TileError {
+    /// The operands: as the serial kernel (`LengthMismatch`, ...).
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// A tile's output rows do not fit in its TileSpmem (the chip's own wording).
+    #[error(transparent)]
+    Spmem(#[from] SpmemError),
+    /// The chip model rejected the step (a preset with no tiles, ...).
+    #[error(transparent)]
+    Chip(#[from] ChipError),
+}
+
+/// The bytes model of a tile kernel: HBM bytes per stored entry it reads and per output unit
+/// it writes, and TileSpmem bytes per output unit it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TileBytes {
+    /// Bytes moved per stored entry (value, coordinate and the gathered operand element).
+    pub per_entry: u64,
+    /// Bytes moved per output unit (its positions and its output values).
+    pub per_unit: u64,
+    /// TileSpmem bytes per output unit (its output values).
+    pub spmem_per_unit: u64,
+}
+
+/// Runs `rows(chunk, unit0)` once per tile of `chip`, in parallel (rayon), over `out` split
+/// into ranges of whole units (`unit` elements each) of about equal stored entries
+/// (`before(r)`: entries in units `0..r`, non-decreasing); returns the per-tile report.
+///
+/// Errors: [`TileError::Spmem`] (`FixedAllocations`) when a tile's units need more TileSpmem
+/// than `chip.tile_spmem_bytes` (checked before any tile runs, `out` untouched);
+/// [`TileError::Chip`] as [`ChipModel::step`].
+pub fn run_rows<V: Send>(
+    chip: &ChipModel,
+    out: &mut [V],
+    unit: usize,
+    before: impl Fn(usize) -> usize,
+    bytes: TileBytes,
+    rows: impl Fn(&mut [V], usize) + Sync,
+) -> Result<TileRun, TileError> {
+    let tiles = chip.sparsecores_per_device as usize * chip.tiles_per_sc as usize;
+    let units = out.len() / unit.max(1);
+    let mut splits = crate::storage::balanced_splits(units, tiles, &before);
+    // one range per tile, the last ones empty when there are fewer units than tiles
+    splits.resize(tiles + 1, units);
+    let (work, cost) = plan(chip, &splits, &before, bytes)?;
+    let rows = &rows;
+    rayon::scope(|s| {
+        let mut rest: &mut [V] = out;
+        for t in &work {
+            let len = (t.units.end - t.units.start) * unit;
+            let (chunk, tail) = std::mem::take(&mut rest).split_at_mut(len);
+            rest = tail;
+            let unit0 = t.units.start;
+            if !chunk.is_empty() {
+                s.spawn(move |_| rows(chunk, unit0));
+            }
+        }
+    });
+    Ok(report(chip, work, cost))
+}
+
+/// [`run_rows`] for a kernel whose loops cannot be cut into row ranges (a format whose
+/// outermost level is not the output's rows: COO, column-major, ELL): tile 0 of SparseCore 0
+/// runs `all(out)` on every unit, the other tiles idle, and the report says so. `entries` is
+/// the operand's stored entries.
+///
+/// Errors: as [`run_rows`]; the error of `all` as [`TileError::Storage`].
+pub fn run_whole<V>(
+    chip: &ChipModel,
+    out: &mut [V],
+    unit: usize,
+    entries: usize,
+    bytes: TileBytes,
+    all: impl FnOnce(&mut [V]) -> Result<(), StorageError>,
+) -> Result<TileRun, TileError> {
+    let tiles = chip.sparsecores_per_device as usize * chip.tiles_per_sc as usize;
+    let units = out.len() / unit.max(1);
+    let mut splits = vec![units; tiles + 1];
+    splits[0] = 0;
+    let before = |r: usize| if r == 0 { 0 } else { entries };
+    let (work, cost) = plan(chip, &splits, &before, bytes)?;
+    all(out)?;
+    Ok(report(chip, work, cost))
+}
+
+/// Each tile's work for the unit boundaries `splits`, checked against TileSpmem, and the
+/// modelled step.
+fn plan(
+    chip: &ChipModel,
+    splits: &[usize],
+    before: &impl Fn(usize) -> usize,
+    bytes: TileBytes,
+) -> Result<(Vec<TileWork>, StepCost), TileError> {
+    if splits.len() < 2 {
+        // a chip without tiles would leave the output uncomputed
+        return Err(ChipError::LoadShape {
+            what: "tiles of the device (at least one)".into(),
+            expected: 1,
+            got: 0,
+        }
+        .into());
+    }
+    let work: Vec<TileWork> = splits
+        .windows(2)
+        .map(|w| {
+            let entries = before(w[1]).saturating_sub(before(w[0])) as u64;
+            let n = (w[1] - w[0]) as u64;
+            TileWork {
+                units: w[0]..w[1],
+                entries,
+                hbm_bytes: entries * bytes.per_entry + n * bytes.per_unit,
+                spmem_bytes: n * bytes.spmem_per_unit,
+            }
+        })
+        .collect();
+    if let Some(t) = work.iter().find(|t| t.spmem_bytes > chip.tile_spmem_bytes) {
+        return Err(SpmemError::FixedAllocations {
+            needed: t.spmem_bytes,
+            available: chip.tile_spmem_bytes,
+        }
+        .into());
+    }
+    let loads: Vec<Vec<TileLoad>> = work
+        .chunks((chip.tiles_per_sc as usize).max(1))
+        .map(|sc| {
+            sc.iter()
+                .map(|t| TileLoad {
+                    ids: t.entries,
+                    hbm_bytes: t.hbm_bytes,
+                })
+                .collect()
+        })
+        .collect();
+    let cost = chip.step(&loads, 1, DType::F32)?;
+    Ok((work, cost))
+}
+
+/// The per-SparseCore report of `work`.
+fn report(chip: &ChipModel, work: Vec<TileWork>, cost: StepCost) -> TileRun {
+    let per = (chip.tiles_per_sc as usize).max(1);
+    let mut tiles = Vec::with_capacity(chip.sparsecores_per_device as usize);
+    let mut it = work.into_iter();
+    for _ in 0..chip.sparsecores_per_device {
+        tiles.push(it.by_ref().take(per).collect());
+    }
+    TileRun { tiles, cost }
+}

@@ -1,0 +1,153 @@
+//! The tile SpMV every rank-2 format gets (issue 10): run on the SparseCore model, it equals
+//! the serial `spmv` bit for bit, splits the rows over every tile by stored entries, reports
+//! what each tile read, and fails with the chip's words when a tile's rows do not fit.
+
+mod common;
+
+use proptest::prelude::*;
+use sparse::runtime::sparsecore::chip::ChipModel;
+use sparse::runtime::sparsecore::tiles::{TileError, TileRun};
+use sparse::runtime::sparsecore::SpmemError;
+use sparse::runtime::storage::FromCoo;
+use sparse::runtime::CooTensor;
+use sparse::sparse_format;
+
+sparse_format! {
+    pub Csr = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>;
+    pub Bsr = #sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense) }>;
+    pub Coo = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton) }>;
+    pub Csc = #sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed) }>;
+}
+
+fn v5p() -> ChipModel {
+    ChipModel::by_name("v5p").unwrap()
+}
+
+/// Every tile of the report: contiguous units covering `0..units` in order.
+fn check_split(run: &TileRun, chip: &ChipModel, units: usize) {
+    assert_eq!(run.tiles.len(), chip.sparsecores_per_device as usize);
+    let mut next = 0;
+    for sc in &run.tiles {
+        assert_eq!(sc.len(), chip.tiles_per_sc as usize);
+        for t in sc {
+            assert_eq!(t.units.start, next);
+            next = t.units.end;
+        }
+    }
+    assert_eq!(next, units);
+}
+
+fn coo(rows: usize, cols: usize, cells: &[(bool, f64)]) -> CooTensor<f64> {
+    let mut t = CooTensor::new(vec![rows, cols]);
+    for (f, &(keep, v)) in cells.iter().enumerate() {
+        if keep {
+            t.push(&[f / cols, f % cols], v);
+        }
+    }
+    t
+}
+
+/// `run` (the tile kernel) against `serial` on `coo` stored as `S`, bit for bit; its report.
+fn check<S: FromCoo<f64>>(
+    coo: &CooTensor<f64>,
+    run: impl Fn(&S, &mut [f64]) -> Result<TileRun, TileError>,
+    serial: impl Fn(&S, &mut [f64]),
+) -> TileRun {
+    let a = S::from_coo_tensor(coo).unwrap();
+    let rows = coo.shape[0];
+    let (mut want, mut got) = (vec![0.0; rows], vec![f64::NAN; rows]);
+    serial(&a, &mut want);
+    let report = run(&a, &mut got).unwrap();
+    assert_eq!(
+        got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        want.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+    report
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    #[test]
+    fn tile_spmv_equals_spmv(
+        cells in proptest::collection::vec((any::<bool>(), -4.0f64..4.0), 20 * 12),
+        x in proptest::collection::vec(-2.0f64..2.0, 12),
+    ) {
+        let t = coo(20, 12, &cells);
+        let chip = v5p();
+        let nnz = t.values.len() as u64;
+        let r = check::<Csr<f64>>(&t, |a, y| a.sparsecore_spmv(&chip, &x, y), |a, y| a.spmv(&x, y).unwrap());
+        check_split(&r, &chip, 20);
+        prop_assert_eq!(r.entries(), nnz);
+        let r = check::<Bsr<f64>>(&t, |a, y| a.sparsecore_spmv(&chip, &x, y), |a, y| a.spmv(&x, y).unwrap());
+        check_split(&r, &chip, 10);
+        // COO and CSC cannot be cut into row ranges: tile 0 runs them whole
+        for r in [
+            check::<Coo<f64>>(&t, |a, y| a.sparsecore_spmv(&chip, &x, y), |a, y| a.spmv(&x, y).unwrap()),
+            check::<Csc<f64>>(&t, |a, y| a.sparsecore_spmv(&chip, &x, y), |a, y| a.spmv(&x, y).unwrap()),
+        ] {
+            check_split(&r, &chip, 20);
+            prop_assert_eq!(r.tiles[0][0].units.clone(), 0..20);
+            prop_assert_eq!(r.entries(), nnz);
+        }
+    }
+}
+
+#[test]
+fn bcsstk16_on_v5p_balances_the_tiles() {
+    let m = sparse::runtime::mmio::read_matrix_market(common::data("bcsstk16.mtx")).unwrap();
+    let a = Csr::from_coo_tensor(&m.tensor).unwrap();
+    let n = m.tensor.shape[0];
+    let x: Vec<f64> = (0..n).map(|i| 1.0 + (i % 7) as f64).collect();
+    let (mut want, mut got) = (vec![0.0; n], vec![0.0; n]);
+    a.spmv(&x, &mut want).unwrap();
+    let chip = v5p();
+    let run = a.sparsecore_spmv(&chip, &x, &mut got).unwrap();
+    assert_eq!(got, want);
+    check_split(&run, &chip, n);
+    assert_eq!(run.entries(), a.nse() as u64);
+    // HBM bytes: per stored entry its value, u32 column and x element; per row its u32
+    // position and y element
+    assert_eq!(
+        run.hbm_bytes(),
+        a.nse() as u64 * (8 + 4 + 8) + n as u64 * (8 + 4)
+    );
+    // split by stored entries: no tile holds much more than its share
+    assert!(run.cost.imbalance < 1.2, "imbalance {}", run.cost.imbalance);
+}
+
+#[test]
+fn rows_that_do_not_fit_tile_spmem_are_the_chips_error() {
+    let t = coo(64, 4, &[(true, 1.0); 256]);
+    let a = Csr::from_coo_tensor(&t).unwrap();
+    let mut chip = v5p();
+    chip.sparsecores_per_device = 1;
+    chip.tiles_per_sc = 2;
+    chip.tile_spmem_bytes = 100;
+    let mut y = vec![7.0; 64];
+    let e = a.sparsecore_spmv(&chip, &[1.0; 4], &mut y).unwrap_err();
+    // 32 rows of f64 per tile: 256 bytes
+    assert_eq!(
+        e,
+        TileError::Spmem(SpmemError::FixedAllocations {
+            needed: 256,
+            available: 100
+        })
+    );
+    assert_eq!(
+        e.to_string(),
+        "Fixed size allocations (256 bytes) do not fit in TileSpmem (100 bytes)"
+    );
+    assert_eq!(y, vec![7.0; 64], "nothing written");
+    // a chip without tiles is an error, not an uncomputed output
+    chip.tiles_per_sc = 0;
+    assert!(matches!(
+        a.sparsecore_spmv(&chip, &[1.0; 4], &mut y),
+        Err(TileError::Chip(_))
+    ));
+    // operands are checked as `spmv` checks them
+    chip.tiles_per_sc = 2;
+    assert!(matches!(
+        a.sparsecore_spmv(&chip, &[1.0; 3], &mut y),
+        Err(TileError::Storage(_))
+    ));
+}
