@@ -237,6 +237,13 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 crate::ir::AffineExpr::FloorDiv(_, b) => b.as_constant().unwrap_or(1) as usize,
                 _ => 1,
             };
+            // no arithmetic on a unit of 1 in the generated code
+            let (units, unit_values) = if unit == 1 {
+                (quote!(y.len()), quote!(value))
+            } else {
+                let u = proc_macro2::Literal::usize_unsuffixed(unit);
+                (quote!(y.len() / #u), quote!(#u * value))
+            };
             let unit = proc_macro2::Literal::usize_unsuffixed(unit);
             let before = match (cx.e.lvl_types.get(1), cx.ctxs.get(1)) {
                 (Some(lt), Some(c))
@@ -252,13 +259,13 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             };
             quote! {
                 let before = #before;
-                let stored = before(y.len() / #unit).max(1);
+                let stored = before(#units).max(1);
                 let bytes = #sc::TileBytes {
                     // per stored position: its values (a block's), its coordinate and the
                     // elements of `x` it reads
                     per_entry: ((self.values.len() / stored).max(1) * 2 * value + crd) as u64,
-                    per_unit: (#unit * value + pos) as u64,
-                    spmem_per_unit: (#unit * value) as u64,
+                    per_unit: (#unit_values + pos) as u64,
+                    spmem_per_unit: (#unit_values) as u64,
                 };
                 #sc::run_rows(chip, y, #unit, before, bytes, |chunk, row0| {
                     // the row-range form checks nothing and converts nothing: it cannot fail
