@@ -1536,7 +1536,15 @@ impl Cx<'_> {
                 }
                 _ => return Err(unsupported("dense operands with this map")),
             };
-            let size = &op.levels[l].1.size;
+            // a whole dimension's level is as long as its index's extent (checked on entry):
+            // the extent, read once, rather than the level size read in the loop
+            let size = match r {
+                AffineExpr::Var(d) if op.slices.is_none() => {
+                    let n = self.extent_ident(indices[*d]);
+                    quote!(#n)
+                }
+                _ => op.levels[l].1.size.clone(),
+            };
             // `(flat so far) * size + c`: a sum so far is parenthesized
             at = Some(match at {
                 None => (c, false),
