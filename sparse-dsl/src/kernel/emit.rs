@@ -84,6 +84,8 @@ struct Cx<'a> {
     /// loads, as MLIR's and TACO's code motion hoist `A(i,k)` out of the `j` loop): access and
     /// the variable holding its value.
     hoisted: std::cell::RefCell<Vec<(usize, Ident)>>,
+    /// The slice of a dense format output's values the loops write (`c_values`).
+    out_slice: Option<Ident>,
 }
 
 /// In-order insertion into the output's arrays (MLIR's `sparse_tensor.insert`), each level's
@@ -283,6 +285,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         par: None,
         insert: None,
         hoisted: Default::default(),
+        out_slice: None,
     };
     if k.method.as_ref().is_some_and(|m| m.rows) {
         cx.rows = Some(cx.rows_unit()?);
@@ -386,6 +389,17 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         cx.snapshot = Some(snap);
     }
     let mut finish = TokenStream::new();
+    if sparse_out.is_none()
+        && matches!(cx.ops[out_t].kind, ParamKind::Format { .. })
+        && !(out_read && cx.snapshot.is_none())
+    {
+        // a dense format written in place: its values as a slice, so the loops keep the
+        // pointer in a register (the statement reads the output through its copy, if at all)
+        let name = &cx.ops[out_t].name;
+        let vals = format_ident!("{}_values", cx.ops[out_t].prefix);
+        init.extend(quote!(let #vals = &mut #name.values[..];));
+        cx.out_slice = Some(vals);
+    }
     match &sparse_out {
         None => init.extend(cx.init_output()),
         Some(format) => {
@@ -1119,6 +1133,9 @@ impl Cx<'_> {
     fn output_values(&self) -> TokenStream {
         let t = self.p.kernel.output.tensor;
         let name = self.tensor_name(t);
+        if let Some(vals) = &self.out_slice {
+            return quote!(#vals);
+        }
         match self.ops[t].kind {
             ParamKind::Slice { .. } | ParamKind::Matrix { .. } => quote!(#name),
             _ => quote!(#name.values),
