@@ -540,6 +540,18 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
     })
 }
 
+/// `e` as the receiver of a method call: parenthesized when it is an operation.
+fn receiver_of(e: &TokenStream) -> TokenStream {
+    let compound = e.clone().into_iter().any(
+        |t| matches!(t, proc_macro2::TokenTree::Punct(p) if "+-*/%&|^<>=!".contains(p.as_char())),
+    );
+    if compound {
+        quote!((#e))
+    } else {
+        e.clone()
+    }
+}
+
 /// Every identifier in `ts`.
 fn idents(ts: &TokenStream) -> std::collections::BTreeSet<String> {
     let mut out = std::collections::BTreeSet::new();
@@ -1000,6 +1012,11 @@ impl Cx<'_> {
                 seen.push((t, d));
                 let size = self.dim_size(t, d);
                 let n = self.extent_ident(ix);
+                let source_size = lets[ix].1.to_string();
+                if size.to_string() == source_size {
+                    // the same size read twice (a matrix whose rows are the receiver's)
+                    continue;
+                }
                 let what = match self.ops[t].kind {
                     ParamKind::Slice { .. } | ParamKind::Matrix { .. } => {
                         self.tensor_name(t).to_string()
@@ -1020,13 +1037,14 @@ impl Cx<'_> {
         // a dense matrix in a slice holds exactly its elements
         for op in &self.ops {
             if let ParamKind::Matrix { dims: [d0, d1], .. } = &op.kind {
+                let (d0, d1) = (receiver_of(d0), receiver_of(d1));
                 let name = &op.name;
                 let what = name.to_string();
                 out.extend(quote! {
-                    if (#d0).checked_mul(#d1) != ::core::option::Option::Some(#name.len()) {
+                    if #d0.checked_mul(#d1) != ::core::option::Option::Some(#name.len()) {
                         return #err(#rt::StorageError::LengthMismatch {
                             operand: #what,
-                            expected: (#d0).saturating_mul(#d1),
+                            expected: #d0.saturating_mul(#d1),
                             got: #name.len(),
                         });
                     }
