@@ -69,13 +69,19 @@ fn cols<V>(
 /// Errors: [`StorageError::Invariant`] for a count that passes the arrays (only from a matrix
 /// built with faer's unchecked constructors).
 fn compact<V: Copy>(
+    dim_shape: [usize; 2],
     pos: Vec<usize>,
     nnz: Option<Vec<usize>>,
     crd: Vec<usize>,
     values: Vec<V>,
-) -> Result<(Vec<usize>, Vec<usize>, Vec<V>), StorageError> {
+) -> Result<CompressedParts<usize, usize, V>, StorageError> {
     let Some(nnz) = nnz else {
-        return Ok((pos, crd, values));
+        return Ok(CompressedParts {
+            dim_shape,
+            pos,
+            crd,
+            values,
+        });
     };
     let total = nnz.iter().try_fold(0usize, |a, &n| a.checked_add(n));
     let mut out_pos = Vec::with_capacity(nnz.len() + 1);
@@ -101,7 +107,12 @@ fn compact<V: Copy>(
         }
         out_pos.push(out_crd.len());
     }
-    Ok((out_pos, out_crd, out_val))
+    Ok(CompressedParts {
+        dim_shape,
+        pos: out_pos,
+        crd: out_crd,
+        values: out_val,
+    })
 }
 
 /// The CSR storage `s` as a `SparseRowMat`. Zero-copy at the native width, widened otherwise;
@@ -139,15 +150,15 @@ pub fn row_into_dynamic<V: Value>(
 ) -> Result<DynamicStorage<V>, StorageError> {
     let (symbolic, values) = m.into_parts();
     let (nrows, ncols, pos, nnz, crd) = symbolic.into_parts();
-    let (pos, crd, values) = compact(pos, nnz, crd, values)?;
+    let c = compact([nrows, ncols], pos, nnz, crd, values)?;
     build_compressed(
         PEER,
         Layout::Csr,
         encoding,
-        [nrows, ncols],
-        pos,
-        crd,
-        values,
+        c.dim_shape,
+        c.pos,
+        c.crd,
+        c.values,
     )
 }
 
@@ -160,15 +171,15 @@ pub fn col_into_dynamic<V: Value>(
 ) -> Result<DynamicStorage<V>, StorageError> {
     let (symbolic, values) = m.into_parts();
     let (nrows, ncols, pos, nnz, crd) = symbolic.into_parts();
-    let (pos, crd, values) = compact(pos, nnz, crd, values)?;
+    let c = compact([nrows, ncols], pos, nnz, crd, values)?;
     build_compressed(
         PEER,
         Layout::Csc,
         encoding,
-        [nrows, ncols],
-        pos,
-        crd,
-        values,
+        c.dim_shape,
+        c.pos,
+        c.crd,
+        c.values,
     )
 }
 
@@ -210,8 +221,8 @@ pub fn row_into_parts<V: Copy, P: Index, C: Index>(
 ) -> Result<CompressedParts<P, C, V>, StorageError> {
     let (symbolic, values) = m.into_parts();
     let (nrows, ncols, pos, nnz, crd) = symbolic.into_parts();
-    let (pos, crd, values) = compact(pos, nnz, crd, values)?;
-    native_into_parts([nrows, ncols], pos, crd, values)
+    let c = compact([nrows, ncols], pos, nnz, crd, values)?;
+    native_into_parts(c.dim_shape, c.pos, c.crd, c.values)
 }
 
 /// The arrays of `m` for a generated CSC struct; as [`row_into_parts`].
@@ -222,6 +233,6 @@ pub fn col_into_parts<V: Copy, P: Index, C: Index>(
 ) -> Result<CompressedParts<P, C, V>, StorageError> {
     let (symbolic, values) = m.into_parts();
     let (nrows, ncols, pos, nnz, crd) = symbolic.into_parts();
-    let (pos, crd, values) = compact(pos, nnz, crd, values)?;
-    native_into_parts([nrows, ncols], pos, crd, values)
+    let c = compact([nrows, ncols], pos, nnz, crd, values)?;
+    native_into_parts(c.dim_shape, c.pos, c.crd, c.values)
 }
