@@ -37,11 +37,14 @@
 //!
 //! No input makes a conversion panic. Into this crate's storage every array is checked by
 //! [`DynamicStorage::from_raw_parts`] (all of [`DynamicStorage::validate`]); a generated
-//! struct's `from_raw_parts` checks the arrays the `*_into_parts` functions return. Out to a peer
-//! the peer's checked constructor runs and its error becomes [`StorageError::Interop`] with the
-//! peer's message (sprs and nalgebra-sparse want sorted, unique indices per row or column, so a
-//! `nonordered` or `nonunique` tensor may be refused); faer's checked constructors panic, so its
-//! module checks the same rules first and reports [`StorageError::Invariant`].
+//! struct's `from_raw_parts` checks the arrays the `*_into_parts` functions return. Out to a
+//! peer, CSR and CSC arrays are first checked by this crate's rules (offsets `n + 1`, from 0,
+//! non-decreasing, ending at the number of indices and values; indices in range and strictly
+//! increasing per row or column), as [`StorageError::Invariant`] naming the rule and position,
+//! because the peers' own checks can panic (faer's `new_checked` asserts; sprs and
+//! nalgebra-sparse index before comparing); then the peer's checked constructor runs, and its
+//! refusal is [`StorageError::Interop`] with the peer's message. So a `nonordered` or
+//! `nonunique` CSR or CSC tensor may be refused on the way out.
 //!
 //! # Generated structs
 //!
