@@ -16,7 +16,8 @@
 //!
 //! - [`sparse_format!`]: the macro (crate `sparse-macros`);
 //! - [`runtime`]: buffers, storage view, COO operand, Matrix Market reader, dynamic storage
-//!   (crate `sparse-runtime`);
+//!   (crate `sparse-runtime`); with the features `sprs`, `nalgebra-sparse`, `faer`, `ndarray`
+//!   (off by default), `runtime::interop` converts to and from those crates' matrices;
 //! - `dsl` (feature `dsl`, off by default): the language: parser, verifier, IR, printer, code
 //!   generator (crate `sparse-dsl`); the `sparse` CLI is the package `sparse-cli`.
 

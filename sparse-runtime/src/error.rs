@@ -170,6 +170,16 @@ pub enum StorageError {
         /// What is wrong.
         reason: String,
     },
+    /// A conversion to or from a Rust peer (`interop` module: sprs, nalgebra-sparse, faer,
+    /// ndarray) cannot be made: the encoding is not the layout the peer holds, or the peer's
+    /// checked constructor refused the arrays (its message).
+    #[error("{peer}: {reason}")]
+    Interop {
+        /// The peer crate (`"sprs"`, `"nalgebra-sparse"`, `"faer"`, `"ndarray"`).
+        peer: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
     /// Raw parts given to `from_raw_parts` do not have the encoding's shape of arrays (which
     /// levels have positions or coordinates, widths, number of levels).
     #[error("raw parts, level {level}: {reason}")]

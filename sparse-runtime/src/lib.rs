@@ -9,6 +9,8 @@
 //! - [`packed`]: sub-byte coordinate buffers (`crdWidth = 2` of n:m levels) and index views;
 //! - [`mod@slice`]: strided views over a storage (`#sparse_tensor<slice(..)>` dimensions);
 //! - [`frostt`]: FROSTT `.tns` reading and writing;
+//! - `interop` (features `sprs`, `nalgebra-sparse`, `faer`, `ndarray`, off by default):
+//!   conversions to and from the Rust peers, zero-copy at the native width;
 //! - [`error`]: the storage errors.
 #![warn(missing_docs)]
 
@@ -19,6 +21,13 @@ pub mod error;
 pub mod frostt;
 pub mod generated;
 pub mod index;
+#[cfg(any(
+    feature = "sprs",
+    feature = "nalgebra-sparse",
+    feature = "faer",
+    feature = "ndarray"
+))]
+pub mod interop;
 pub mod layout;
 pub(crate) mod level;
 pub mod mmio;
