@@ -151,3 +151,72 @@ fn rows_that_do_not_fit_tile_spmem_are_the_chips_error() {
         Err(TileError::Storage(_))
     ));
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+    /// SparseDenseMatmul on the tiles: samples x ids with the gains as values, the table
+    /// row-major; equal to the serial `spmm` bit for bit, samples split evenly over the tiles.
+    #[test]
+    fn tile_sparse_dense_matmul_equals_spmm(
+        cells in proptest::collection::vec((any::<bool>(), -4.0f64..4.0), 40 * 10),
+        table in proptest::collection::vec(-2.0f64..2.0, 10 * 8),
+    ) {
+        use sparse::runtime::generated::DenseOrder;
+        let t = coo(40, 10, &cells);
+        let chip = v5p();
+        let nnz = t.values.len() as u64;
+        let n = 8;
+        macro_rules! each {
+            ($($s:ty),*) => {$({
+                let a = <$s>::from_coo_tensor(&t).unwrap();
+                let mut want = vec![0.0; 40 * n];
+                a.spmm(&table, &mut want, n, DenseOrder::RowMajor).unwrap();
+                let mut got = vec![f64::NAN; 40 * n];
+                let run = a.sparsecore_spmm(&chip, &table, &mut got, n).unwrap();
+                prop_assert_eq!(
+                    got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    want.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+                );
+                // stored positions of the outermost level's children: blocks for BSR
+                prop_assert!(run.entries() <= nnz);
+                let units: usize = run.tiles.iter().flatten().map(|w| w.units.len()).sum();
+                prop_assert!(units == 40 || units == 20, "{} units", units);
+            })*};
+        }
+        each!(Csr<f64>, Bsr<f64>, Coo<f64>, Csc<f64>);
+        // CSR: 40 samples over v5p's tiles, evenly (at most one apart)
+        let a = Csr::from_coo_tensor(&t).unwrap();
+        let mut c = vec![0.0; 40 * n];
+        let run = a.sparsecore_spmm(&chip, &table, &mut c, n).unwrap();
+        prop_assert_eq!(run.entries(), nnz);
+        let sizes: Vec<usize> = run.tiles.iter().flatten().map(|w| w.units.len()).collect();
+        let (lo, hi) = (sizes.iter().min().unwrap(), sizes.iter().max().unwrap());
+        prop_assert!(hi - lo <= 1, "{:?}", sizes);
+    }
+}
+
+#[test]
+fn sparse_dense_matmul_checks_lengths_and_tile_spmem() {
+    let t = coo(64, 4, &[(true, 1.0); 256]);
+    let a = Csr::from_coo_tensor(&t).unwrap();
+    let mut chip = v5p();
+    chip.sparsecores_per_device = 1;
+    chip.tiles_per_sc = 2;
+    chip.tile_spmem_bytes = 1000;
+    let table = [1.0; 4 * 8];
+    let mut c = vec![3.0; 64 * 8];
+    // 32 samples of 8 f64 per tile: 2048 bytes
+    assert_eq!(
+        a.sparsecore_spmm(&chip, &table, &mut c, 8)
+            .unwrap_err()
+            .to_string(),
+        "Fixed size allocations (2048 bytes) do not fit in TileSpmem (1000 bytes)"
+    );
+    assert_eq!(c, vec![3.0; 64 * 8], "nothing written");
+    assert!(matches!(
+        a.sparsecore_spmm(&chip, &table[..31], &mut c, 8),
+        Err(TileError::Storage(
+            sparse::runtime::StorageError::LengthMismatch { operand: "b", .. }
+        ))
+    ));
+}

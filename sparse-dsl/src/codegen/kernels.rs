@@ -228,6 +228,23 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         }
         None => quote!(self.spmv(x, y)?;),
     };
+    // SparseDenseMatmul's row-range form: rows `row0 ..` of a row-major `c`
+    let spmm_rows = method(
+        cx,
+        Spec {
+            name: "spmm_rows",
+            public: false,
+            statement: "c(i, k) = a(i, j) * b(j, k)",
+            rows: true,
+            doc: &["`C = A · B` (row-major) for the rows (block rows) `row0 ..` that `c` holds."],
+        },
+        vec![
+            matrix("b", false, false, quote!(self.dim_shape[1])),
+            matrix("c", true, false, quote!(self.dim_shape[0])),
+        ],
+        vec![quote!(n: usize)],
+    )
+    .ok();
     // the tile kernel: the same row ranges, one per tile of the SparseCore model
     let (pos_ty, crd_ty) = (&cx.pos_ty, &cx.crd_ty);
     let sc = quote!(#rt::sparsecore::tiles);
@@ -283,7 +300,56 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             #sc::run_whole(chip, y, 1, self.values.len(), bytes, |y| self.spmv(x, y))
         },
     };
+    let unit0 = match &cx.e.dim_to_lvl.results[0] {
+        crate::ir::AffineExpr::FloorDiv(_, b) => b.as_constant().unwrap_or(1) as usize,
+        _ => 1,
+    };
+    let before0 = match (cx.e.lvl_types.get(1), cx.ctxs.get(1)) {
+        (Some(lt), Some(c))
+            if lt.capabilities().positions == PositionsArray::SegmentBounds && !cx.batched =>
+        {
+            match &c.pos_field {
+                Some(f) => quote!(|r: usize| self.#f[r].index()),
+                None => quote!(|r: usize| r),
+            }
+        }
+        _ => quote!(|r: usize| r),
+    };
+    let sdm_body = match &spmm_rows {
+        Some(_) => {
+            // elements of `c` per unit of the outermost level (a block row holds `unit0` rows)
+            let rows_per_unit = if unit0 == 1 {
+                quote!(n)
+            } else {
+                let u = proc_macro2::Literal::usize_unsuffixed(unit0);
+                quote!(#u * n)
+            };
+            quote! {
+                let bytes = #sc::TileBytes {
+                    per_entry: (2 * value + crd + n * value) as u64,
+                    per_unit: (#rows_per_unit * value + pos) as u64,
+                    spmem_per_unit: (#rows_per_unit * value) as u64,
+                };
+                #sc::run_rows_even(chip, c, #rows_per_unit, #before0, bytes, |chunk, row0| {
+                    // the row-range form checks nothing and converts nothing: it cannot fail
+                    let done = self.spmm_rows(b, chunk, n, row0);
+                    debug_assert!(done.is_ok());
+                })
+            }
+        }
+        None => quote! {
+            let bytes = #sc::TileBytes {
+                per_entry: (2 * value + crd + n * value) as u64,
+                per_unit: (n * value + pos) as u64,
+                spmem_per_unit: (n * value) as u64,
+            };
+            #sc::run_whole(chip, c, n, self.values.len(), bytes, |c| {
+                self.spmm_row_major(b, c, n)
+            })
+        },
+    };
     let rows = rows.unwrap_or_default();
+    let spmm_rows = spmm_rows.unwrap_or_default();
     let name = &cx.name;
     Ok(quote! {
         impl<V: #rt::Value> #name<V> {
@@ -327,6 +393,49 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 );
                 #sc_body
             }
+
+            /// SparseCore's `SparseDenseMatmul` as a tile kernel on the chip model `chip` (one
+            /// device): `c = A · b` with `A` samples x ids (its stored values the gains), `b`
+            /// the embedding table (`shape()[1] x n`, row-major) and `c` the activations
+            /// (`shape()[0] x n`, row-major, overwritten). The samples are split evenly over
+            /// every tile of every SparseCore (the reference's `(sample_count * feature_width)
+            /// / tiles` rule); each tile runs [`Self::spmm`]'s loops on its samples, in
+            /// parallel, so `c` equals `spmm`'s bit for bit. A format whose outermost level is
+            /// not the samples runs whole on tile 0. Returns per tile the stored entries (ids
+            /// gathered), HBM bytes (per entry its value, id and gathered row of `n` values;
+            /// per sample its position and output row), TileSpmem bytes (its output rows) and
+            /// the modelled step (`sparse_runtime::sparsecore::tiles`).
+            ///
+            /// Errors: `TileError::Storage` (`LengthMismatch` naming `"b"` or `"c"`) when a
+            /// length is not its rows times `n`; `TileError::Spmem` (`Fixed size allocations
+            /// ... do not fit in TileSpmem ...`) when a tile's output rows exceed its TileSpmem
+            /// (`c` untouched); `TileError::Chip` for a chip without tiles.
+            pub fn sparsecore_spmm(
+                &self,
+                chip: &#rt::sparsecore::chip::ChipModel,
+                b: &[V],
+                c: &mut [V],
+                n: usize,
+            ) -> Result<#sc::TileRun, #sc::TileError> {
+                for (what, rows, len) in [("b", self.dim_shape[1], b.len()), ("c", self.dim_shape[0], c.len())] {
+                    if rows.checked_mul(n) != Some(len) {
+                        return Err(StorageError::LengthMismatch {
+                            operand: what,
+                            expected: rows.saturating_mul(n),
+                            got: len,
+                        }
+                        .into());
+                    }
+                }
+                let (value, pos, crd) = (
+                    ::core::mem::size_of::<V>(),
+                    ::core::mem::size_of::<#pos_ty>(),
+                    ::core::mem::size_of::<#crd_ty>(),
+                );
+                #sdm_body
+            }
+
+            #spmm_rows
 
             #spmv_transpose
 

@@ -1086,7 +1086,15 @@ impl Cx<'_> {
     fn rows_unit(&self) -> Result<usize, Error> {
         let kern = &self.p.kernel;
         let not = || unsupported("the row-range form of this kernel");
-        if !matches!(self.ops[kern.output.tensor].kind, ParamKind::Slice { .. }) {
+        let rows_contiguous = matches!(
+            self.ops[kern.output.tensor].kind,
+            ParamKind::Slice { .. }
+                | ParamKind::Matrix {
+                    col_major: false,
+                    ..
+                }
+        );
+        if !rows_contiguous {
             return Err(not());
         }
         let (var, unit) = match self.p.levels.index_loops[kern.output.indices[0]] {
@@ -1478,6 +1486,20 @@ impl Cx<'_> {
                             None => i,
                         }
                     }
+                    ParamKind::Matrix { .. } if self.rows.is_some() => {
+                        // the row-range form: the slice holds rows `unit * row0 ..`
+                        let i = self.index_expr(kern.output.indices[0]);
+                        let c = self.index_expr(kern.output.indices[1]);
+                        let cols = self.extent_ident(kern.output.indices[1]);
+                        match self.rows {
+                            Some(1) => quote!((#i - row0) * #cols + #c),
+                            Some(unit) => {
+                                let unit = usize_lit(unit);
+                                quote!((#i - #unit * row0) * #cols + #c)
+                            }
+                            None => quote!(#i * #cols + #c),
+                        }
+                    }
                     ParamKind::Matrix { .. } => self.matrix_flat(t, &kern.output.indices),
                     _ => self.dense_flat(t, &kern.output.indices)?,
                 };
@@ -1600,11 +1622,25 @@ impl Cx<'_> {
             };
             let body = self.stmts(&case.body)?;
             let out = self.output_values();
-            let len = match self.rows {
-                Some(1) | None => quote!(#out.len()),
-                Some(unit) => {
+            // elements of the output per unit: a row-major matrix's rows hold its columns
+            let kern = &self.p.kernel;
+            let per = match self.ops[kern.output.tensor].kind {
+                ParamKind::Matrix { .. } => {
+                    let cols = self.extent_ident(kern.output.indices[1]);
+                    Some(quote!(#cols))
+                }
+                _ => None,
+            };
+            let len = match (self.rows, per) {
+                (Some(1) | None, None) => quote!(#out.len()),
+                (Some(1) | None, Some(cols)) => quote!(#out.len() / #cols),
+                (Some(unit), None) => {
                     let unit = usize_lit(unit);
                     quote!(#out.len() / #unit)
+                }
+                (Some(unit), Some(cols)) => {
+                    let unit = usize_lit(unit);
+                    quote!(#out.len() / (#unit * #cols))
                 }
             };
             return Ok(quote! {

@@ -105,7 +105,46 @@ pub fn run_rows<V: Send>(
     let mut splits = crate::storage::balanced_splits(units, tiles, &before);
     // one range per tile, the last ones empty when there are fewer units than tiles
     splits.resize(tiles + 1, units);
-    let (work, cost) = plan(chip, &splits, &before, bytes)?;
+    run_split(chip, out, unit, &splits, before, bytes, rows)
+}
+
+/// [`run_rows`] with the units split evenly (the same count per tile, the first tiles one more
+/// when they do not divide), as SparseCore splits a step's samples over its tiles (the
+/// reference's `(sample_count * feature_width) / tiles` rule); `before` still counts each
+/// tile's stored entries for the report.
+///
+/// Errors: as [`run_rows`].
+pub fn run_rows_even<V: Send>(
+    chip: &ChipModel,
+    out: &mut [V],
+    unit: usize,
+    before: impl Fn(usize) -> usize,
+    bytes: TileBytes,
+    rows: impl Fn(&mut [V], usize) + Sync,
+) -> Result<TileRun, TileError> {
+    let tiles = chip.sparsecores_per_device as usize * chip.tiles_per_sc as usize;
+    let units = out.len() / unit.max(1);
+    let splits: Vec<usize> = (0..=tiles)
+        .map(|k| {
+            (units as u128 * k as u128)
+                .checked_div(tiles as u128)
+                .map_or(units, |b| b as usize)
+        })
+        .collect();
+    run_split(chip, out, unit, &splits, before, bytes, rows)
+}
+
+/// Runs `rows` per tile over the unit boundaries `splits` (`tiles + 1` of them).
+fn run_split<V: Send>(
+    chip: &ChipModel,
+    out: &mut [V],
+    unit: usize,
+    splits: &[usize],
+    before: impl Fn(usize) -> usize,
+    bytes: TileBytes,
+    rows: impl Fn(&mut [V], usize) + Sync,
+) -> Result<TileRun, TileError> {
+    let (work, cost) = plan(chip, splits, &before, bytes)?;
     let rows = &rows;
     rayon::scope(|s| {
         let mut rest: &mut [V] = out;
