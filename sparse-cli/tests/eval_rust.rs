@@ -58,8 +58,11 @@ fn a_conversion_is_generated_in_the_function() {
         ),
         "{out}"
     );
-    // the dense output is written in place
-    assert!(out.contains("    C.values.fill(0.0);\n"), "{out}");
+    // the dense output is written in place, through a slice of its values
+    assert!(
+        out.contains("    let c_values = &mut C.values[..];\n    c_values.fill(0.0);\n"),
+        "{out}"
+    );
 }
 
 const SPMV: &str = r#"// AFormat = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32 }>
