@@ -20,11 +20,11 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
-use sparse_bench::{block_diagonal, load};
+use sparse_bench::{block_diagonal, interleave, load, Timed};
 
 sparse::sparse_format! {
     /// Compressed sparse row with 32-bit positions and coordinates.
@@ -116,32 +116,11 @@ fn shuffle<T>(v: &mut [T], seed: u64) {
     }
 }
 
-/// One implementation in an interleaved round robin: its name and one run.
-type Timed<'a> = (&'a str, Box<dyn FnMut() + 'a>);
-
-/// Times `impls` in turn, round after round, for about 20 s (at least 7 rounds); prints the
-/// median of each and the ratio `its time ÷ first's time` (the first is ours: above 1 means ours
-/// is that many times faster).
+/// Times `impls` interleaved (`sparse_bench::interleave`: about 20 s, at least 7 rounds, one
+/// run per turn) and prints the median of each and the ratio `its time ÷ first's time` (the
+/// first is ours: above 1 means ours is that many times faster).
 fn interleaved(label: &str, impls: &mut [Timed<'_>]) {
-    const TIME: Duration = Duration::from_secs(20);
-    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); impls.len()];
-    let start = Instant::now();
-    let mut rounds = 0;
-    while rounds < 7 || start.elapsed() < TIME {
-        for (k, (_, f)) in impls.iter_mut().enumerate() {
-            let s = Instant::now();
-            f();
-            samples[k].push(s.elapsed().as_secs_f64());
-        }
-        rounds += 1;
-    }
-    let medians: Vec<f64> = samples
-        .iter_mut()
-        .map(|v| {
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
-        })
-        .collect();
+    let (rounds, medians) = interleave(impls, Duration::from_secs(20), Duration::ZERO);
     println!("\ninterleaved {label} ({rounds} rounds):");
     println!("| implementation | median | time ÷ first (ours Csr) |");
     println!("|---|---:|---:|");

@@ -18,13 +18,13 @@
 //! loaded machine better than criterion medians taken a minute apart.
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
 use sparse::runtime::generated::DenseOrder;
 use sparse::runtime::CooTensor;
-use sparse_bench::{block_diagonal, load};
+use sparse_bench::{block_diagonal, interleave, load, Timed};
 
 sparse::sparse_format! {
     /// Compressed sparse row with 32-bit positions and coordinates.
@@ -102,44 +102,11 @@ fn sprs_dense(a: &sprs::CsMat<f64>) -> Vec<f64> {
     d
 }
 
-/// One implementation in an interleaved round robin: its name and one run.
-type Timed<'a> = (&'a str, Box<dyn FnMut() + 'a>);
-
-/// Times `impls` in turn, round after round, for about 3 s (at least 7 rounds); prints the
-/// median of each and its time divided by the first's (the first is ours: a ratio above 1
-/// means ours is that many times faster, below 1 that ours is slower).
+/// Times `impls` interleaved (`sparse_bench::interleave`: about 3 s, at least 7 rounds, turns
+/// of about 2 ms) and prints the median of each and its time divided by the first's (the first
+/// is ours: a ratio above 1 means ours is that many times faster, below 1 that ours is slower).
 fn interleaved(label: &str, impls: &mut [Timed<'_>]) {
-    const TIME: Duration = Duration::from_secs(3);
-    const BATCH: Duration = Duration::from_millis(2);
-    let reps: Vec<u32> = impls
-        .iter_mut()
-        .map(|(_, f)| {
-            let s = Instant::now();
-            f();
-            let t = s.elapsed().max(Duration::from_nanos(1));
-            (BATCH.as_nanos() / t.as_nanos()).clamp(1, 1000) as u32
-        })
-        .collect();
-    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); impls.len()];
-    let start = Instant::now();
-    let mut rounds = 0;
-    while rounds < 7 || start.elapsed() < TIME {
-        for (k, (_, f)) in impls.iter_mut().enumerate() {
-            let s = Instant::now();
-            for _ in 0..reps[k] {
-                f();
-            }
-            samples[k].push(s.elapsed().as_secs_f64() / f64::from(reps[k]));
-        }
-        rounds += 1;
-    }
-    let medians: Vec<f64> = samples
-        .iter_mut()
-        .map(|v| {
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
-        })
-        .collect();
+    let (rounds, medians) = interleave(impls, Duration::from_secs(3), Duration::from_millis(2));
     println!("\ninterleaved {label} ({rounds} rounds):");
     println!("| kernel | implementation | median | time ÷ first |");
     println!("|---|---|---:|---:|");

@@ -3,6 +3,7 @@
 //! `kron(I_copies, A)` built from one of them. See README.md.
 
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use sparse::runtime::mmio::read_matrix_market;
 use sparse::runtime::CooTensor;
@@ -47,4 +48,47 @@ pub fn block_diagonal(a: &CooTensor<f64>, copies: usize) -> CooTensor<f64> {
         }
     }
     out
+}
+
+/// One implementation in an interleaved round robin: its name and one run.
+pub type Timed<'a> = (&'a str, Box<dyn FnMut() + 'a>);
+
+/// Times `impls` in turn, round after round, for at least `time` and 7 rounds, so that drift
+/// on a shared machine hits all of them alike. A turn runs an implementation `reps` times,
+/// `reps` chosen once so that a turn lasts about `batch` (at most 1000; 1 when `batch` is
+/// zero). Returns the number of rounds and each implementation's median seconds per run.
+pub fn interleave(impls: &mut [Timed<'_>], time: Duration, batch: Duration) -> (usize, Vec<f64>) {
+    let reps: Vec<u32> = impls
+        .iter_mut()
+        .map(|(_, f)| {
+            if batch.is_zero() {
+                return 1;
+            }
+            let s = Instant::now();
+            f();
+            let t = s.elapsed().max(Duration::from_nanos(1));
+            (batch.as_nanos() / t.as_nanos()).clamp(1, 1000) as u32
+        })
+        .collect();
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); impls.len()];
+    let start = Instant::now();
+    let mut rounds = 0;
+    while rounds < 7 || start.elapsed() < time {
+        for (k, (_, f)) in impls.iter_mut().enumerate() {
+            let s = Instant::now();
+            for _ in 0..reps[k] {
+                f();
+            }
+            samples[k].push(s.elapsed().as_secs_f64() / f64::from(reps[k]));
+        }
+        rounds += 1;
+    }
+    let medians = samples
+        .iter_mut()
+        .map(|v| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        })
+        .collect();
+    (rounds, medians)
 }
