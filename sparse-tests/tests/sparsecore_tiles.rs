@@ -88,6 +88,10 @@ proptest! {
             check_split(&r, &chip, 20);
             prop_assert_eq!(r.tiles[0][0].units.clone(), 0..20);
             prop_assert_eq!(r.entries(), nnz);
+            let mut cols: Vec<usize> = t.coords.chunks(2).map(|c| c[1]).collect();
+            cols.sort_unstable();
+            cols.dedup();
+            prop_assert_eq!(r.tiles[0][0].unique_ids, cols.len() as u64);
         }
     }
 }
@@ -105,11 +109,24 @@ fn bcsstk16_on_v5p_balances_the_tiles() {
     assert_eq!(got, want);
     check_split(&run, &chip, n);
     assert_eq!(run.entries(), a.nse() as u64);
-    // HBM bytes: per stored entry its value, u32 column and x element; per row its u32
-    // position and y element
+    // unique ids per tile: the distinct columns of its rows, counted here from the entries
+    let mut unique = 0;
+    for w in run.tiles.iter().flatten() {
+        let mut cols: Vec<usize> = a
+            .iter()
+            .filter(|(c, _)| w.units.contains(&c[0]))
+            .map(|(c, _)| c[1])
+            .collect();
+        cols.sort_unstable();
+        cols.dedup();
+        assert_eq!(w.unique_ids, cols.len() as u64, "tile {:?}", w.units);
+        unique += w.unique_ids;
+    }
+    // HBM bytes: per stored entry its value and u32 column; per distinct column of a tile its
+    // x element; per row its u32 position and y element
     assert_eq!(
         run.hbm_bytes(),
-        a.nse() as u64 * (8 + 4 + 8) + n as u64 * (8 + 4)
+        a.nse() as u64 * (8 + 4) + unique * 8 + n as u64 * (8 + 4)
     );
     // split by stored entries: no tile holds much more than its share
     assert!(run.cost.imbalance < 1.2, "imbalance {}", run.cost.imbalance);

@@ -245,6 +245,35 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         vec![quote!(n: usize)],
     )
     .ok();
+    // a tile's distinct ids: its level-1 coordinates (columns, or block columns), when level 1
+    // stores plain coordinates in segments; else its entries (an upper bound)
+    let distinct = match (cx.e.lvl_types.get(1), cx.ctxs.get(1)) {
+        (Some(lt), Some(c))
+            if lt.capabilities().positions == PositionsArray::SegmentBounds
+                && !cx.batched
+                && !c.packed()
+                && c.crd.as_ref().is_some_and(|l| l.owner && l.stride == 1) =>
+        {
+            let pos = c.pos_field.as_ref().map(|f| quote!(#f));
+            let crd = c.crd.as_ref().map(|l| {
+                let f = &l.field;
+                quote!(#f)
+            });
+            quote! {
+                |lo: usize, hi: usize| #rt::sparsecore::tiles::distinct(
+                    &self.#crd[self.#pos[lo].index()..self.#pos[hi].index()],
+                )
+            }
+        }
+        _ => quote!(|lo: usize, hi: usize| (before(hi) - before(lo)) as u64),
+    };
+    // every distinct column of a format run whole on tile 0
+    let all_distinct = quote! {{
+        let mut ids: Vec<usize> = self.iter().map(|(c, _)| c[1]).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.len() as u64
+    }};
     // the tile kernel: the same row ranges, one per tile of the SparseCore model
     let (pos_ty, crd_ty) = (&cx.pos_ty, &cx.crd_ty);
     let sc = quote!(#rt::sparsecore::tiles);
@@ -277,14 +306,16 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             quote! {
                 let before = #before;
                 let stored = before(#units).max(1);
+                let block = (self.values.len() / stored).max(1);
                 let bytes = #sc::TileBytes {
-                    // per stored position: its values (a block's), its coordinate and the
-                    // elements of `x` it reads
-                    per_entry: ((self.values.len() / stored).max(1) * 2 * value + crd) as u64,
+                    // per stored position: its values (a block's) and its coordinate; per
+                    // distinct id the elements of `x` it reads (a block's columns)
+                    per_entry: (block * value + crd) as u64,
+                    per_unique: (#unit_values) as u64,
                     per_unit: (#unit_values + pos) as u64,
                     spmem_per_unit: (#unit_values) as u64,
                 };
-                #sc::run_rows(chip, y, #unit, before, bytes, |chunk, row0| {
+                #sc::run_rows(chip, y, #unit, before, #distinct, bytes, |chunk, row0| {
                     // the row-range form checks nothing and converts nothing: it cannot fail
                     let done = self.spmv_rows(x, chunk, row0);
                     debug_assert!(done.is_ok());
@@ -293,11 +324,12 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         }
         None => quote! {
             let bytes = #sc::TileBytes {
-                per_entry: (2 * value + crd) as u64,
+                per_entry: (value + crd) as u64,
+                per_unique: value as u64,
                 per_unit: (value + pos) as u64,
                 spmem_per_unit: value as u64,
             };
-            #sc::run_whole(chip, y, 1, self.values.len(), bytes, |y| self.spmv(x, y))
+            #sc::run_whole(chip, y, 1, self.values.len(), #all_distinct, bytes, |y| self.spmv(x, y))
         },
     };
     let unit0 = match &cx.e.dim_to_lvl.results[0] {
@@ -325,12 +357,14 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 quote!(#u * n)
             };
             quote! {
+                let before = #before0;
                 let bytes = #sc::TileBytes {
-                    per_entry: (2 * value + crd + n * value) as u64,
+                    per_entry: (value + crd) as u64,
+                    per_unique: (n * value) as u64,
                     per_unit: (#rows_per_unit * value + pos) as u64,
                     spmem_per_unit: (#rows_per_unit * value) as u64,
                 };
-                #sc::run_rows_even(chip, c, #rows_per_unit, #before0, bytes, |chunk, row0| {
+                #sc::run_rows_even(chip, c, #rows_per_unit, before, #distinct, bytes, |chunk, row0| {
                     // the row-range form checks nothing and converts nothing: it cannot fail
                     let done = self.spmm_rows(b, chunk, n, row0);
                     debug_assert!(done.is_ok());
@@ -339,11 +373,12 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         }
         None => quote! {
             let bytes = #sc::TileBytes {
-                per_entry: (2 * value + crd + n * value) as u64,
+                per_entry: (value + crd) as u64,
+                per_unique: (n * value) as u64,
                 per_unit: (n * value + pos) as u64,
                 spmem_per_unit: (n * value) as u64,
             };
-            #sc::run_whole(chip, c, n, self.values.len(), bytes, |c| {
+            #sc::run_whole(chip, c, n, self.values.len(), #all_distinct, bytes, |c| {
                 self.spmm_row_major(b, c, n)
             })
         },

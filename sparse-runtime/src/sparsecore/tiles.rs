@@ -30,8 +30,10 @@ use crate::StorageError;
 pub struct TileWork {
     /// The output units (rows, or block rows) it computed.
     pub units: Range<usize>,
-    /// Stored entries it read (the ids it gathers).
+    /// Stored entries it read (one id each).
     pub entries: u64,
+    /// Distinct ids among them: the operand rows it gathers once each.
+    pub unique_ids: u64,
     /// HBM bytes it moves under the kernel's bytes model.
     pub hbm_bytes: u64,
     /// TileSpmem bytes its output rows hold.
@@ -73,12 +75,14 @@ pub enum TileError {
     Chip(#[from] ChipError),
 }
 
-/// The bytes model of a tile kernel: HBM bytes per stored entry it reads and per output unit
-/// it writes, and TileSpmem bytes per output unit it holds.
+/// The bytes model of a tile kernel: HBM bytes per stored entry it reads, per distinct id it
+/// gathers and per output unit it writes, and TileSpmem bytes per output unit it holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TileBytes {
-    /// Bytes moved per stored entry (value, coordinate and the gathered operand element).
+    /// Bytes moved per stored entry (its value and coordinate).
     pub per_entry: u64,
+    /// Bytes gathered per distinct id (the operand's row or element it reads).
+    pub per_unique: u64,
     /// Bytes moved per output unit (its positions and its output values).
     pub per_unit: u64,
     /// TileSpmem bytes per output unit (its output values).
@@ -87,7 +91,8 @@ pub struct TileBytes {
 
 /// Runs `rows(chunk, unit0)` once per tile of `chip`, in parallel (rayon), over `out` split
 /// into ranges of whole units (`unit` elements each) of about equal stored entries
-/// (`before(r)`: entries in units `0..r`, non-decreasing); returns the per-tile report.
+/// (`before(r)`: entries in units `0..r`, non-decreasing; `distinct(lo, hi)`: distinct ids in
+/// units `lo..hi`); returns the per-tile report.
 ///
 /// Errors: [`TileError::Spmem`] (`FixedAllocations`) when a tile's units need more TileSpmem
 /// than `chip.tile_spmem_bytes` (checked before any tile runs, `out` untouched);
@@ -97,6 +102,7 @@ pub fn run_rows<V: Send>(
     out: &mut [V],
     unit: usize,
     before: impl Fn(usize) -> usize,
+    distinct: impl Fn(usize, usize) -> u64,
     bytes: TileBytes,
     rows: impl Fn(&mut [V], usize) + Sync,
 ) -> Result<TileRun, TileError> {
@@ -105,7 +111,7 @@ pub fn run_rows<V: Send>(
     let mut splits = crate::storage::balanced_splits(units, tiles, &before);
     // one range per tile, the last ones empty when there are fewer units than tiles
     splits.resize(tiles + 1, units);
-    run_split(chip, out, unit, &splits, before, bytes, rows)
+    run_split(chip, out, unit, &splits, before, distinct, bytes, rows)
 }
 
 /// [`run_rows`] with the units split evenly (the same count per tile, the first tiles one more
@@ -119,6 +125,7 @@ pub fn run_rows_even<V: Send>(
     out: &mut [V],
     unit: usize,
     before: impl Fn(usize) -> usize,
+    distinct: impl Fn(usize, usize) -> u64,
     bytes: TileBytes,
     rows: impl Fn(&mut [V], usize) + Sync,
 ) -> Result<TileRun, TileError> {
@@ -131,20 +138,22 @@ pub fn run_rows_even<V: Send>(
                 .map_or(units, |b| b as usize)
         })
         .collect();
-    run_split(chip, out, unit, &splits, before, bytes, rows)
+    run_split(chip, out, unit, &splits, before, distinct, bytes, rows)
 }
 
 /// Runs `rows` per tile over the unit boundaries `splits` (`tiles + 1` of them).
+#[allow(clippy::too_many_arguments)]
 fn run_split<V: Send>(
     chip: &ChipModel,
     out: &mut [V],
     unit: usize,
     splits: &[usize],
     before: impl Fn(usize) -> usize,
+    distinct: impl Fn(usize, usize) -> u64,
     bytes: TileBytes,
     rows: impl Fn(&mut [V], usize) + Sync,
 ) -> Result<TileRun, TileError> {
-    let (work, cost) = plan(chip, splits, &before, bytes)?;
+    let (work, cost) = plan(chip, splits, &before, &distinct, bytes)?;
     let rows = &rows;
     rayon::scope(|s| {
         let mut rest: &mut [V] = out;
@@ -172,6 +181,7 @@ pub fn run_whole<V>(
     out: &mut [V],
     unit: usize,
     entries: usize,
+    unique_ids: u64,
     bytes: TileBytes,
     all: impl FnOnce(&mut [V]) -> Result<(), StorageError>,
 ) -> Result<TileRun, TileError> {
@@ -180,7 +190,8 @@ pub fn run_whole<V>(
     let mut splits = vec![units; tiles + 1];
     splits[0] = 0;
     let before = |r: usize| if r == 0 { 0 } else { entries };
-    let (work, cost) = plan(chip, &splits, &before, bytes)?;
+    let distinct = |lo: usize, hi: usize| if lo < hi { unique_ids } else { 0 };
+    let (work, cost) = plan(chip, &splits, &before, &distinct, bytes)?;
     all(out)?;
     Ok(report(chip, work, cost))
 }
@@ -191,6 +202,7 @@ fn plan(
     chip: &ChipModel,
     splits: &[usize],
     before: &impl Fn(usize) -> usize,
+    distinct: &impl Fn(usize, usize) -> u64,
     bytes: TileBytes,
 ) -> Result<(Vec<TileWork>, StepCost), TileError> {
     if splits.len() < 2 {
@@ -206,11 +218,15 @@ fn plan(
         .windows(2)
         .map(|w| {
             let entries = before(w[1]).saturating_sub(before(w[0])) as u64;
+            let unique_ids = distinct(w[0], w[1]);
             let n = (w[1] - w[0]) as u64;
             TileWork {
                 units: w[0]..w[1],
                 entries,
-                hbm_bytes: entries * bytes.per_entry + n * bytes.per_unit,
+                unique_ids,
+                hbm_bytes: entries * bytes.per_entry
+                    + unique_ids * bytes.per_unique
+                    + n * bytes.per_unit,
                 spmem_bytes: n * bytes.spmem_per_unit,
             }
         })
@@ -246,4 +262,12 @@ fn report(chip: &ChipModel, work: Vec<TileWork>, cost: StepCost) -> TileRun {
         tiles.push(it.by_ref().take(per).collect());
     }
     TileRun { tiles, cost }
+}
+
+/// How many distinct values `ids` holds (coordinates of any index width): a tile's unique ids.
+pub fn distinct<C: crate::Index>(ids: &[C]) -> u64 {
+    let mut v: Vec<usize> = ids.iter().map(|c| c.index()).collect();
+    v.sort_unstable();
+    v.dedup();
+    v.len() as u64
 }
