@@ -55,8 +55,8 @@ pub type Timed<'a> = (&'a str, Box<dyn FnMut() + 'a>);
 
 /// Times `impls` in turn, round after round, for at least `time` and 7 rounds, so that drift
 /// on a shared machine hits all of them alike. A turn runs an implementation `reps` times,
-/// `reps` chosen once so that a turn lasts about `batch` (at most 1000; 1 when `batch` is
-/// zero). Returns the number of rounds and each implementation's median seconds per run.
+/// `reps` chosen once from a warm call so that a turn lasts about `batch` (at most 1000; 1
+/// when `batch` is zero). Returns the number of rounds and each implementation's median seconds per run.
 pub fn interleave(impls: &mut [Timed<'_>], time: Duration, batch: Duration) -> (usize, Vec<f64>) {
     let reps: Vec<u32> = impls
         .iter_mut()
@@ -64,6 +64,9 @@ pub fn interleave(impls: &mut [Timed<'_>], time: Duration, batch: Duration) -> (
             if batch.is_zero() {
                 return 1;
             }
+            // a warm call first: a cold one (a parallel kernel waking its thread pool) would
+            // make turns of one or two calls, each paying the wake-up again
+            f();
             let s = Instant::now();
             f();
             let t = s.elapsed().max(Duration::from_nanos(1));
