@@ -237,3 +237,53 @@ fn sparse_dense_matmul_checks_lengths_and_tile_spmem() {
         ))
     ));
 }
+
+#[test]
+fn quantized_sparse_dense_matmul_against_a_dense_reference() {
+    use sparse::runtime::sparsecore::lookup::LookupQuantization;
+    use sparse::runtime::sparsecore::tiles::quantized_table;
+    sparse_format! {
+        pub Lookup = tensor<6x5xf32, #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>>;
+    }
+    // samples x ids with the gains as values; a 5 x 4 table
+    let gains = [
+        (0, 1, 1.0f32),
+        (0, 4, 0.5),
+        (2, 0, 2.0),
+        (3, 1, 1.0),
+        (3, 3, 0.25),
+        (5, 2, 1.0),
+    ];
+    let a = Lookup::<f32>::from_coo([6, 5], gains.iter().map(|&(i, j, g)| ([i, j], g))).unwrap();
+    let table: Vec<f32> = (0..20).map(|f| (f as f32 - 7.0) * 0.3).collect();
+    let q = LookupQuantization {
+        low: -1.0,
+        high: 1.0,
+        num_buckets: 5,
+    };
+    let qt = quantized_table(&table, &q).unwrap();
+    // the grid is -1, -0.5, 0, 0.5, 1: every quantized value is on it
+    assert!(
+        qt.iter().all(|v| [-1.0, -0.5, 0.0, 0.5, 1.0].contains(v)),
+        "{qt:?}"
+    );
+    let mut c = vec![0.0f32; 6 * 4];
+    let run = a.sparsecore_spmm(&v5p(), &qt, &mut c, 4).unwrap();
+    let mut want = vec![0.0f32; 6 * 4];
+    for &(i, j, g) in &gains {
+        for d in 0..4 {
+            want[i * 4 + d] += g * q.apply(table[j * 4 + d]);
+        }
+    }
+    assert_eq!(c, want);
+    assert_eq!(run.entries(), 6);
+    let bad = LookupQuantization {
+        low: 1.0,
+        high: -1.0,
+        num_buckets: 5,
+    };
+    assert_eq!(
+        quantized_table(&table, &bad).unwrap_err().to_string(),
+        "quantization needs low < high and num_buckets >= 2, got (1, -1, 5)"
+    );
+}

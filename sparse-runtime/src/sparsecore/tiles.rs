@@ -73,6 +73,31 @@ pub enum TileError {
     /// The chip model rejected the step (a preset with no tiles, ...).
     #[error(transparent)]
     Chip(#[from] ChipError),
+    /// A quantization the lookup would refuse (the lookup's own words).
+    #[error("{0}")]
+    Quantization(String),
+}
+
+/// The embedding table with every value quantized as SparseCore's lookup quantizes a gathered
+/// row (`(low, high, num_buckets)`: clipped, then rounded half up to the grid; SparseCore
+/// reference §8, [`super::lookup::LookupQuantization::apply`]): what a format's
+/// `sparsecore_spmm` multiplies when the step quantizes. Quantizing is elementwise, so
+/// quantizing the table once equals quantizing each gathered row.
+///
+/// Errors: [`TileError::Quantization`] unless `low < high`, both finite, and `num_buckets >= 2`
+/// (the lookup's check and wording).
+pub fn quantized_table(
+    table: &[f32],
+    q: &super::lookup::LookupQuantization,
+) -> Result<Vec<f32>, TileError> {
+    let ordered = q.low < q.high && q.low.is_finite() && q.high.is_finite();
+    if !ordered || q.num_buckets < 2 {
+        return Err(TileError::Quantization(format!(
+            "quantization needs low < high and num_buckets >= 2, got ({}, {}, {})",
+            q.low, q.high, q.num_buckets
+        )));
+    }
+    Ok(table.iter().map(|&x| q.apply(x)).collect())
 }
 
 /// The bytes model of a tile kernel: HBM bytes per stored entry it reads, per distinct id it
