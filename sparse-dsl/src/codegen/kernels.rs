@@ -195,28 +195,28 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         Vec::new(),
     )
     .ok();
+    // units of the outermost level: rows, or block rows of `unit0` rows
+    let unit0 = match &cx.e.dim_to_lvl.results[0] {
+        crate::ir::AffineExpr::FloorDiv(_, b) => b.as_constant().unwrap_or(1) as usize,
+        _ => 1,
+    };
+    // entries before unit r: level 1's segment start, when segments are back to back
+    // (`pos[r]`, defined for r <= units)
+    let before0 = match (cx.e.lvl_types.get(1), cx.ctxs.get(1)) {
+        (Some(lt), Some(c))
+            if lt.capabilities().positions == PositionsArray::SegmentBounds && !cx.batched =>
+        {
+            match &c.pos_field {
+                Some(f) => quote!(|r: usize| self.#f[r].index()),
+                None => quote!(|r: usize| r),
+            }
+        }
+        _ => quote!(|r: usize| r),
+    };
     let par_body = match &rows {
         Some(_) => {
-            // units of the outermost level: rows, or block rows of `unit` rows
-            let unit = match &cx.e.dim_to_lvl.results[0] {
-                crate::ir::AffineExpr::FloorDiv(_, b) => b.as_constant().unwrap_or(1) as usize,
-                _ => 1,
-            };
-            let unit = proc_macro2::Literal::usize_unsuffixed(unit);
-            // entries before unit r: level 1's segment start, when segments are back to back
-            // (`pos[r]`, defined for r <= units)
-            let before = match (cx.e.lvl_types.get(1), cx.ctxs.get(1)) {
-                (Some(lt), Some(c))
-                    if lt.capabilities().positions == PositionsArray::SegmentBounds
-                        && !cx.batched =>
-                {
-                    match &c.pos_field {
-                        Some(f) => quote!(|r| self.#f[r].index()),
-                        None => quote!(|r| r),
-                    }
-                }
-                _ => quote!(|r| r),
-            };
+            let unit = proc_macro2::Literal::usize_unsuffixed(unit0);
+            let before = &before0;
             quote! {
                 #rt::generated::check_spmv(self.dim_shape, x.len(), y.len())?;
                 #rt::generated::par_rows(y, #unit, #before, |chunk, row0| {
@@ -279,10 +279,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
     let sc = quote!(#rt::sparsecore::tiles);
     let sc_body = match &rows {
         Some(_) => {
-            let unit = match &cx.e.dim_to_lvl.results[0] {
-                crate::ir::AffineExpr::FloorDiv(_, b) => b.as_constant().unwrap_or(1) as usize,
-                _ => 1,
-            };
+            let unit = unit0;
             // no arithmetic on a unit of 1 in the generated code
             let (units, unit_values) = if unit == 1 {
                 (quote!(y.len()), quote!(value))
@@ -291,20 +288,8 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 (quote!(y.len() / #u), quote!(#u * value))
             };
             let unit = proc_macro2::Literal::usize_unsuffixed(unit);
-            let before = match (cx.e.lvl_types.get(1), cx.ctxs.get(1)) {
-                (Some(lt), Some(c))
-                    if lt.capabilities().positions == PositionsArray::SegmentBounds
-                        && !cx.batched =>
-                {
-                    match &c.pos_field {
-                        Some(f) => quote!(|r: usize| self.#f[r].index()),
-                        None => quote!(|r: usize| r),
-                    }
-                }
-                _ => quote!(|r: usize| r),
-            };
             quote! {
-                let before = #before;
+                let before = #before0;
                 let stored = before(#units).max(1);
                 let block = (self.values.len() / stored).max(1);
                 let bytes = #sc::TileBytes {
@@ -331,21 +316,6 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             };
             #sc::run_whole(chip, y, 1, self.values.len(), #all_distinct, bytes, |y| self.spmv(x, y))
         },
-    };
-    let unit0 = match &cx.e.dim_to_lvl.results[0] {
-        crate::ir::AffineExpr::FloorDiv(_, b) => b.as_constant().unwrap_or(1) as usize,
-        _ => 1,
-    };
-    let before0 = match (cx.e.lvl_types.get(1), cx.ctxs.get(1)) {
-        (Some(lt), Some(c))
-            if lt.capabilities().positions == PositionsArray::SegmentBounds && !cx.batched =>
-        {
-            match &c.pos_field {
-                Some(f) => quote!(|r: usize| self.#f[r].index()),
-                None => quote!(|r: usize| r),
-            }
-        }
-        _ => quote!(|r: usize| r),
     };
     let sdm_body = match &spmm_rows {
         Some(_) => {
