@@ -183,17 +183,15 @@ impl LevelGen for Compressed {
                 quote!(#crd.len() == #pos[#parent].index())
             };
             quote! {
-                #open
                 if #fresh || #crd[#crd.len() - 1].index() != #c {
                     #push
                 }
                 let #q = #crd.len() - 1;
             }
         } else if cx.is_last() {
-            quote!(#open #push)
+            push
         } else {
             quote! {
-                #open
                 let #q = #len;
                 #push
             }
@@ -207,6 +205,15 @@ impl LevelGen for Compressed {
                 }
             }
         };
+        // a segment of the last level takes a sorted run of coordinates in one call
+        let extend = (cx.is_last() && stride == 1).then(|| {
+            let coords = &names.coords;
+            if crd_ty.to_string() == "usize" {
+                quote!(#crd.extend_from_slice(#coords);)
+            } else {
+                quote!(#crd.extend(#coords.iter().map(|&c| c as #crd_ty));)
+            }
+        });
         let check = position_width_check(cx, &len);
         let finish = quote! {
             #close
@@ -214,7 +221,9 @@ impl LevelGen for Compressed {
         };
         Some(Insert {
             init,
+            open,
             step,
+            extend,
             finish,
             count: len,
             position: None,

@@ -177,6 +177,9 @@ pub struct InsertNames {
     pub c: TokenStream,
     /// How many positions the parent level holds once every entry is in (`1usize` at level 0).
     pub parents: TokenStream,
+    /// A `&[usize]` of coordinates of this level under one parent, ascending, each once: what
+    /// [`Insert::extend`] appends (a workspace's sorted touched coordinates).
+    pub coords: Ident,
 }
 
 /// A level's part of in-order insertion: statements, in the kernel's function body.
@@ -184,9 +187,17 @@ pub struct InsertNames {
 pub struct Insert {
     /// Before the loops: declares the level's buffers.
     pub init: TokenStream,
+    /// For each entry, before [`Insert::step`]: closes the segments of the parents before the
+    /// entry's parent. Reads the parent's position alone and may run again for the same
+    /// parent, so a workspace's compress loop runs it once per parent, not per entry.
+    pub open: TokenStream,
     /// For each entry: appends its coordinate where it is new and binds [`InsertNames::q`]
     /// (not bound at the last level, whose positions follow the values, unless it is dense).
     pub step: TokenStream,
+    /// At the last level, where the level can take them at once: appends the coordinates of
+    /// [`InsertNames::coords`] under the parent [`Insert::open`] opened, as [`Insert::step`]
+    /// would one by one (one capacity check for them all).
+    pub extend: Option<TokenStream>,
     /// After the last entry: closes the segments of parents with no entry after it.
     pub finish: TokenStream,
     /// How many positions the level holds after `finish` (an expression).

@@ -57,9 +57,9 @@ impl LevelGen for Singleton {
         Some(Insert {
             init,
             step: quote!(#crd.push(#v);),
-            finish: TokenStream::new(),
             count: parents.clone(),
             position: Some(parent.clone()),
+            ..Insert::default()
         })
     }
 }

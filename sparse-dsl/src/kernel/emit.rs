@@ -28,7 +28,7 @@
 
 use proc_macro2::{Ident, Literal as Lit, TokenStream};
 use quote::{format_ident, quote};
-use sparse_ir::ir::{AffineExpr, DimSlice, Encoding};
+use sparse_ir::ir::{AffineExpr, DimSlice, Encoding, LevelFormat};
 use sparse_sparsifier::check::Expr;
 use sparse_sparsifier::loops::{Combine, Driver, Loop, Program, Stmt, Strategy, Target};
 use sparse_sparsifier::notation::{BinOp, Literal, ReduceOp};
@@ -95,6 +95,9 @@ struct OutputInsert {
     init: TokenStream,
     /// Per entry, before its value: the levels' steps.
     step: TokenStream,
+    /// The same steps split for a loop over the last level's coordinates under one parent
+    /// (a workspace's compress), when the levels above store one position per coordinate.
+    per_parent: Option<PerParent>,
     /// The values buffer (`c_values`).
     values: Ident,
     /// The last level's position of the entry when it is dense (values are written at it,
@@ -102,6 +105,27 @@ struct OutputInsert {
     leaf: Option<TokenStream>,
     /// After the loops: closes the levels and moves the arrays into the output.
     finish: TokenStream,
+}
+
+/// Whether `name` occurs in `t` as an identifier, at any depth of groups.
+fn mentions(t: &TokenStream, name: &str) -> bool {
+    t.clone().into_iter().any(|t| match t {
+        proc_macro2::TokenTree::Ident(i) => i == name,
+        proc_macro2::TokenTree::Group(g) => mentions(&g.stream(), name),
+        _ => false,
+    })
+}
+
+/// [`OutputInsert`]'s steps for the entries of one parent (a workspace's compress).
+struct PerParent {
+    /// The last level's coordinate, as tokens (`j`).
+    coord: String,
+    /// Once per parent, before its entries: the levels above and the last level's `open`.
+    parent: TokenStream,
+    /// Per entry: the last level's step.
+    step: TokenStream,
+    /// All entries at once: [`Insert::extend`] over `touched_now`.
+    extend: Option<TokenStream>,
 }
 
 fn unsupported(what: &str) -> Error {
@@ -763,7 +787,16 @@ impl Cx<'_> {
             let c = self.out_coords();
             return quote!(entries.push((#c, #v)););
         };
-        let (step, values) = (&ins.step, &ins.values);
+        self.append_after(&ins.step, v)
+    }
+
+    /// [`Self::append`] with `step` as the levels' insertion steps (all of them, or the last
+    /// level's alone when the rest ran once for the parent).
+    fn append_after(&self, step: &TokenStream, v: TokenStream) -> TokenStream {
+        let Some(ins) = &self.insert else {
+            return TokenStream::new();
+        };
+        let values = &ins.values;
         match &ins.leaf {
             None => quote! {
                 #step
@@ -850,6 +883,10 @@ impl Cx<'_> {
         }
         let (mut init, mut step, mut finish) =
             (TokenStream::new(), TokenStream::new(), TokenStream::new());
+        // the steps of the levels above the current one, and the current one's coordinate
+        let mut above = TokenStream::new();
+        let mut per_parent = None;
+        let mut once_per_parent = true;
         let mut parent = quote!(0usize);
         let mut parents = quote!(1usize);
         let mut fields = Vec::new();
@@ -875,11 +912,32 @@ impl Cx<'_> {
                 parent: parent.clone(),
                 c: c.clone(),
                 parents: parents.clone(),
+                coords: format_ident!("touched_now"),
             };
             let Some(ins) = g.insert(lcx, &names) else {
                 return Ok(None);
             };
             init.extend(ins.init);
+            if l + 1 == rank {
+                let coord = c.to_string();
+                // the levels above must not read the last level's coordinate, and must store
+                // one position per coordinate (a nonunique level appends one per entry)
+                if !mentions(&above, &coord) && once_per_parent {
+                    let mut parent = above.clone();
+                    parent.extend(ins.open.clone());
+                    per_parent = Some(PerParent {
+                        coord,
+                        parent,
+                        step: ins.step.clone(),
+                        extend: ins.extend.clone(),
+                    });
+                }
+            }
+            once_per_parent &= lcx.lt.is_dense()
+                || (lcx.lt.format == LevelFormat::Compressed && lcx.lt.is_unique());
+            above.extend(ins.open.clone());
+            above.extend(ins.step.clone());
+            step.extend(ins.open);
             step.extend(ins.step);
             finish.extend(ins.finish);
             if let (Some(f), Some(local)) = (&lcx.pos_field, &pos) {
@@ -918,6 +976,7 @@ impl Cx<'_> {
         Ok(Some(OutputInsert {
             init,
             step,
+            per_parent,
             values,
             leaf,
             finish,
@@ -1435,28 +1494,66 @@ impl Cx<'_> {
                     return Err(Error::plain("a workspace without its strategy"));
                 };
                 let j = self.var_ident(var);
-                let append = self.append(quote!(*workspace.get_unchecked(#j)));
+                let value = quote!(*workspace.get_unchecked(#j));
+                // the output's levels above the workspace's, once per row when the
+                // workspace's coordinate is the last level's
+                let ins = self.insert.as_ref();
+                let per_parent = ins
+                    .and_then(|i| i.per_parent.as_ref())
+                    .filter(|pp| j == pp.coord);
+                let (parent, append) = match per_parent {
+                    Some(pp) => (pp.parent.clone(), self.append_after(&pp.step, value)),
+                    None => (TokenStream::new(), self.append(value)),
+                };
                 let rt = self.rt;
                 if self.sum_workspace() {
                     let identity = self.sum_identity();
+                    // a compressed last level takes the row's coordinates and values in two
+                    // `extend` calls (one capacity check each, not one per entry)
+                    if let (Some(pp), Some(ins)) = (per_parent, ins) {
+                        if let (Some(extend), None) = (&pp.extend, &ins.leaf) {
+                            let values = &ins.values;
+                            return Ok(quote! {
+                                let touched_now = touched.get_unchecked_mut(..touched_len);
+                                if !touched_now.is_empty() {
+                                    #rt::generated::sort_touched(touched_now, &visited);
+                                    #parent
+                                    #extend
+                                    // each value read, its slot and flag cleared
+                                    let drained = touched_now.iter().map(|&#j| {
+                                        *visited.get_unchecked_mut(#j) = false;
+                                        ::core::mem::replace(workspace.get_unchecked_mut(#j), #identity)
+                                    });
+                                    #values.extend(drained);
+                                }
+                                touched_len = 0;
+                            });
+                        }
+                    }
                     return Ok(quote! {
                         let touched_now = touched.get_unchecked_mut(..touched_len);
-                        #rt::generated::sort_touched(touched_now, &visited);
-                        for &#j in &*touched_now {
-                            #append
-                            *workspace.get_unchecked_mut(#j) = #identity;
-                            *visited.get_unchecked_mut(#j) = false;
+                        if !touched_now.is_empty() {
+                            #rt::generated::sort_touched(touched_now, &visited);
+                            #parent
+                            for &#j in &*touched_now {
+                                #append
+                                *workspace.get_unchecked_mut(#j) = #identity;
+                                *visited.get_unchecked_mut(#j) = false;
+                            }
                         }
                         touched_len = 0;
                     });
                 }
                 quote! {
-                    #rt::generated::sort_touched(&mut touched, &visited);
-                    for &#j in &touched {
-                        #append
-                        *visited.get_unchecked_mut(#j) = false;
+                    if !touched.is_empty() {
+                        #rt::generated::sort_touched(&mut touched, &visited);
+                        #parent
+                        for &#j in &touched {
+                            #append
+                            *visited.get_unchecked_mut(#j) = false;
+                        }
+                        touched.clear();
                     }
-                    touched.clear();
                 }
             }
         })
