@@ -573,18 +573,25 @@ impl CoordinateField for PackedBuffer {
     }
 }
 
+/// The most touched coordinates [`sort_touched`] sorts without looking at their range: on
+/// cryg2500's `A·A` (12.7 per row) skipping the range took 10% off the SpGEMM.
+pub const SORT_TOUCHED_DIRECT: usize = 32;
+
 /// Puts the coordinates a kernel's workspace touched in increasing order (MLIR's `compress`
 /// sorts its `added` coordinates the same way before inserting them). `visited[j]` must be
 /// `true` exactly for the coordinates in `touched`, each listed once, as the workspace code
 /// keeps them.
 ///
-/// When the coordinates are dense in their range (range length below `n * (log2 n + 4)` for
-/// `n` of them, as a row of a banded product is), they are rebuilt by one scan of `visited`
-/// over the range, with no comparison sort; otherwise they are sorted (`sort_unstable`).
+/// Up to [`SORT_TOUCHED_DIRECT`] coordinates are sorted directly (`sort_unstable`, whose
+/// small-input sort costs less than finding their range). More, when dense in their range
+/// (range length below `n * (log2 n + 4)` for `n` of them, as a row of a banded product is),
+/// are rebuilt by one scan of `visited` over the range, with no comparison sort; otherwise
+/// they are sorted.
 #[inline]
 pub fn sort_touched(touched: &mut [usize], visited: &[bool]) {
     let n = touched.len();
-    if n < 2 {
+    if n <= SORT_TOUCHED_DIRECT {
+        touched.sort_unstable();
         return;
     }
     let (lo, hi) = touched

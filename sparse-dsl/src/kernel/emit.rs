@@ -126,6 +126,10 @@ struct PerParent {
     step: TokenStream,
     /// All entries at once: [`Insert::extend`] over `touched_now`.
     extend: Option<TokenStream>,
+    /// Every level above is dense: `parent` computes positions and opens a segment, and may
+    /// run for a parent that gets no entry (an empty segment is stored the same either way),
+    /// so entries appended in order open their row once, before the loop over `coord`.
+    dense_above: bool,
 }
 
 fn unsupported(what: &str) -> Error {
@@ -787,7 +791,24 @@ impl Cx<'_> {
             let c = self.out_coords();
             return quote!(entries.push((#c, #v)););
         };
-        self.append_after(&ins.step, v)
+        match self.row_open() {
+            Some(pp) => self.append_after(&pp.step, v),
+            None => self.append_after(&ins.step, v),
+        }
+    }
+
+    /// Entries appended in order under dense parent levels: the steps that open the entry's
+    /// parent segment run once before each loop over the last level's coordinate (not per
+    /// entry), and an entry runs the last level's step alone.
+    fn row_open(&self) -> Option<&PerParent> {
+        if self.p.strategy != Strategy::Append {
+            return None;
+        }
+        self.insert
+            .as_ref()?
+            .per_parent
+            .as_ref()
+            .filter(|pp| pp.dense_above)
     }
 
     /// [`Self::append`] with `step` as the levels' insertion steps (all of them, or the last
@@ -887,6 +908,7 @@ impl Cx<'_> {
         let mut above = TokenStream::new();
         let mut per_parent = None;
         let mut once_per_parent = true;
+        let mut dense_above = true;
         let mut parent = quote!(0usize);
         let mut parents = quote!(1usize);
         let mut fields = Vec::new();
@@ -930,9 +952,11 @@ impl Cx<'_> {
                         parent,
                         step: ins.step.clone(),
                         extend: ins.extend.clone(),
+                        dense_above,
                     });
                 }
             }
+            dense_above &= lcx.lt.is_dense();
             once_per_parent &= lcx.lt.is_dense()
                 || (lcx.lt.format == LevelFormat::Compressed && lcx.lt.is_unique());
             above.extend(ins.open.clone());
@@ -1710,6 +1734,19 @@ impl Cx<'_> {
     }
 
     fn loop_(&self, l: &Loop) -> Result<TokenStream, Error> {
+        let c = self.var_ident(l.var);
+        match self.row_open() {
+            Some(pp) if c == pp.coord => {
+                let open = pp.parent.clone();
+                let body = self.loop_body(l)?;
+                Ok(quote!(#open #body))
+            }
+            _ => self.loop_body(l),
+        }
+    }
+
+    /// [`Self::loop_`] without the output's row opening.
+    fn loop_body(&self, l: &Loop) -> Result<TokenStream, Error> {
         let c = self.var_ident(l.var);
         let n = self.extent(l.var);
         if self.outermost.replace(false) {
