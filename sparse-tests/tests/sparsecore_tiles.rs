@@ -287,3 +287,50 @@ fn quantized_sparse_dense_matmul_against_a_dense_reference() {
         "quantization needs low < high and num_buckets >= 2, got (1, -1, 5)"
     );
 }
+
+#[test]
+fn tile_reports_carry_the_hbm_stack_estimates() {
+    // samples x ids: sample 2 holds the most distinct ids (3; the duplicate (2, 0) sums)
+    let entries = [
+        (0, 1),
+        (0, 3),
+        (1, 2),
+        (2, 0),
+        (2, 2),
+        (2, 3),
+        (2, 0),
+        (3, 1),
+    ];
+    let mut t = CooTensor::new(vec![4, 4]);
+    for &(i, j) in &entries {
+        t.push(&[i, j], 1.0);
+    }
+    let chip = v5p();
+    let (n, table) = (5, vec![1.0; 4 * 5]);
+    // a BSR stores (and gathers) whole 2x2 blocks: its sample 2 holds 4 stored ids
+    macro_rules! each {
+        ($($f:ty: $m:expr),*) => {$({
+            let a = <$f>::from_coo_tensor(&t).unwrap();
+            let mut c = vec![0.0; 4 * n];
+            let run = a.sparsecore_spmm(&chip, &table, &mut c, n).unwrap();
+            assert_eq!(run.feature_width, 5, stringify!($f));
+            assert_eq!(run.max_unique_nz_per_row, $m, stringify!($f));
+            // (2 * 5 + 1) * m * 4 and 3 * 5 * m * 4 (SparseCore reference, "Memory")
+            assert_eq!(run.forward_hbm_stack_bytes, 44 * $m, stringify!($f));
+            assert_eq!(run.backward_hbm_stack_bytes, 60 * $m, stringify!($f));
+            // 5 values pad to 8: 12 bytes more per gathered row
+            assert_eq!(run.padding_waste_bytes, run.unique_ids() * 12, stringify!($f));
+            assert!(run.unique_ids() >= 4, stringify!($f));
+            let mut y = vec![0.0; 4];
+            let run = a.sparsecore_spmv(&chip, &[1.0; 4], &mut y).unwrap();
+            assert_eq!(y, [2.0, 1.0, 4.0, 1.0], stringify!($f));
+            assert_eq!(
+                (run.forward_hbm_stack_bytes, run.backward_hbm_stack_bytes),
+                (3 * $m * 4, 3 * $m * 4),
+                stringify!($f)
+            );
+            assert_eq!(run.padding_waste_bytes, run.unique_ids() * 7 * 4, stringify!($f));
+        })*};
+    }
+    each!(Csr<f64>: 3, Bsr<f64>: 4, Coo<f64>: 3, Csc<f64>: 3);
+}

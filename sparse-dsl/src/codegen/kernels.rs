@@ -274,6 +274,9 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         ids.dedup();
         ids.len() as u64
     }};
+    // the reference's `max_unique_nz_per_row` for the HBM stack estimates
+    let max_unique =
+        quote!(#rt::sparsecore::tiles::max_unique_per_row(self.iter().map(|(c, _)| (c[0], c[1]))));
     // the tile kernel: the same row ranges, one per tile of the SparseCore model
     let (pos_ty, crd_ty) = (&cx.pos_ty, &cx.crd_ty);
     let sc = quote!(#rt::sparsecore::tiles);
@@ -379,7 +382,8 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             /// `spmv`'s bit for bit. Formats whose outermost level is not the rows of `y` (COO,
             /// column-major, ELL) run whole on tile 0. Returns what each tile read and moved
             /// (HBM bytes: values, coordinates and `x` elements per stored entry, positions and
-            /// `y` per row) and the modelled step (`sparse_runtime::sparsecore::tiles`).
+            /// `y` per row), the modelled step and the HBM stack estimates for a feature width
+            /// of 1 (`TileRun::with_stack`; `sparse_runtime::sparsecore::tiles`).
             ///
             /// Errors: `TileError::Storage` as `spmv`; `TileError::Spmem` (`Fixed size
             /// allocations ... do not fit in TileSpmem ...`) when a tile's rows of `y` exceed
@@ -396,7 +400,8 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                     ::core::mem::size_of::<#pos_ty>(),
                     ::core::mem::size_of::<#crd_ty>(),
                 );
-                #sc_body
+                let run = { #sc_body }?;
+                Ok(run.with_stack(1, #max_unique))
             }
 
             /// SparseCore's `SparseDenseMatmul` as a tile kernel on the chip model `chip` (one
@@ -408,8 +413,10 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             /// parallel, so `c` equals `spmm`'s bit for bit. A format whose outermost level is
             /// not the samples runs whole on tile 0. Returns per tile the stored entries (ids
             /// gathered), HBM bytes (per entry its value, id and gathered row of `n` values;
-            /// per sample its position and output row), TileSpmem bytes (its output rows) and
-            /// the modelled step (`sparse_runtime::sparsecore::tiles`).
+            /// per sample its position and output row), TileSpmem bytes (its output rows),
+            /// the modelled step, and the reference's forward/backward HBM stack estimates and
+            /// padding waste for a feature width of `n` (`TileRun::with_stack`;
+            /// `sparse_runtime::sparsecore::tiles`).
             ///
             /// Errors: `TileError::Storage` (`LengthMismatch` naming `"b"` or `"c"`) when a
             /// length is not its rows times `n`; `TileError::Spmem` (`Fixed size allocations
@@ -437,7 +444,8 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                     ::core::mem::size_of::<#pos_ty>(),
                     ::core::mem::size_of::<#crd_ty>(),
                 );
-                #sdm_body
+                let run = { #sdm_body }?;
+                Ok(run.with_stack(n as u64, #max_unique))
             }
 
             #spmm_rows

@@ -48,6 +48,22 @@ pub struct TileRun {
     /// The modelled step: per tile, per SparseCore, the slowest tile and the imbalance
     /// (slowest tile over the mean).
     pub cost: StepCost,
+    /// Values per gathered row (`feature_width`: `n` for `SparseDenseMatmul`, 1 for SpMV); 0
+    /// until [`TileRun::with_stack`].
+    pub feature_width: u64,
+    /// Distinct ids of the sample (output row) with the most (`max_unique_nz_per_row`); 0 until
+    /// [`TileRun::with_stack`].
+    pub max_unique_nz_per_row: u64,
+    /// Forward HBM stack estimate, bytes: `(2 * feature_width + 1) * max_unique_nz_per_row *
+    /// logical_replica_count * 4` (SparseCore reference, "Memory"), one replica (one device).
+    pub forward_hbm_stack_bytes: u64,
+    /// Backward HBM stack estimate, bytes: `3 * feature_width * max_unique_nz_per_row *
+    /// logical_replica_count * 4`, one replica.
+    pub backward_hbm_stack_bytes: u64,
+    /// Gathered bytes spent on padding: the feature dimension is padded to a 32-byte line (8
+    /// `f32`, reference "Memory"), so each gathered row moves `(roundup8(feature_width) -
+    /// feature_width) * 4` bytes more.
+    pub padding_waste_bytes: u64,
 }
 
 impl TileRun {
@@ -59,6 +75,35 @@ impl TileRun {
     pub fn hbm_bytes(&self) -> u64 {
         self.tiles.iter().flatten().map(|t| t.hbm_bytes).sum()
     }
+    /// Distinct ids over all tiles (an id gathered by two tiles counts twice: each gathers it).
+    pub fn unique_ids(&self) -> u64 {
+        self.tiles.iter().flatten().map(|t| t.unique_ids).sum()
+    }
+    /// The report with the reference's HBM stack estimates and the padding waste filled in for
+    /// gathered rows of `feature_width` values and the sample with the most distinct ids
+    /// holding `max_unique_nz_per_row` of them ([`max_unique_per_row`]).
+    pub fn with_stack(mut self, feature_width: u64, max_unique_nz_per_row: u64) -> Self {
+        let (fw, m) = (feature_width, max_unique_nz_per_row);
+        self.feature_width = fw;
+        self.max_unique_nz_per_row = m;
+        self.forward_hbm_stack_bytes = (2 * fw + 1) * m * 4;
+        self.backward_hbm_stack_bytes = 3 * fw * m * 4;
+        self.padding_waste_bytes = self.unique_ids() * (fw.next_multiple_of(8) - fw) * 4;
+        self
+    }
+}
+
+/// The most distinct ids (columns) any sample (row) holds, from entries `(row, column)` in
+/// any order, duplicates allowed: the reference's `max_unique_nz_per_row`.
+pub fn max_unique_per_row(entries: impl IntoIterator<Item = (usize, usize)>) -> u64 {
+    let mut pairs: Vec<(usize, usize)> = entries.into_iter().collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    pairs
+        .chunk_by(|a, b| a.0 == b.0)
+        .map(|row| row.len() as u64)
+        .max()
+        .unwrap_or(0)
 }
 
 /// Why a tile kernel did not run.
@@ -286,7 +331,15 @@ fn report(chip: &ChipModel, work: Vec<TileWork>, cost: StepCost) -> TileRun {
     for _ in 0..chip.sparsecores_per_device {
         tiles.push(it.by_ref().take(per).collect());
     }
-    TileRun { tiles, cost }
+    TileRun {
+        tiles,
+        cost,
+        feature_width: 0,
+        max_unique_nz_per_row: 0,
+        forward_hbm_stack_bytes: 0,
+        backward_hbm_stack_bytes: 0,
+        padding_waste_bytes: 0,
+    }
 }
 
 /// How many distinct values `ids` holds (coordinates of any index width): a tile's unique ids.
