@@ -984,3 +984,137 @@ pub fn render(name: &str, a: &Advice, extra_notes: &[String]) -> String {
     );
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A matrix of `../shared/data` beside the workspace.
+    fn shared(name: &str) -> CooTensor<f64> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/data")
+            .join(name);
+        read(&path).unwrap()
+    }
+
+    /// A short plan: debug builds time relative speeds well enough.
+    const SHORT: Plan = Plan {
+        budget: Duration::from_millis(250),
+        turn: Duration::from_millis(1),
+        min_rounds: 7,
+        max_rounds: 41,
+    };
+
+    /// The recommendation (the fastest median) is not slower than the runner-up (the second
+    /// fastest) by more than 10% when both are measured again, interleaved.
+    fn recommendation_holds(name: &str, kernel: Kernel) {
+        let coo = shared(name);
+        let a = advise(&coo, kernel, 1, SHORT, false, |_, _| {}).unwrap();
+        assert!(a.rows.len() >= 2, "{name}: fewer than 2 candidates");
+        assert!(a.probe.is_none());
+        let best = &a.rows[a.fastest];
+        let runner_up = (0..a.rows.len())
+            .filter(|&k| k != a.fastest)
+            .min_by(|&x, &y| a.rows[x].time.total_cmp(&a.rows[y].time))
+            .map(|k| &a.rows[k])
+            .unwrap();
+        assert!(a.rows.iter().all(|r| best.time <= r.time));
+        let ops = &a.operands;
+        let (mut o1, mut o2) = (vec![0.0; ops.out_len], vec![0.0; ops.out_len]);
+        let mut runs = vec![
+            ops.runner(best.built.storage.as_ref(), &mut o1),
+            ops.runner(runner_up.built.storage.as_ref(), &mut o2),
+        ];
+        let mut ticks = 0;
+        let again = measure(&mut runs, SHORT, |done, total| {
+            ticks += 1;
+            assert_eq!(done, ticks);
+            assert!(done <= total);
+        });
+        assert_eq!(ticks, again.rounds);
+        assert!((SHORT.min_rounds..=SHORT.max_rounds).contains(&again.rounds));
+        let (b, r) = (again.medians[0], again.medians[1]);
+        assert!(
+            b <= 1.10 * r,
+            "{name} {kernel:?}: recommended {} took {:.2} µs, runner-up {} {:.2} µs",
+            best.built.candidate.name,
+            b * 1e6,
+            runner_up.built.candidate.name,
+            r * 1e6
+        );
+    }
+
+    #[test]
+    fn recommendation_is_fastest_on_west0067() {
+        recommendation_holds("west0067.mtx", Kernel::Spmv);
+    }
+
+    #[test]
+    fn recommendation_is_fastest_on_cryg2500() {
+        recommendation_holds("cryg2500.mtx", Kernel::Spmv);
+    }
+
+    #[test]
+    fn recommendation_is_fastest_on_jagmesh7_spmm() {
+        recommendation_holds("jagmesh7.mtx", Kernel::Spmm);
+    }
+
+    #[test]
+    fn recommendation_is_fastest_on_bcsstk16() {
+        recommendation_holds("bcsstk16.mtx", Kernel::Spmv);
+    }
+
+    #[test]
+    fn recommendation_is_fastest_on_lp_afiro_bcsstk13_bayer10() {
+        for name in ["lp_afiro.mtx", "bcsstk13.mtx", "bayer10.mtx"] {
+            recommendation_holds(name, Kernel::Spmv);
+        }
+    }
+
+    #[test]
+    fn measure_tells_a_slow_run_from_a_fast_one() {
+        // The same work, once and four times: the medians keep the ratio (within noise).
+        let v: Vec<f64> = (0..20_000).map(|k| k as f64).collect();
+        let sum = |n: usize| {
+            let v = &v;
+            move || {
+                for _ in 0..n {
+                    black_box(black_box(v).iter().sum::<f64>());
+                }
+            }
+        };
+        let mut runs: Vec<Box<dyn FnMut() + Send + '_>> = vec![Box::new(sum(4)), Box::new(sum(1))];
+        let m = measure(&mut runs, SHORT, |_, _| {});
+        let ratio = m.medians[0] / m.medians[1];
+        assert!(
+            (2.5..6.0).contains(&ratio),
+            "4x the work took {ratio:.2}x the time"
+        );
+    }
+
+    #[test]
+    fn structure_and_selection_of_a_small_matrix() {
+        // Rows 0 and 2 of 4: (0,0) (0,1) (0,5) and (2,2); 8 columns.
+        let mut coo = CooTensor::new(vec![4, 8]);
+        for (i, j) in [(0, 0), (0, 1), (0, 5), (2, 2), (0, 1)] {
+            coo.push(&[i, j], 1.0);
+        }
+        let s = Structure::of(&coo);
+        assert_eq!(
+            (s.rows, s.cols, s.nnz, s.max_row, s.empty_rows, s.max_group4),
+            (4, 8, 4, 3, 2, 2)
+        );
+        // 2x2 blocks: (0,0) (0,2) (1,1) -> 12 / 4; 3x3: (0,0) (0,1) -> 18 / 4; 4x4: (0,0) (0,1).
+        assert_eq!(s.block_fill, [3.0, 4.5, 8.0]);
+        assert_eq!(s.fill_2_4(), 4.0);
+        let (offered, not) = select(&s);
+        let names: Vec<&str> = offered.iter().map(|c| c.name).collect();
+        // 2 of 4 rows empty is not more than half: no DCSR; max 3 > 1.25 x 1: no ELL.
+        assert_eq!(names, ["CSR u32", "CSR p32/c8"]);
+        assert_eq!(not.len(), 6, "{not:?}");
+        assert_eq!(
+            not[5],
+            "2:4: fill 4.00 (2 values per group of 4 columns of every row), not below 1.5"
+        );
+    }
+}
