@@ -6,7 +6,7 @@
 //! inherent methods (`from_coo_tensor`, `memory_bytes`, `spmv`, `spmv_par`, `spmm`).
 
 use sparse::runtime::generated::DenseOrder;
-use sparse::runtime::StorageError;
+use sparse::runtime::{CooTensor, StorageError};
 
 sparse::sparse_format! {
     /// CSR, 32-bit positions and coordinates: the baseline every speed-up is relative to.
@@ -97,6 +97,12 @@ measurable!(
     CsrP32C32, CsrP32C16, CsrP32C8, CsrP64C32, CsrP64C16, CsrP64C8, Dcsr, Bsr2, Bsr3, Bsr4, Ell4,
     Ell8, Ell16, Ell32, Ell64, Nv24,
 );
+
+/// Builds the storage of a matrix in one format, boxed (the generated `from_coo_tensor`).
+///
+/// Errors: the format's (an entry beyond its widths, a shape its blocks do not divide, an ELL
+/// row longer than its slots, a group of 4 columns with more than 2 entries for 2:4, ...).
+pub type Build = fn(&CooTensor<f64>) -> Result<Box<dyn Measurable>, StorageError>;
 
 /// Boxes a built storage, or passes its construction error on.
 pub fn boxed<F: Measurable + 'static>(
