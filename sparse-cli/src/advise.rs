@@ -1018,9 +1018,15 @@ mod tests {
         max_rounds: 41,
     };
 
+    /// One timing test at a time: the test harness runs tests on parallel threads, and two
+    /// measurements sharing this 2-core machine would time each other.
+    static TIMING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     /// The recommendation (the fastest median) is not slower than the runner-up (the second
-    /// fastest) by more than 10% when both are measured again, interleaved.
+    /// fastest) by more than 10% when both are measured again, interleaved. A shared machine
+    /// can stall one measurement: the pair is measured up to twice, and must hold in one.
     fn recommendation_holds(name: &str, kernel: Kernel) {
+        let _one = TIMING.lock().unwrap_or_else(|e| e.into_inner());
         let coo = shared(name);
         let a = advise(&coo, kernel, 1, SHORT, false, |_, _| {}).unwrap();
         assert!(a.rows.len() >= 2, "{name}: fewer than 2 candidates");
@@ -1038,15 +1044,21 @@ mod tests {
             ops.runner(best.built.storage.as_ref(), &mut o1),
             ops.runner(runner_up.built.storage.as_ref(), &mut o2),
         ];
-        let mut ticks = 0;
-        let again = measure(&mut runs, SHORT, |done, total| {
-            ticks += 1;
-            assert_eq!(done, ticks);
-            assert!(done <= total);
-        });
-        assert_eq!(ticks, again.rounds);
-        assert!((SHORT.min_rounds..=SHORT.max_rounds).contains(&again.rounds));
-        let (b, r) = (again.medians[0], again.medians[1]);
+        let mut remeasure = || {
+            let mut ticks = 0;
+            let again = measure(&mut runs, SHORT, |done, total| {
+                ticks += 1;
+                assert_eq!(done, ticks);
+                assert!(done <= total);
+            });
+            assert_eq!(ticks, again.rounds);
+            assert!((SHORT.min_rounds..=SHORT.max_rounds).contains(&again.rounds));
+            (again.medians[0], again.medians[1])
+        };
+        let (mut b, mut r) = remeasure();
+        if b > 1.10 * r {
+            (b, r) = remeasure();
+        }
         assert!(
             b <= 1.10 * r,
             "{name} {kernel:?}: recommended {} took {:.2} µs, runner-up {} {:.2} µs",
@@ -1086,6 +1098,7 @@ mod tests {
 
     #[test]
     fn measure_tells_a_slow_run_from_a_fast_one() {
+        let _one = TIMING.lock().unwrap_or_else(|e| e.into_inner());
         // The same work, once and four times: the medians keep the ratio (within noise).
         let v: Vec<f64> = (0..20_000).map(|k| k as f64).collect();
         let sum = |n: usize| {
