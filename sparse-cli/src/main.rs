@@ -8,6 +8,7 @@
 //! `check`, whose contract lines go to stdout; nothing aborts or panics, whatever the input (a
 //! huge declared shape is an allocation error, a closed stdout ends the output).
 
+mod advise;
 mod compressed;
 mod eval;
 mod input;
@@ -108,6 +109,9 @@ enum Command {
         #[command(subcommand)]
         command: quant::Command,
     },
+    /// Measure the candidate formats for a matrix on this machine (CSR at the narrowest widths,
+    /// BSR, ELL, 2:4, DCSR as its structure suggests); print a table and the fastest's encoding.
+    Advise(advise::AdviseArgs),
     /// SparseCore: host preprocessing as jax-tpu-embedding does it, minibatch splits (JSON).
     #[command(arg_required_else_help = false)]
     Sparsecore {
@@ -151,6 +155,7 @@ fn main() -> ExitCode {
         Command::Compressed { command } => compressed::run(command),
         Command::Quant { command } => quant::run(command),
         Command::Sparsecore { command } => sparsecore::run(command),
+        Command::Advise(args) => advise::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
