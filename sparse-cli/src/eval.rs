@@ -87,6 +87,137 @@ impl Read for i32 {
         s.trim().parse().ok()
     }
 }
+impl Read for u64 {
+    fn from_f64(x: f64) -> Option<Self> {
+        (x.fract() == 0.0 && (0.0..1.8446744073709552e19).contains(&x)).then_some(x as u64)
+    }
+    fn parse(s: &str) -> Option<Self> {
+        s.trim().parse().ok()
+    }
+}
+impl Read for u32 {
+    fn from_f64(x: f64) -> Option<Self> {
+        (x.fract() == 0.0 && x >= 0.0 && x <= u32::MAX as f64).then_some(x as u32)
+    }
+    fn parse(s: &str) -> Option<Self> {
+        s.trim().parse().ok()
+    }
+}
+
+/// A value type `sparse eval` stores in its tensors: read from files and the command line,
+/// widened to the type the kernel computes in ([`ValueType::compute`]), stored back and
+/// printed. The types the interpreter computes in directly store themselves.
+trait Stored: Copy {
+    /// The type the kernel computes in.
+    type Compute: Read;
+    /// A value read from a file (as `f64`) in this type: exact for integers (`None` when not
+    /// representable), rounded to nearest for floats.
+    fn from_f64(x: f64) -> Option<Self>;
+    /// A number written on the command line.
+    fn parse(s: &str) -> Option<Self>;
+    /// The value in the compute type (exact).
+    fn widen(self) -> Self::Compute;
+    /// A computed value stored in this type: rounded to nearest for floats, wrapping for
+    /// integers (as Rust's `as` and MLIR's `arith.truncf`/`arith.trunci`).
+    fn narrow(c: Self::Compute) -> Self;
+    /// The shortest text that reads back to the same value (integers without a point).
+    fn text(self) -> String;
+}
+
+impl<T: Read> Stored for T {
+    type Compute = T;
+    fn from_f64(x: f64) -> Option<Self> {
+        <T as Read>::from_f64(x)
+    }
+    fn parse(s: &str) -> Option<Self> {
+        <T as Read>::parse(s)
+    }
+    fn widen(self) -> T {
+        self
+    }
+    fn narrow(c: T) -> Self {
+        c
+    }
+    fn text(self) -> String {
+        self.to_string()
+    }
+}
+
+/// 8- and 16-bit integers: computed in `i32`, stored back wrapping.
+macro_rules! narrow_int {
+    ($($t:ty),*) => {$(
+        impl Stored for $t {
+            type Compute = i32;
+            fn from_f64(x: f64) -> Option<Self> {
+                (x.fract() == 0.0 && x >= <$t>::MIN as f64 && x <= <$t>::MAX as f64)
+                    .then_some(x as $t)
+            }
+            fn parse(s: &str) -> Option<Self> {
+                s.trim().parse().ok()
+            }
+            fn widen(self) -> i32 {
+                i32::from(self)
+            }
+            fn narrow(c: i32) -> Self {
+                c as $t
+            }
+            fn text(self) -> String {
+                self.to_string()
+            }
+        }
+    )*};
+}
+narrow_int!(i8, i16, u8, u16);
+
+/// `f16` and `bf16`: computed in `f32`, stored back rounded to nearest (ties to even).
+macro_rules! narrow_float {
+    ($($t:ty),*) => {$(
+        impl Stored for $t {
+            type Compute = f32;
+            fn from_f64(x: f64) -> Option<Self> {
+                Some(<$t>::from_f64(x))
+            }
+            fn parse(s: &str) -> Option<Self> {
+                s.trim().parse::<f64>().ok().map(<$t>::from_f64)
+            }
+            fn widen(self) -> f32 {
+                self.to_f32()
+            }
+            fn narrow(c: f32) -> Self {
+                <$t>::from_f32(c)
+            }
+            fn text(self) -> String {
+                shortest(self.to_f64(), |x| <$t>::from_f64(x).to_bits() == self.to_bits())
+            }
+        }
+    )*};
+}
+narrow_float!(half::f16, half::bf16);
+
+/// The shortest decimal text of `x` that `same` accepts (reads back to the same narrow
+/// float), printed as Rust prints an `f64` (`0.1`, `65504`, `-0`, `inf`, `NaN`).
+fn shortest(x: f64, same: impl Fn(f64) -> bool) -> String {
+    if x.is_finite() {
+        for digits in 0..17 {
+            let text = format!("{x:.digits$e}");
+            if let Ok(y) = text.parse::<f64>() {
+                if same(y) {
+                    return y.to_string();
+                }
+            }
+        }
+    }
+    x.to_string()
+}
+
+/// A value printed as text (what [`Stored::text`] gives), for the printers of storage.
+struct Text(String);
+
+impl std::fmt::Display for Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
 
 fn split_arg<'a>(flag: &str, arg: &'a str, what: &str) -> Result<(&'a str, &'a str), String> {
     match arg.split_once('=') {
@@ -112,7 +243,7 @@ fn declare(arg: &str) -> Result<TensorDecl, String> {
     };
     let value = ValueType::from_element(&t.element).ok_or_else(|| {
         format!(
-            "{from}: value type {} is not supported by sparse eval (f64, f32, i64, i32)",
+            "{from}: value type {} is not supported by sparse eval (f64, f32, f16, bf16, i64, i32, i16, i8, ui64, ui32, ui16, ui8)",
             t.element
         )
     })?;
@@ -261,8 +392,16 @@ pub fn eval(
     let text = match program.kernel.value {
         ValueType::F64 => typed::<f64>(&program, &inputs, dense_print)?,
         ValueType::F32 => typed::<f32>(&program, &inputs, dense_print)?,
+        ValueType::F16 => typed::<half::f16>(&program, &inputs, dense_print)?,
+        ValueType::BF16 => typed::<half::bf16>(&program, &inputs, dense_print)?,
         ValueType::I64 => typed::<i64>(&program, &inputs, dense_print)?,
         ValueType::I32 => typed::<i32>(&program, &inputs, dense_print)?,
+        ValueType::I16 => typed::<i16>(&program, &inputs, dense_print)?,
+        ValueType::I8 => typed::<i8>(&program, &inputs, dense_print)?,
+        ValueType::U64 => typed::<u64>(&program, &inputs, dense_print)?,
+        ValueType::U32 => typed::<u32>(&program, &inputs, dense_print)?,
+        ValueType::U16 => typed::<u16>(&program, &inputs, dense_print)?,
+        ValueType::U8 => typed::<u8>(&program, &inputs, dense_print)?,
     };
     write_stdout(&text)
 }
@@ -350,11 +489,19 @@ fn read_entries(path: &str, decl: &TensorDecl) -> Result<CooTensor<f64>, String>
     Ok(coo)
 }
 
-fn operand<V: Read>(decl: &TensorDecl, input: Option<&str>) -> Result<Operand<V>, String> {
+/// Entries of a tensor: coordinates and value.
+type Entries<V> = Vec<(Vec<usize>, V)>;
+
+/// Tensor `decl` as an operand computed in `S`'s compute type, holding what a tensor of `S`
+/// values holds (duplicates summed, then stored as `S`).
+fn operand<S: Stored>(
+    decl: &TensorDecl,
+    input: Option<&str>,
+) -> Result<Operand<S::Compute>, String> {
     let name = &decl.name;
-    let (shape, entries): (Vec<usize>, Vec<(Vec<usize>, V)>) = match input {
+    let (shape, entries): (Vec<usize>, Entries<S::Compute>) = match input {
         Some(num) if decl.shape.is_empty() => {
-            let v = V::parse(num).ok_or_else(|| {
+            let v = S::parse(num).map(S::widen).ok_or_else(|| {
                 format!(
                     "--input {name}={num}: not a number of type {}",
                     decl.value.name()
@@ -366,7 +513,7 @@ fn operand<V: Read>(decl: &TensorDecl, input: Option<&str>) -> Result<Operand<V>
             let coo = read_entries(path, decl)?;
             let mut entries = Vec::with_capacity(coo.len());
             for (c, x) in coo.iter() {
-                let v = V::from_f64(*x).ok_or_else(|| {
+                let v = S::from_f64(*x).map(S::widen).ok_or_else(|| {
                     format!(
                         "--input {name}: {path}: value {x} is not an exact {}",
                         decl.value.name()
@@ -392,12 +539,16 @@ fn operand<V: Read>(decl: &TensorDecl, input: Option<&str>) -> Result<Operand<V>
     // duplicates summed
     let mut entries = entries;
     entries.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut merged: Vec<(Vec<usize>, V)> = Vec::with_capacity(entries.len());
+    let mut merged: Entries<S::Compute> = Vec::with_capacity(entries.len());
     for (c, v) in entries {
         match merged.last_mut() {
             Some((lc, lv)) if *lc == c => *lv += v,
             _ => merged.push((c, v)),
         }
+    }
+    // a sum of duplicates is stored in the tensor's own type
+    for (_, v) in &mut merged {
+        *v = S::narrow(*v).widen();
     }
     match &decl.encoding {
         None => {
@@ -409,7 +560,7 @@ fn operand<V: Read>(decl: &TensorDecl, input: Option<&str>) -> Result<Operand<V>
             values
                 .try_reserve_exact(n)
                 .map_err(|_| format!("cannot allocate `{name}`: {n} values"))?;
-            values.resize(n, V::zero());
+            values.resize(n, <S::Compute as sparse_runtime::num_traits::Zero>::zero());
             for (c, v) in merged {
                 let at = c.iter().zip(&shape).fold(0, |a, (c, s)| a * s + c);
                 values[at] += v;
@@ -445,7 +596,8 @@ fn operand<V: Read>(decl: &TensorDecl, input: Option<&str>) -> Result<Operand<V>
     }
 }
 
-fn typed<V: Read>(
+/// Runs `p` on tensors of `S` values (computed in `S::Compute`) and prints the output.
+fn typed<S: Stored>(
     p: &Program,
     inputs: &[(String, String)],
     dense_print: bool,
@@ -463,16 +615,21 @@ fn typed<V: Read>(
             .iter()
             .find(|(n, _)| *n == t.name)
             .map(|(_, v)| v.as_str());
-        ops.push(operand::<V>(t, input)?);
+        ops.push(operand::<S>(t, input)?);
     }
     let out = run(p, &ops).map_err(|e| e.to_string())?;
+    let text = |v: S::Compute| Text(S::narrow(v).text());
     Ok(match out {
-        Output::Sparse(s) if !dense_print => s.to_string(),
+        Output::Sparse(s) if !dense_print => s.map_values(text).to_string(),
         Output::Sparse(s) => {
             let values = s.to_dense().map_err(|e| e.to_string())?;
+            let values: Vec<Text> = values.into_iter().map(text).collect();
             dense_text(s.shape(), &values)
         }
-        Output::Dense { shape, values } => dense_text(&shape, &values),
+        Output::Dense { shape, values } => {
+            let values: Vec<Text> = values.into_iter().map(text).collect();
+            dense_text(&shape, &values)
+        }
     })
 }
 

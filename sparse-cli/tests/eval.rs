@@ -510,3 +510,113 @@ fn errors() {
         "error: --tensor A: expected NAME=TYPE"
     );
 }
+
+#[test]
+fn narrow_and_unsigned_value_types() {
+    // f16 and bf16 are stored narrow and computed in f32: 0.1 is stored as f16's nearest
+    // (0.0999755859375), times 3 in f32, stored back to the nearest f16 (0.2998046875), and
+    // printed as the shortest text that reads back to it; 70000 overflows f16 to inf
+    let h = file(
+        "narrow",
+        "h.mtx",
+        "%%MatrixMarket matrix coordinate real general\n3 3 4\n1 1 0.1\n1 3 2.5\n2 2 70000\n3 1 -1.25\n",
+    );
+    let ih = format!("A={h}");
+    let scaled = |t: &str| {
+        let (tc, ta) = (
+            format!("C=tensor<3x3x{t}, {CSR}>"),
+            format!("A=tensor<3x3x{t}, {CSR}>"),
+        );
+        let out = ok(&[
+            "eval",
+            "C(i,j) = A(i,j) * 3",
+            "--tensor",
+            &tc,
+            "--tensor",
+            &ta,
+            "--input",
+            &ih,
+        ]);
+        out.lines()
+            .find(|l| l.starts_with("values"))
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(scaled("f16"), "values : ( 0.2998, 7.5, inf, -3.75 )");
+    // bf16 keeps f32's range with 8 significant bits: 70000 is stored as 70144, 3x that
+    // (210432) as 210944, printed 211000
+    assert_eq!(scaled("bf16"), "values : ( 0.3, 7.5, 211000, -3.75 )");
+    assert_eq!(scaled("f32"), "values : ( 0.3, 7.5, 210000, -3.75 )");
+
+    // 8- and 16-bit integers are computed in i32 and stored back wrapping: 100*100 + 2*1 =
+    // 10002 is 18 as i8 and ui8 (10002 mod 256), 10000 is 16
+    let a = file(
+        "narrow",
+        "u.mtx",
+        "%%MatrixMarket matrix coordinate integer general\n3 3 4\n1 1 100\n1 3 2\n2 2 7\n3 1 100\n",
+    );
+    let x = file("narrow", "x.tns", "1 100\n2 3\n3 1\n");
+    let (ia, ix) = (format!("A={a}"), format!("x={x}"));
+    let spmv = |t: &str| {
+        let (ty, ta, tx) = (
+            format!("y=tensor<3x{t}>"),
+            format!("A=tensor<3x3x{t}, {CSR}>"),
+            format!("x=tensor<3x{t}>"),
+        );
+        ok(&[
+            "eval",
+            "y(i) = A(i,j) * x(j)",
+            "--tensor",
+            &ty,
+            "--tensor",
+            &ta,
+            "--tensor",
+            &tx,
+            "--input",
+            &ia,
+            "--input",
+            &ix,
+        ])
+    };
+    for t in ["i8", "ui8"] {
+        assert_eq!(spmv(t), "( 18, 21, 16 )\n", "{t}");
+    }
+    for t in ["i16", "ui16", "ui32", "ui64", "i32", "i64"] {
+        assert_eq!(spmv(t), "( 10002, 21, 10000 )\n", "{t}");
+    }
+    // a value that does not fit the stored type is an error naming it
+    let n = file(
+        "narrow",
+        "n.mtx",
+        "%%MatrixMarket matrix coordinate integer general\n1 1 1\n1 1 -7\n",
+    );
+    let tn = format!("A=tensor<1x1xui8, {CSR}>");
+    let tc = format!("C=tensor<1x1xui8, {CSR}>");
+    let inn = format!("A={n}");
+    assert_eq!(
+        fails(&[
+            "eval",
+            "C(i,j) = A(i,j)",
+            "--tensor",
+            &tc,
+            "--tensor",
+            &tn,
+            "--input",
+            &inn
+        ]),
+        format!("error: --input A: {n}: value -7 is not an exact ui8")
+    );
+    // complex values are not computed yet: the error lists the types that are
+    let tz = format!("C=tensor<3x3xcomplex<f64>, {CSR}>");
+    assert_eq!(
+        fails(&["eval", "C(i,j) = C(i,j) * 3", "--tensor", &tz]),
+        "error: --tensor C: value type complex<f64> is not supported by sparse eval (f64, f32, f16, bf16, i64, i32, i16, i8, ui64, ui32, ui16, ui8)"
+    );
+    // the Rust back end does not generate narrow kernels yet, and says so
+    let tc = format!("C=tensor<3x3xf16, {CSR}>");
+    let ta = format!("A=tensor<3x3xf16, {CSR}>");
+    assert_eq!(
+        fails(&["eval", "C(i,j) = A(i,j) * 3", "--tensor", &tc, "--tensor", &ta, "--emit", "rust"]),
+        "error: --emit rust: the Rust back end does not generate kernels on f16 values (computed in f32) yet (`sparse eval` runs it through the interpreter)"
+    );
+}

@@ -356,7 +356,7 @@ fn expand(decls: Declarations) -> TokenStream {
 /// A declared format: its name, encoding and static shape (tensor-type declarations).
 type Format = (Ident, VerifiedEncoding, Option<Vec<Option<u64>>>);
 
-/// The value type named by `ty` (`f64`, `f32`, `i64`, `i32`).
+/// The value type named by `ty` (`f64`, `f32`, `i64`, `i32`, `u64`, `u32`).
 fn value_type(ty: &syn::Type) -> syn::Result<ValueType> {
     let name = match ty {
         syn::Type::Path(p) if p.qself.is_none() => p.path.get_ident().map(|i| i.to_string()),
@@ -367,9 +367,11 @@ fn value_type(ty: &syn::Type) -> syn::Result<ValueType> {
         Some("f32") => Ok(ValueType::F32),
         Some("i64") => Ok(ValueType::I64),
         Some("i32") => Ok(ValueType::I32),
+        Some("u64") => Ok(ValueType::U64),
+        Some("u32") => Ok(ValueType::U32),
         _ => Err(syn::Error::new_spanned(
             ty,
-            "expected a value type: f64, f32, i64 or i32",
+            "expected a value type: f64, f32, i64, i32, u64 or u32",
         )),
     }
 }

@@ -841,6 +841,21 @@ impl<V> DynamicStorage<V> {
     pub fn values(&self) -> &[V] {
         &self.values
     }
+    /// The same storage with every stored value mapped by `f`, in storage order (positions
+    /// and coordinates unchanged): a change of value type, or values turned into text.
+    pub fn map_values<W>(self, f: impl FnMut(V) -> W) -> DynamicStorage<W> {
+        DynamicStorage {
+            encoding: self.encoding,
+            dim_shape: self.dim_shape,
+            lvl_sizes: self.lvl_sizes,
+            positions: self.positions,
+            coordinates: self.coordinates,
+            values: self.values.into_iter().map(f).collect(),
+            counts: self.counts,
+            batches: self.batches,
+            counting: self.counting,
+        }
+    }
     /// The positions array of level `l`, if it stores one.
     pub fn positions(&self, l: usize) -> Option<IndexSlice<'_>> {
         self.positions.get(l)?.as_ref().map(|b| b.as_slice())

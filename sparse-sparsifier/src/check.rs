@@ -27,42 +27,89 @@ pub enum ValueType {
     F64,
     /// `f32`.
     F32,
+    /// `f16` (IEEE half, the `half` crate's `f16`): stored in 16 bits, computed in `f32`.
+    F16,
+    /// `bf16` (bfloat16, the `half` crate's `bf16`): stored in 16 bits, computed in `f32`.
+    BF16,
     /// `i64` (wrapping arithmetic, as MLIR's `arith` integer ops).
     I64,
     /// `i32` (wrapping arithmetic).
     I32,
+    /// `i16`: stored in 16 bits, computed in `i32` (wrapping), stored back wrapping.
+    I16,
+    /// `i8`: stored in 8 bits, computed in `i32` (wrapping), stored back wrapping.
+    I8,
+    /// `ui64` (`u64`, wrapping arithmetic).
+    U64,
+    /// `ui32` (`u32`, wrapping arithmetic).
+    U32,
+    /// `ui16` (`u16`): computed in `i32` (wrapping), stored back wrapping.
+    U16,
+    /// `ui8` (`u8`): computed in `i32` (wrapping), stored back wrapping.
+    U8,
 }
 
 impl ValueType {
-    /// The value type of an MLIR element type: `f64`, `f32`, `i64`/`si64`, `i32`/`si32`;
-    /// `None` for the others (not supported by the sparsifier yet).
+    /// The value type of an MLIR element type: `f64`, `f32`, `f16`, `bf16`; `i64`/`si64`,
+    /// `i32`, `i16`, `i8` (signless and signed alike); `ui64`, `ui32`, `ui16`, `ui8`. `None`
+    /// for the others (complex, index, other widths: not supported by the sparsifier yet).
     pub fn from_element(e: &ElementType) -> Option<ValueType> {
         use sparse_ir::types::Signedness;
-        match e {
-            ElementType::Float(FloatKind::F64) => Some(ValueType::F64),
-            ElementType::Float(FloatKind::F32) => Some(ValueType::F32),
-            ElementType::Int {
-                width: 64,
-                signedness,
-            } if *signedness != Signedness::Unsigned => Some(ValueType::I64),
-            ElementType::Int {
-                width: 32,
-                signedness,
-            } if *signedness != Signedness::Unsigned => Some(ValueType::I32),
-            _ => None,
-        }
+        Some(match e {
+            ElementType::Float(FloatKind::F64) => ValueType::F64,
+            ElementType::Float(FloatKind::F32) => ValueType::F32,
+            ElementType::Float(FloatKind::F16) => ValueType::F16,
+            ElementType::Float(FloatKind::BF16) => ValueType::BF16,
+            ElementType::Int { width, signedness } => {
+                let unsigned = *signedness == Signedness::Unsigned;
+                match (width, unsigned) {
+                    (64, false) => ValueType::I64,
+                    (32, false) => ValueType::I32,
+                    (16, false) => ValueType::I16,
+                    (8, false) => ValueType::I8,
+                    (64, true) => ValueType::U64,
+                    (32, true) => ValueType::U32,
+                    (16, true) => ValueType::U16,
+                    (8, true) => ValueType::U8,
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        })
     }
     /// `true` for the integer types.
     pub fn is_integer(self) -> bool {
-        matches!(self, ValueType::I64 | ValueType::I32)
+        !matches!(
+            self,
+            ValueType::F64 | ValueType::F32 | ValueType::F16 | ValueType::BF16
+        )
     }
-    /// MLIR's name (`f64`, ...).
+    /// The type a kernel computes in: `f32` for `f16` and `bf16`, `i32` for the 8- and 16-bit
+    /// integers (a narrow type would lose in sums: the issue's rule "accumulating in a wider
+    /// type where the narrow one would lose"), the type itself otherwise. Values are widened
+    /// when read and converted back (rounded to nearest, or wrapping) when stored.
+    pub fn compute(self) -> ValueType {
+        match self {
+            ValueType::F16 | ValueType::BF16 => ValueType::F32,
+            ValueType::I16 | ValueType::I8 | ValueType::U16 | ValueType::U8 => ValueType::I32,
+            t => t,
+        }
+    }
+    /// MLIR's name (`f64`, `ui8`, ...).
     pub fn name(self) -> &'static str {
         match self {
             ValueType::F64 => "f64",
             ValueType::F32 => "f32",
+            ValueType::F16 => "f16",
+            ValueType::BF16 => "bf16",
             ValueType::I64 => "i64",
             ValueType::I32 => "i32",
+            ValueType::I16 => "i16",
+            ValueType::I8 => "i8",
+            ValueType::U64 => "ui64",
+            ValueType::U32 => "ui32",
+            ValueType::U16 => "ui16",
+            ValueType::U8 => "ui8",
         }
     }
 }

@@ -16,7 +16,8 @@ use crate::loops::{Combine, Driver, Loop, Program, Stmt, Strategy, Target};
 use crate::notation::{BinOp, Literal, ReduceOp};
 use crate::order::{Extent, IndexLoops};
 
-/// A value type the interpreter computes in: `f64`, `f32`, `i64`, `i32`.
+/// A value type the interpreter computes in: `f64`, `f32`, `i64`, `i32`, `u64`, `u32`
+/// ([`crate::ValueType::compute`]: the narrower types are computed in `f32` or `i32`).
 pub trait Num: Value + PartialOrd {
     /// The literal as a value. Errors: a float literal for an integer type, or an integer
     /// literal out of the type's range.
@@ -113,6 +114,8 @@ macro_rules! int_num {
 }
 int_num!(i64);
 int_num!(i32);
+int_num!(u64);
+int_num!(u32);
 
 /// An operand of [`run`], one per tensor of the kernel (`Program::kernel.tensors`, the output
 /// first: pass its previous value, or an empty tensor).

@@ -31,6 +31,9 @@ sparse_format! {
     // `b`'s columns may sit in any order in a row: the union converts it to ordered first
     pub Unordered = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed(nonordered)) }>;
     pub kernel add_unordered(c: &mut Csr<f64>, a: &Csr<f64>, b: &Unordered<f64>) { c(i, j) = a(i, j) + b(i, j) }
+    // unsigned values: wrapping arithmetic, as MLIR's `arith` ops on `ui32`/`ui64`
+    pub kernel spmv_u32(y: &mut [u32], a: &Csr<u32>, x: &[u32]) { y(i) = a(i, j) * x(j) }
+    pub kernel spgemm_u64(c: &mut Csr<u64>, a: &Csr<u64>, b: &Csr<u64>) { c(i, j) = a(i, k) * b(k, j) + 1 }
 }
 
 /// A random `rows x cols` matrix: about a third of the entries stored, values in [-4, 4] and
@@ -420,6 +423,30 @@ fn spmv_shape_mismatch_is_an_error() {
             got: 2
         })
     ));
+}
+
+#[test]
+fn unsigned_kernels_wrap() {
+    // [[3, 0, 2^31], [0, 5, 0]] times [2, 7, 2]: 6 + 2^32 wraps to 6
+    let a = Csr::<u32>::from_coo([2, 3], [([0, 0], 3), ([0, 2], 1 << 31), ([1, 1], 5)]).unwrap();
+    let mut y = [9; 2];
+    spmv_u32(&mut y, &a, &[2, 7, 2]).unwrap();
+    assert_eq!(y, [6, 35]);
+    // A·A + 1, the literal everywhere (a union): [[1, 2], [0, 3]]^2 + 1 = [[2, 9], [1, 10]]
+    let a = Csr::<u64>::from_coo([2, 2], [([0, 0], 1), ([0, 1], 2), ([1, 1], 3)]).unwrap();
+    let mut c = Csr::<u64>::from_coo([2, 2], []).unwrap();
+    spgemm_u64(&mut c, &a, &a).unwrap();
+    let got: Vec<([usize; 2], u64)> = c.iter().map(|(ij, v)| (ij, *v)).collect();
+    assert_eq!(got, [([0, 0], 2), ([0, 1], 9), ([1, 0], 1), ([1, 1], 10)]);
+    // 2^63 * 2 wraps to 0 in u64, stored as an entry
+    let a = Csr::<u64>::from_coo([1, 1], [([0, 0], 1 << 63)]).unwrap();
+    let b = Csr::<u64>::from_coo([1, 1], [([0, 0], 2)]).unwrap();
+    let mut c = Csr::<u64>::from_coo([1, 1], []).unwrap();
+    spgemm_u64(&mut c, &a, &b).unwrap();
+    assert_eq!(
+        c.iter().map(|(ij, v)| (ij, *v)).collect::<Vec<_>>(),
+        [([0, 0], 1)]
+    );
 }
 
 #[test]

@@ -172,6 +172,14 @@ fn upper_first(s: &str) -> String {
 /// Errors: a parameter passed in a way the statement cannot use; a loop form not generated yet
 /// (named in the message).
 pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream, Error> {
+    let value = p.kernel.value;
+    if value.compute() != value {
+        return Err(unsupported(&format!(
+            "kernels on {} values (computed in {})",
+            value.name(),
+            value.compute().name()
+        )));
+    }
     let inputs = p.inputs();
     let mut ops: Vec<Operand> = Vec::with_capacity(p.kernel.tensors.len());
     let mut param_of = Vec::with_capacity(inputs);
@@ -476,6 +484,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
                     buffered_op.unwrap_or(ReduceOp::Sum),
                     quote!(last.1),
                     quote!(v),
+                    cx.wraps(),
                 );
                 finish.extend(quote! {
                     entries.sort_by(|a, b| a.0.cmp(&b.0));
@@ -633,12 +642,21 @@ fn output_reduce(body: &[Stmt]) -> Option<ReduceOp> {
     None
 }
 
+/// The Rust type of value type `v`. [`emit`] refuses the types computed in a wider one
+/// (`f16`, `bf16`, 8- and 16-bit integers) before anything asks for them; `f16` and `bf16`
+/// name their compute type `f32` here.
 fn value_type(v: ValueType) -> TokenStream {
     match v {
         ValueType::F64 => quote!(f64),
-        ValueType::F32 => quote!(f32),
+        ValueType::F32 | ValueType::F16 | ValueType::BF16 => quote!(f32),
         ValueType::I64 => quote!(i64),
         ValueType::I32 => quote!(i32),
+        ValueType::I16 => quote!(i16),
+        ValueType::I8 => quote!(i8),
+        ValueType::U64 => quote!(u64),
+        ValueType::U32 => quote!(u32),
+        ValueType::U16 => quote!(u16),
+        ValueType::U8 => quote!(u8),
     }
 }
 
@@ -741,7 +759,20 @@ impl Cx<'_> {
             let rt = self.rt;
             return quote!(<V as #rt::num_traits::Zero>::zero());
         }
-        if self.p.kernel.value.is_integer() {
+        if self.wraps() {
+            // typed: a method call (`wrapping_add`) on it needs its type
+            let zero = match self.p.kernel.value {
+                ValueType::I64 => Lit::i64_suffixed(0),
+                ValueType::I32 => Lit::i32_suffixed(0),
+                ValueType::I16 => Lit::i16_suffixed(0),
+                ValueType::I8 => Lit::i8_suffixed(0),
+                ValueType::U64 => Lit::u64_suffixed(0),
+                ValueType::U32 => Lit::u32_suffixed(0),
+                ValueType::U16 => Lit::u16_suffixed(0),
+                _ => Lit::u8_suffixed(0),
+            };
+            quote!(#zero)
+        } else if self.p.kernel.value.is_integer() {
             quote!(0)
         } else {
             quote!(0.0)
@@ -776,10 +807,29 @@ impl Cx<'_> {
                 .all(|c| *c == Combine::Reduce(ReduceOp::Sum))
     }
 
+    /// Whether integer arithmetic wraps in the generated code (concrete integer values: as
+    /// MLIR's `arith` ops and the interpreter, with no overflow panic in debug builds); the
+    /// generic built-ins use the value type's own operators.
+    fn wraps(&self) -> bool {
+        !self.generic && self.p.kernel.value.is_integer()
+    }
+
+    /// `slot += v` (wrapping for integers, [`Self::wraps`]); `slot` is a place expression.
+    fn add_assign(&self, slot: TokenStream, v: TokenStream) -> TokenStream {
+        if self.wraps() {
+            quote! {
+                let __acc = &mut #slot;
+                *__acc = __acc.wrapping_add(#v);
+            }
+        } else {
+            quote!(#slot += #v;)
+        }
+    }
+
     /// The identity of a sum (`-0.0` for floats, `0` for integers).
     fn sum_identity(&self) -> TokenStream {
         if self.p.kernel.value.is_integer() {
-            quote!(0)
+            self.zero()
         } else {
             quote!(-0.0)
         }
@@ -1448,10 +1498,11 @@ impl Cx<'_> {
                             }
                             Combine::Assign => quote!(#name = #v;),
                             Combine::Reduce(ReduceOp::Sum) if !self.temp_flag(*t) => {
-                                quote!(#name += #v;)
+                                self.add_assign(quote!(#name), v)
                             }
                             Combine::Reduce(op) => {
-                                let c = combine_tokens(*op, quote!(#name), quote!(__v));
+                                let c =
+                                    combine_tokens(*op, quote!(#name), quote!(__v), self.wraps());
                                 quote! {
                                     let __v = #v;
                                     #name = if #seen { #c } else { __v };
@@ -1469,6 +1520,7 @@ impl Cx<'_> {
                         if self.sum_workspace() {
                             // a branch, not a count of `!seen`: the count would chain every
                             // update to the previous one's load of its flag
+                            let add = self.add_assign(quote!(*workspace.get_unchecked_mut(#j)), v);
                             return Ok(quote! {
                                 let __seen = visited.get_unchecked_mut(#j);
                                 if !*__seen {
@@ -1476,12 +1528,12 @@ impl Cx<'_> {
                                     *touched.get_unchecked_mut(touched_len) = #j;
                                     touched_len += 1;
                                 }
-                                *workspace.get_unchecked_mut(#j) += #v;
+                                #add
                             });
                         }
                         let c = match combine {
                             Combine::Reduce(op) => {
-                                combine_assign(*op, quote!(*__slot), quote!(__v))
+                                combine_assign(*op, quote!(*__slot), quote!(__v), self.wraps())
                             }
                             Combine::Assign => quote!(*__slot = __v;),
                         };
@@ -1633,16 +1685,16 @@ impl Cx<'_> {
         };
         Ok(match combine {
             Combine::Assign => quote!(#slot = #v;),
-            Combine::Reduce(ReduceOp::Sum) => quote!(#slot += #v;),
+            Combine::Reduce(ReduceOp::Sum) => self.add_assign(slot, v),
             Combine::Reduce(op) if !self.output_flags() => {
-                let c = combine_assign(op, quote!(#slot), quote!(__v));
+                let c = combine_assign(op, quote!(#slot), quote!(__v), self.wraps());
                 quote! {
                     let __v = #v;
                     #c
                 }
             }
             Combine::Reduce(op) => {
-                let c = combine_assign(op, quote!(#slot), quote!(__v));
+                let c = combine_assign(op, quote!(#slot), quote!(__v), self.wraps());
                 quote! {
                     let __v = #v;
                     if #flag {
@@ -2071,10 +2123,12 @@ impl Cx<'_> {
             }
             Expr::Neg(a) => {
                 let inner = self.expr(a)?;
-                if matches!(**a, Expr::Binary(..)) {
-                    quote!(-(#inner))
-                } else {
-                    quote!(-#inner)
+                let compound = matches!(**a, Expr::Binary(..));
+                match (self.wraps(), compound) {
+                    (true, true) => quote!((#inner).wrapping_neg()),
+                    (true, false) => quote!(#inner.wrapping_neg()),
+                    (false, true) => quote!(-(#inner)),
+                    (false, false) => quote!(-#inner),
                 }
             }
             Expr::Binary(op, a, b) => {
@@ -2092,6 +2146,27 @@ impl Cx<'_> {
                         _ => t,
                     })
                 };
+                if self.wraps() {
+                    let method = match op {
+                        BinOp::Add => Some(quote!(wrapping_add)),
+                        BinOp::Sub => Some(quote!(wrapping_sub)),
+                        BinOp::Mul => Some(quote!(wrapping_mul)),
+                        BinOp::Div => Some(quote!(wrapping_div)),
+                        _ => None,
+                    };
+                    if let Some(method) = method {
+                        // the receiver of a method call binds tighter than any operator
+                        let recv = self.expr(a)?;
+                        let mut tokens = recv.clone().into_iter();
+                        let simple = matches!(
+                            (tokens.next(), tokens.next()),
+                            (Some(proc_macro2::TokenTree::Ident(_)), None)
+                        );
+                        let recv = if simple { recv } else { quote!((#recv)) };
+                        let arg = self.expr(b)?;
+                        return Ok(quote!(#recv.#method(#arg)));
+                    }
+                }
                 let (a, b) = (side(a, false)?, side(b, true)?);
                 let op = match op {
                     BinOp::Add => quote!(+),
@@ -2114,6 +2189,10 @@ impl Cx<'_> {
             (Literal::Int(v), ValueType::F32) => Lit::f32_unsuffixed(*v as f32),
             (Literal::Int(v), ValueType::I64) => Lit::i64_unsuffixed(*v as i64),
             (Literal::Int(v), ValueType::I32) => Lit::i32_unsuffixed(*v as i32),
+            (Literal::Int(v), ValueType::U64) => Lit::u64_unsuffixed(*v as u64),
+            (Literal::Int(v), ValueType::U32) => Lit::u32_unsuffixed(*v as u32),
+            // the narrow types are refused by `emit`; their literals are integers
+            (Literal::Int(v), _) => Lit::i64_unsuffixed(*v as i64),
             (Literal::Float(v), ValueType::F32) => Lit::f32_unsuffixed(*v as f32),
             (Literal::Float(v), _) => Lit::f64_unsuffixed(*v),
         };
@@ -2133,10 +2212,12 @@ impl Cx<'_> {
                     let p = self.pos_ident(last);
                     let next = self.next_ident(last);
                     let zero = self.zero();
+                    let add =
+                        self.add_assign(quote!(__s), quote!(*#name.values.get_unchecked(__q)));
                     quote!({
                         let mut __s = #zero;
                         for __q in #p..#next {
-                            __s += *#name.values.get_unchecked(__q);
+                            #add
                         }
                         __s
                     })
@@ -2209,8 +2290,12 @@ fn precedence(op: BinOp) -> u8 {
 
 /// `a op= b;` for a reduction (min/max replace `a` only when `b` is smaller/larger, as the
 /// interpreter keeps `a` on ties).
-fn combine_assign(op: ReduceOp, a: TokenStream, b: TokenStream) -> TokenStream {
+/// `a op= b` for a reduction; with `wrap` (integer values) sums and products wrap, as MLIR's
+/// `arith` ops and the interpreter do.
+fn combine_assign(op: ReduceOp, a: TokenStream, b: TokenStream, wrap: bool) -> TokenStream {
     match op {
+        ReduceOp::Sum if wrap => quote!({ let __acc = &mut #a; *__acc = __acc.wrapping_add(#b); }),
+        ReduceOp::Prod if wrap => quote!({ let __acc = &mut #a; *__acc = __acc.wrapping_mul(#b); }),
         ReduceOp::Sum => quote!(#a += #b;),
         ReduceOp::Prod => quote!(#a *= #b;),
         ReduceOp::Min => quote!(if #b < #a { #a = #b; }),
@@ -2221,9 +2306,12 @@ fn combine_assign(op: ReduceOp, a: TokenStream, b: TokenStream) -> TokenStream {
     }
 }
 
-/// `a op b` for a reduction (min/max keep `a` on ties, as the interpreter does).
-fn combine_tokens(op: ReduceOp, a: TokenStream, b: TokenStream) -> TokenStream {
+/// `a op b` for a reduction (min/max keep `a` on ties, as the interpreter does; with `wrap`,
+/// integer sums and products wrap).
+fn combine_tokens(op: ReduceOp, a: TokenStream, b: TokenStream, wrap: bool) -> TokenStream {
     match op {
+        ReduceOp::Sum if wrap => quote!(#a.wrapping_add(#b)),
+        ReduceOp::Prod if wrap => quote!(#a.wrapping_mul(#b)),
         ReduceOp::Sum => quote!(#a + #b),
         ReduceOp::Prod => quote!(#a * #b),
         ReduceOp::Min => quote!(if #b < #a { #b } else { #a }),
