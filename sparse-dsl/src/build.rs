@@ -66,6 +66,7 @@ pub fn generate_items(text: &str, rt: &TokenStream) -> Result<TokenStream, Vec<D
     let decls = parse_declarations(text)?;
     let mut out = TokenStream::new();
     let mut errors = Vec::new();
+    let mut declared = Vec::new();
     for d in decls {
         let err = |msg: String| Diagnostic::new(text, d.start, d.end, msg);
         let Some(alias) = d.alias.clone() else {
@@ -95,6 +96,15 @@ pub fn generate_items(text: &str, rt: &TokenStream) -> Result<TokenStream, Vec<D
         match generate(&decl, rt) {
             Ok(tokens) => out.extend(tokens),
             Err(e) => errors.push(err(e.to_string())),
+        }
+        declared.push(decl);
+    }
+    // `transpose` between declarations whose encodings are each other's transposes (a
+    // declaration the generator refused is reported above; it generates nothing here)
+    if errors.is_empty() {
+        match crate::codegen::transpose::emit(&declared.iter().collect::<Vec<_>>(), rt) {
+            Ok(tokens) => out.extend(tokens),
+            Err(e) => errors.push(Diagnostic::new(text, 0, 0, e.to_string())),
         }
     }
     if errors.is_empty() {

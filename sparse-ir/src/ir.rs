@@ -274,6 +274,41 @@ impl AffineExpr {
         }
     }
 
+    /// The expression with every variable `Var(v)` renamed to `Var(rename(v))` (symbols,
+    /// constants and the shape of the expression unchanged).
+    pub fn rename_vars(&self, rename: &impl Fn(usize) -> usize) -> AffineExpr {
+        let bin = |a: &AffineExpr, b: &AffineExpr| {
+            (
+                Box::new(a.rename_vars(rename)),
+                Box::new(b.rename_vars(rename)),
+            )
+        };
+        match self {
+            AffineExpr::Var(v) => AffineExpr::Var(rename(*v)),
+            AffineExpr::Symbol(_) | AffineExpr::Constant(_) => self.clone(),
+            AffineExpr::Add(a, b) => {
+                let (a, b) = bin(a, b);
+                AffineExpr::Add(a, b)
+            }
+            AffineExpr::Mul(a, b) => {
+                let (a, b) = bin(a, b);
+                AffineExpr::Mul(a, b)
+            }
+            AffineExpr::FloorDiv(a, b) => {
+                let (a, b) = bin(a, b);
+                AffineExpr::FloorDiv(a, b)
+            }
+            AffineExpr::CeilDiv(a, b) => {
+                let (a, b) = bin(a, b);
+                AffineExpr::CeilDiv(a, b)
+            }
+            AffineExpr::Mod(a, b) => {
+                let (a, b) = bin(a, b);
+                AffineExpr::Mod(a, b)
+            }
+        }
+    }
+
     /// The constant this expression is, if it is a bare constant.
     pub fn as_constant(&self) -> Option<i64> {
         match self {
@@ -830,6 +865,42 @@ impl Encoding {
     /// Number of storage levels.
     pub fn lvl_rank(&self) -> usize {
         self.lvl_types.len()
+    }
+
+    /// The encoding of the same levels seen through permuted dimensions: dimension `d` of the
+    /// result is dimension `perm[d]` of `self` (NumPy's `transpose(axes)`; `[1, 0]` turns CSR
+    /// into CSC and BSR into BSC). The levels, their types and widths are unchanged, so storage
+    /// in `self` is storage in the result without moving an element. `None` unless `perm` is
+    /// a permutation of `0..dim_rank`.
+    pub fn permute_dims(&self, perm: &[usize]) -> Option<Encoding> {
+        let rank = self.dim_to_lvl.num_vars;
+        let mut inverse = vec![usize::MAX; rank];
+        if perm.len() != rank {
+            return None;
+        }
+        for (d, &p) in perm.iter().enumerate() {
+            if *inverse.get(p)? != usize::MAX {
+                return None;
+            }
+            inverse[p] = d;
+        }
+        let mut e = self.clone();
+        // a level reads old dimension `p`, which is new dimension `inverse[p]`
+        for r in &mut e.dim_to_lvl.results {
+            *r = r.rename_vars(&|v| inverse[v]);
+        }
+        e.lvl_to_dim.results = perm
+            .iter()
+            .map(|&p| self.lvl_to_dim.results.get(p).cloned())
+            .collect::<Option<_>>()?;
+        if let Some(slices) = &self.dim_slices {
+            e.dim_slices = Some(
+                perm.iter()
+                    .map(|&p| slices.get(p).cloned())
+                    .collect::<Option<_>>()?,
+            );
+        }
+        Some(e)
     }
 
     /// If `dim_to_lvl` is a permutation, `perm[l]` is the dimension stored at level `l`.

@@ -11,7 +11,7 @@ use quote::{quote, ToTokens};
 use syn::parse::{Parse, ParseStream};
 use syn::{Attribute, Ident, LitStr, Token, Visibility};
 
-use sparse_dsl::codegen::{generate, Declaration};
+use sparse_dsl::codegen::{generate, transpose, Declaration};
 use sparse_dsl::diag::Diagnostic;
 use sparse_dsl::kernel::{generate_kernel, KernelDecl, KernelParam, ParamKind};
 use sparse_dsl::parse::parse_declaration;
@@ -282,6 +282,7 @@ fn expand(decls: Declarations) -> TokenStream {
         None => errors = Some(e),
     };
     let mut formats: Vec<Format> = Vec::new();
+    let mut declared: Vec<Declaration> = Vec::new();
     for d in decls.0 {
         let (text, to_error): (String, ToError) = match d.encoding {
             EncodingSource::Literal(lit) => {
@@ -338,8 +339,14 @@ fn expand(decls: Declarations) -> TokenStream {
                     Ok(tokens) => out.extend(tokens),
                     Err(e) => add_error(syn::Error::new(d.name.span(), e.to_string())),
                 }
+                declared.push(decl);
             }
         }
+    }
+    // `transpose` between declarations whose encodings are each other's transposes
+    match transpose::emit(&declared.iter().collect::<Vec<_>>(), &rt) {
+        Ok(tokens) => out.extend(tokens),
+        Err(e) => add_error(syn::Error::new(Span::call_site(), e.to_string())),
     }
     for k in decls.1 {
         match kernel(k, &formats, &rt) {

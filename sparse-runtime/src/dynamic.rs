@@ -841,6 +841,65 @@ impl<V> DynamicStorage<V> {
     pub fn values(&self) -> &[V] {
         &self.values
     }
+    /// The same storage seen through permuted dimensions, no element moved (MLIR's
+    /// dimension-to-level maps make a transpose a change of encoding only): dimension `d` of
+    /// the result is dimension `perm[d]` of `self`, its encoding is
+    /// [`sparse_ir::ir::Encoding::permute_dims`] of this one, and every array (positions,
+    /// coordinates, values) is moved over as it is, at the same address. `[1, 0]` makes CSR
+    /// storage of `A` the CSC storage of `Aᵀ`, and BSR the BSC of `Aᵀ` (blocks read transposed).
+    ///
+    /// Errors: [`StorageError::RankMismatch`] when `perm` has not one entry per dimension;
+    /// [`StorageError::InvalidEncoding`] when it is not a permutation of `0..rank` (or the
+    /// permuted encoding fails verification), with `self` dropped.
+    pub fn permute_dims(self, perm: &[usize]) -> Result<DynamicStorage<V>, StorageError> {
+        let rank = self.dim_shape.len();
+        if perm.len() != rank {
+            return Err(StorageError::RankMismatch {
+                expected: rank,
+                got: perm.len(),
+            });
+        }
+        let not_a_permutation = || StorageError::InvalidEncoding {
+            messages: vec![format!(
+                "{perm:?} is not a permutation of the {rank} dimensions"
+            )],
+        };
+        let encoding = self
+            .encoding
+            .permute_dims(perm)
+            .ok_or_else(not_a_permutation)?
+            .verify()
+            .map_err(|errs| StorageError::InvalidEncoding {
+                messages: errs.iter().map(|e| e.message.clone()).collect(),
+            })?;
+        let mut inverse = vec![0; rank];
+        for (d, &p) in perm.iter().enumerate() {
+            inverse[p] = d;
+        }
+        Ok(DynamicStorage {
+            encoding,
+            dim_shape: perm.iter().map(|&p| self.dim_shape[p]).collect(),
+            lvl_sizes: self.lvl_sizes,
+            positions: self.positions,
+            coordinates: self.coordinates,
+            values: self.values,
+            counts: self.counts,
+            batches: self.batches,
+            counting: self.counting.map(|c| Counting {
+                dim: inverse[c.dim],
+                ..c
+            }),
+        })
+    }
+
+    /// [`Self::permute_dims`] `[1, 0]` of a matrix: the transpose as a view of the same arrays
+    /// (CSR of `A` is CSC of `Aᵀ`, BSR is BSC, DCSR is DCSC, COO stays COO in column order).
+    ///
+    /// Errors: [`StorageError::RankMismatch`] unless the tensor has 2 dimensions.
+    pub fn transpose(self) -> Result<DynamicStorage<V>, StorageError> {
+        self.permute_dims(&[1, 0])
+    }
+
     /// The same storage with every stored value mapped by `f`, in storage order (positions
     /// and coordinates unchanged): a change of value type, or values turned into text.
     pub fn map_values<W>(self, f: impl FnMut(V) -> W) -> DynamicStorage<W> {

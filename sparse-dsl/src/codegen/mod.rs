@@ -31,6 +31,7 @@ pub mod n_out_of_m;
 pub mod singleton;
 mod sparsecore;
 mod storage;
+pub mod transpose;
 
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
