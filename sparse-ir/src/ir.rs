@@ -277,8 +277,9 @@ impl AffineExpr {
     /// The expression with every variable `Var(v)` renamed to `Var(rename(v))` (symbols,
     /// constants and the shape of the expression unchanged).
     pub fn rename_vars(&self, rename: &impl Fn(usize) -> usize) -> AffineExpr {
-        let bin = |a: &AffineExpr, b: &AffineExpr| {
-            (
+        type Binary = fn(Box<AffineExpr>, Box<AffineExpr>) -> AffineExpr;
+        let bin = |make: Binary, a: &AffineExpr, b: &AffineExpr| {
+            make(
                 Box::new(a.rename_vars(rename)),
                 Box::new(b.rename_vars(rename)),
             )
@@ -286,26 +287,11 @@ impl AffineExpr {
         match self {
             AffineExpr::Var(v) => AffineExpr::Var(rename(*v)),
             AffineExpr::Symbol(_) | AffineExpr::Constant(_) => self.clone(),
-            AffineExpr::Add(a, b) => {
-                let (a, b) = bin(a, b);
-                AffineExpr::Add(a, b)
-            }
-            AffineExpr::Mul(a, b) => {
-                let (a, b) = bin(a, b);
-                AffineExpr::Mul(a, b)
-            }
-            AffineExpr::FloorDiv(a, b) => {
-                let (a, b) = bin(a, b);
-                AffineExpr::FloorDiv(a, b)
-            }
-            AffineExpr::CeilDiv(a, b) => {
-                let (a, b) = bin(a, b);
-                AffineExpr::CeilDiv(a, b)
-            }
-            AffineExpr::Mod(a, b) => {
-                let (a, b) = bin(a, b);
-                AffineExpr::Mod(a, b)
-            }
+            AffineExpr::Add(a, b) => bin(AffineExpr::Add, a, b),
+            AffineExpr::Mul(a, b) => bin(AffineExpr::Mul, a, b),
+            AffineExpr::FloorDiv(a, b) => bin(AffineExpr::FloorDiv, a, b),
+            AffineExpr::CeilDiv(a, b) => bin(AffineExpr::CeilDiv, a, b),
+            AffineExpr::Mod(a, b) => bin(AffineExpr::Mod, a, b),
         }
     }
 
