@@ -146,3 +146,46 @@ fn dense_operand_through_ndarray() {
         .sum();
     assert_eq!(y[[3, 0]], expected);
 }
+
+#[test]
+fn csr32_moves_through_sprs_at_its_own_widths() {
+    // posWidth = crdWidth = 32: a `CsMatI<f64, u32, u32>` holding the very same buffers
+    let a = Csr32::<f64>::from_coo([40, 290], entries()).unwrap();
+    let expected = a.clone();
+    let p = a.into_raw_parts();
+    let ptrs = (p.pos_1.as_ptr(), p.crd_1.as_ptr(), p.values.as_ptr());
+    let m = interop::sprs::csr_from_parts_i(p.dim_shape, p.pos_1, p.crd_1, p.values).unwrap();
+    assert_eq!(
+        (m.rows(), m.cols(), m.nnz()),
+        (40, 290, expected.values().len())
+    );
+    // sprs computes with it: row 3 of A times ones is the sum of row 3's values
+    let row3: f64 = expected
+        .iter()
+        .filter(|(ij, _)| ij[0] == 3)
+        .map(|(_, v)| *v)
+        .sum();
+    assert_eq!(m.outer_view(3).unwrap().data().iter().sum::<f64>(), row3);
+    let back = interop::sprs::csr_into_parts_i(m).unwrap();
+    assert_eq!(
+        (back.pos.as_ptr(), back.crd.as_ptr(), back.values.as_ptr()),
+        ptrs
+    );
+    let back = Csr32::from_raw_parts(Csr32Parts {
+        dim_shape: back.dim_shape,
+        pos_1: back.pos,
+        crd_1: back.crd,
+        values: back.values,
+    })
+    .unwrap();
+    assert_eq!(back, expected);
+    // the wrong orientation is refused, naming both
+    let c =
+        interop::sprs::csc_from_parts_i([2, 2], vec![0u32, 1, 1], vec![1u32], vec![5.0]).unwrap();
+    let e = interop::sprs::csr_into_parts_i(c).unwrap_err();
+    assert!(e.to_string().contains("the matrix is Csc, not Csr"), "{e}");
+    // an offset past the indices is our error, not a panic in sprs
+    let e = interop::sprs::csr_from_parts_i([2, 2], vec![0u32, 3, 3], vec![0u32], vec![1.0])
+        .unwrap_err();
+    assert!(matches!(e, StorageError::Invariant { level: 1, .. }), "{e}");
+}

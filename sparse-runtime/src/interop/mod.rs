@@ -29,7 +29,10 @@
 //! buffers, as a pointer comparison in the tests shows; the values always move without a copy.
 //! Other widths are converted: widened on the way out (never fails on a 64-bit target), narrowed
 //! on the way in, where a number that does not fit is [`StorageError::WidthOverflow`] naming the
-//! level, the buffer kind, the number and the width (nothing is converted then). An
+//! level, the buffer kind, the number and the width (nothing is converted then). sprs also
+//! indexes with `u16`, `u32` and `u64`: its `*_parts_i` functions give a `CsMatI` at a generated
+//! struct's own widths (`posWidth = crdWidth = 32` is `CsMatI<V, u32, u32>`), every buffer
+//! moved. An
 //! array-of-structs COO is split or interleaved (a copy); a faer matrix with per-row (column)
 //! counts is compacted (a copy).
 //!
@@ -408,11 +411,11 @@ pub(crate) fn native_into_parts<P: Index, C: Index, V>(
 /// panicking.
 ///
 /// Errors: [`StorageError::Invariant`] naming level 1, the rule and the position.
-pub(crate) fn check_compressed(
+pub(crate) fn check_compressed<P: Index, C: Index>(
     outer: usize,
     inner: usize,
-    pos: &[usize],
-    crd: &[usize],
+    pos: &[P],
+    crd: &[C],
     nvalues: usize,
 ) -> Result<(), StorageError> {
     let bad = |invariant: &'static str, position: usize, detail: String| StorageError::Invariant {
@@ -428,14 +431,14 @@ pub(crate) fn check_compressed(
             format!("{} positions for {outer} segments", pos.len()),
         ));
     }
-    if pos[0] != 0 {
+    if pos[0].index() != 0 {
         return Err(bad(
             "positions start at 0",
             0,
             format!("pos[0] = {}", pos[0]),
         ));
     }
-    if pos[outer] != crd.len() || crd.len() != nvalues {
+    if pos[outer].index() != crd.len() || crd.len() != nvalues {
         return Err(bad(
             "last position is the number of entries",
             outer,
@@ -447,7 +450,7 @@ pub(crate) fn check_compressed(
         ));
     }
     for o in 0..outer {
-        let (lo, hi) = (pos[o], pos[o + 1]);
+        let (lo, hi) = (pos[o].index(), pos[o + 1].index());
         if lo > hi {
             return Err(bad(
                 "positions non-decreasing",
@@ -463,7 +466,7 @@ pub(crate) fn check_compressed(
             ));
         }
         for p in lo..hi {
-            if crd[p] >= inner {
+            if crd[p].index() >= inner {
                 return Err(bad(
                     "coordinates in range",
                     p,
