@@ -107,13 +107,41 @@ struct OutputInsert {
     finish: TokenStream,
 }
 
+/// How many times `name` occurs in `t` as an identifier, at any depth of groups.
+fn count_ident(t: &TokenStream, name: &str) -> usize {
+    t.clone()
+        .into_iter()
+        .map(|t| match t {
+            proc_macro2::TokenTree::Ident(i) => usize::from(i == name),
+            proc_macro2::TokenTree::Group(g) => count_ident(&g.stream(), name),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// `t` without its top-level statement `let NAME = ...;`.
+fn drop_let(t: &TokenStream, name: &str) -> TokenStream {
+    let tokens: Vec<proc_macro2::TokenTree> = t.clone().into_iter().collect();
+    let is_let = |k: usize| {
+        matches!(&tokens[k], proc_macro2::TokenTree::Ident(i) if i == "let")
+            && matches!(tokens.get(k + 1), Some(proc_macro2::TokenTree::Ident(i)) if i == name)
+    };
+    let Some(start) = (0..tokens.len()).find(|&k| is_let(k)) else {
+        return t.clone();
+    };
+    let end = (start..tokens.len())
+        .find(|&k| matches!(&tokens[k], proc_macro2::TokenTree::Punct(p) if p.as_char() == ';'))
+        .map_or(tokens.len(), |k| k + 1);
+    tokens[..start]
+        .iter()
+        .chain(&tokens[end..])
+        .cloned()
+        .collect()
+}
+
 /// Whether `name` occurs in `t` as an identifier, at any depth of groups.
 fn mentions(t: &TokenStream, name: &str) -> bool {
-    t.clone().into_iter().any(|t| match t {
-        proc_macro2::TokenTree::Ident(i) => i == name,
-        proc_macro2::TokenTree::Group(g) => mentions(&g.stream(), name),
-        _ => false,
-    })
+    count_ident(t, name) > 0
 }
 
 /// [`OutputInsert`]'s steps for the entries of one parent (a workspace's compress).
@@ -1027,6 +1055,21 @@ impl Cx<'_> {
             }
             parent = position;
             parents = ins.count;
+        }
+        // a position no later level, value or segment reads (a COO level's, whose singleton
+        // below takes its position from the entry count) is not bound at all
+        for l in 0..rank {
+            let q = self.insert_ident(&format!("q{l}")).to_string();
+            let reads = count_ident(&step, &q)
+                + count_ident(&finish, &q)
+                + leaf.as_ref().map_or(0, |t| count_ident(t, &q));
+            if reads == 1 {
+                step = drop_let(&step, &q);
+                if let Some(pp) = per_parent.as_mut() {
+                    pp.parent = drop_let(&pp.parent, &q);
+                    pp.step = drop_let(&pp.step, &q);
+                }
+            }
         }
         let values = self.insert_ident("values");
         init.extend(quote!(let mut #values: ::std::vec::Vec<#v> = ::std::vec::Vec::with_capacity(#o.values.len());));
