@@ -612,11 +612,30 @@ fn narrow_and_unsigned_value_types() {
         fails(&["eval", "C(i,j) = C(i,j) * 3", "--tensor", &tz]),
         "error: --tensor C: value type complex<f64> is not supported by sparse eval (f64, f32, f16, bf16, i64, i32, i16, i8, ui64, ui32, ui16, ui8)"
     );
-    // the Rust back end does not generate narrow kernels yet, and says so
+    // the Rust back end computes narrow kernels as the interpreter does: loads widen to f32, the
+    // sparse output's values are stored back rounded once
     let tc = format!("C=tensor<3x3xf16, {CSR}>");
     let ta = format!("A=tensor<3x3xf16, {CSR}>");
-    assert_eq!(
-        fails(&["eval", "C(i,j) = A(i,j) * 3", "--tensor", &tc, "--tensor", &ta, "--emit", "rust"]),
-        "error: --emit rust: the Rust back end does not generate kernels on f16 values (computed in f32) yet (`sparse eval` runs it through the interpreter)"
+    let rust = ok(&[
+        "eval",
+        "C(i,j) = A(i,j) * 3",
+        "--tensor",
+        &tc,
+        "--tensor",
+        &ta,
+        "--emit",
+        "rust",
+    ]);
+    assert!(
+        rust.contains("A: &AFormat<::sparse::runtime::half::f16>"),
+        "{rust}"
+    );
+    assert!(
+        rust.contains("(*A.values.get_unchecked(a_p1)).to_f32() * 3.0"),
+        "{rust}"
+    );
+    assert!(
+        rust.contains(".map(|w| ::sparse::runtime::half::f16::from_f32(w))"),
+        "{rust}"
     );
 }

@@ -363,22 +363,32 @@ fn expand(decls: Declarations) -> TokenStream {
 /// A declared format: its name, encoding and static shape (tensor-type declarations).
 type Format = (Ident, VerifiedEncoding, Option<Vec<Option<u64>>>);
 
-/// The value type named by `ty` (`f64`, `f32`, `i64`, `i32`, `u64`, `u32`).
+/// The value type named by `ty`: `f64`, `f32`, `i64`, `i32`, `i16`, `i8`, `u64`, `u32`,
+/// `u16`, `u8`, or `f16`/`bf16` (the `half` crate's, by any path ending in that name).
 fn value_type(ty: &syn::Type) -> syn::Result<ValueType> {
     let name = match ty {
-        syn::Type::Path(p) if p.qself.is_none() => p.path.get_ident().map(|i| i.to_string()),
+        syn::Type::Path(p) if p.qself.is_none() => {
+            p.path.segments.last().map(|s| s.ident.to_string())
+        }
         _ => None,
     };
+    let plain = matches!(ty, syn::Type::Path(p) if p.path.get_ident().is_some());
     match name.as_deref() {
-        Some("f64") => Ok(ValueType::F64),
-        Some("f32") => Ok(ValueType::F32),
-        Some("i64") => Ok(ValueType::I64),
-        Some("i32") => Ok(ValueType::I32),
-        Some("u64") => Ok(ValueType::U64),
-        Some("u32") => Ok(ValueType::U32),
+        Some("f64") if plain => Ok(ValueType::F64),
+        Some("f32") if plain => Ok(ValueType::F32),
+        Some("f16") => Ok(ValueType::F16),
+        Some("bf16") => Ok(ValueType::BF16),
+        Some("i64") if plain => Ok(ValueType::I64),
+        Some("i32") if plain => Ok(ValueType::I32),
+        Some("i16") if plain => Ok(ValueType::I16),
+        Some("i8") if plain => Ok(ValueType::I8),
+        Some("u64") if plain => Ok(ValueType::U64),
+        Some("u32") if plain => Ok(ValueType::U32),
+        Some("u16") if plain => Ok(ValueType::U16),
+        Some("u8") if plain => Ok(ValueType::U8),
         _ => Err(syn::Error::new_spanned(
             ty,
-            "expected a value type: f64, f32, i64, i32, u64 or u32",
+            "expected a value type: f64, f32, f16, bf16, i64, i32, i16, i8, u64, u32, u16 or u8",
         )),
     }
 }

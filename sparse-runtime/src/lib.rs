@@ -45,6 +45,9 @@ pub use coo::CooTensor;
 pub use dynamic::{DynamicStorage, RawParts};
 pub use error::{BufferKind, StorageError};
 pub use generated::Par;
+/// The `half` crate: `f16` and `bf16` values in storage and generated kernels (which
+/// compute them in `f32`).
+pub use half;
 pub use index::{Index, IndexBuffer, IndexSlice};
 pub use num_traits;
 pub use packed::{CrdBuffer, IndexView, PackedBuffer};

@@ -4,7 +4,7 @@ use std::fmt::{Debug, Display};
 use std::ops::{AddAssign, Mul};
 
 /// A stored value: any copyable numeric type with zero, `+=` and `*`
-/// (`f32`, `f64`, the integer types; `half::bf16`/`f16` and quantized types come later).
+/// (`f32`, `f64`, the integer types, `half::f16` and `half::bf16`).
 ///
 /// `Display` must print the shortest round-trip form (Rust's float `Display` does), as used by
 /// `sparse_tensor.print` and the CLI.

@@ -23,6 +23,12 @@
 //! random-access output starts from `0` where the interpreter stores the first term, so a sum
 //! whose every term is `-0.0` gives `+0.0` here (IEEE: `0.0 + -0.0 == +0.0`).
 //!
+//! Values stored narrow (`f16`, `bf16`, 8- and 16-bit integers) are computed in their
+//! [`ValueType::compute`] type, as the interpreter does: every load widens (`x.to_f32()`,
+//! `i32::from(x)`), a dense or 0-d output is shadowed by a buffer of the wide type (a widened
+//! copy when the statement reads it or adds to it), a sparse output's values are collected
+//! wide, and everything is stored back once after the loops (rounded to nearest, or wrapping).
+//!
 //! Sparse outputs are collected as coordinates in the IR's strategy (in order, through a
 //! workspace, or buffered) and assembled with the output format's `from_coo`.
 
@@ -86,6 +92,9 @@ struct Cx<'a> {
     hoisted: std::cell::RefCell<Vec<(usize, Ident)>>,
     /// The slice of a dense format output's values the loops write (`c_values`).
     out_slice: Option<Ident>,
+    /// The value type the operands store when the kernel computes in a wider one
+    /// ([`ValueType::compute`]): loads widen, the output is stored back narrowed.
+    stored: Option<ValueType>,
 }
 
 /// In-order insertion into the output's arrays (MLIR's `sparse_tensor.insert`), each level's
@@ -200,14 +209,19 @@ fn upper_first(s: &str) -> String {
 /// Errors: a parameter passed in a way the statement cannot use; a loop form not generated yet
 /// (named in the message).
 pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream, Error> {
-    let value = p.kernel.value;
-    if value.compute() != value {
-        return Err(unsupported(&format!(
-            "kernels on {} values (computed in {})",
-            value.name(),
-            value.compute().name()
-        )));
-    }
+    // values stored narrow (`f16`, `bf16`, 8- and 16-bit integers) are computed in a wider
+    // type, as the interpreter does: loads widen, the output is computed in a buffer of the
+    // wide type and stored back once, at the end
+    let stored = p.kernel.value;
+    let wide_program;
+    let p = if stored.compute() == stored {
+        p
+    } else {
+        let mut wide = p.clone();
+        wide.kernel.value = stored.compute();
+        wide_program = wide;
+        &wide_program
+    };
     let inputs = p.inputs();
     let mut ops: Vec<Operand> = Vec::with_capacity(p.kernel.tensors.len());
     let mut param_of = Vec::with_capacity(inputs);
@@ -244,7 +258,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         if k.method.is_some() {
             quote!(V)
         } else {
-            value_type(v)
+            value_type(v, rt)
         }
     };
     let mut conversions = TokenStream::new();
@@ -350,6 +364,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         insert: None,
         hoisted: Default::default(),
         out_slice: None,
+        stored: (stored != p.kernel.value).then_some(stored),
     };
     if k.method.as_ref().is_some_and(|m| m.rows) {
         cx.rows = Some(cx.rows_unit()?);
@@ -438,6 +453,11 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
     let (extent_lets, checks) = cx.extents();
     let mut init = TokenStream::new();
     let out_read = p.kernel.accesses.iter().any(|a| a.tensor == out_t);
+    let (widen_out, narrow_out, wide_values) = if p.strategy == Strategy::InPlace {
+        cx.wide_output(p.kernel.accumulate || out_read)?
+    } else {
+        (TokenStream::new(), TokenStream::new(), None)
+    };
     if p.strategy == Strategy::InPlace && out_read && !p.kernel.accumulate {
         // the output is cleared before the loops: the right-hand side reads a copy
         let name = &cx.ops[out_t].name;
@@ -447,13 +467,21 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
             ParamKind::Slice { .. } | ParamKind::Matrix { .. } => {
                 quote!(let #snap = #name.to_vec();)
             }
-            ParamKind::Format { .. } => quote!(let #snap = #name.values.clone();),
+            ParamKind::Format { .. } => match &wide_values {
+                Some(wide) => quote!(let #snap = #wide.clone();),
+                None => quote!(let #snap = #name.values.clone();),
+            },
             ParamKind::Par => return Err(Error::plain("`Par` is not an operand")),
         });
         cx.snapshot = Some(snap);
     }
     let mut finish = TokenStream::new();
-    if sparse_out.is_none()
+    if let Some(wide) = &wide_values {
+        // the loops read and write the wide copy of a dense format's values
+        let vals = format_ident!("{}_values", cx.ops[out_t].prefix);
+        init.extend(quote!(let #vals = &mut #wide[..];));
+        cx.out_slice = Some(vals);
+    } else if sparse_out.is_none()
         && matches!(cx.ops[out_t].kind, ParamKind::Format { .. })
         && !(out_read && cx.snapshot.is_none())
     {
@@ -504,11 +532,13 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
                 }
             }
             let buffered_op = output_reduce(&p.body);
-            if p.strategy == Strategy::Buffer && !matches!(buffered_op, None | Some(ReduceOp::Sum))
+            let narrow = cx.narrow(quote!(w));
+            if p.strategy == Strategy::Buffer
+                && (narrow.is_some() || !matches!(buffered_op, None | Some(ReduceOp::Sum)))
             {
-                // `from_coo` sums duplicates: combine them with the reduction first, in the
-                // order they were produced (a stable sort)
-                let c = combine_tokens(
+                // `from_coo` sums duplicates (in the stored type): combine them with the
+                // reduction first, in the order they were produced (a stable sort)
+                let c = combine_assign(
                     buffered_op.unwrap_or(ReduceOp::Sum),
                     quote!(last.1),
                     quote!(v),
@@ -519,11 +549,16 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
                     let mut combined: ::std::vec::Vec<([usize; #rank], #v)> = ::std::vec::Vec::with_capacity(entries.len());
                     for (c, v) in entries {
                         match combined.last_mut() {
-                            Some(last) if last.0 == c => last.1 = #c,
+                            Some(last) if last.0 == c => { #c }
                             _ => combined.push((c, v)),
                         }
                     }
                     let entries = combined;
+                });
+            }
+            if let (Some(narrow), None) = (&narrow, &cx.insert) {
+                finish.extend(quote! {
+                    let entries: ::std::vec::Vec<_> = entries.into_iter().map(|(c, w)| (c, #narrow)).collect();
                 });
             }
             // appended in order or through a workspace: already in level order
@@ -540,7 +575,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
     cx.outermost.set(cx.rows.is_some());
     let body = cx.stmts(&p.body)?;
     // read only the extents something uses
-    let used = idents(&quote!(#checks #conversions #init #body #finish));
+    let used = idents(&quote!(#checks #conversions #widen_out #init #body #finish #narrow_out));
     let extents: TokenStream = extent_lets
         .into_iter()
         .filter(|(n, _)| used.contains(&n.to_string()))
@@ -597,9 +632,11 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
             #extents
             #checks
             #conversions
+            #widen_out
             #init
             #body
             #finish
+            #narrow_out
             #ok(())
         }
     })
@@ -670,13 +707,14 @@ fn output_reduce(body: &[Stmt]) -> Option<ReduceOp> {
     None
 }
 
-/// The Rust type of value type `v`. [`emit`] refuses the types computed in a wider one
-/// (`f16`, `bf16`, 8- and 16-bit integers) before anything asks for them; `f16` and `bf16`
-/// name their compute type `f32` here.
-fn value_type(v: ValueType) -> TokenStream {
+/// The Rust type of value type `v` (`f16` and `bf16` are the `half` crate's, through the
+/// runtime's re-export).
+fn value_type(v: ValueType, rt: &TokenStream) -> TokenStream {
     match v {
         ValueType::F64 => quote!(f64),
-        ValueType::F32 | ValueType::F16 | ValueType::BF16 => quote!(f32),
+        ValueType::F32 => quote!(f32),
+        ValueType::F16 => quote!(#rt::half::f16),
+        ValueType::BF16 => quote!(#rt::half::bf16),
         ValueType::I64 => quote!(i64),
         ValueType::I32 => quote!(i32),
         ValueType::I16 => quote!(i16),
@@ -1080,12 +1118,16 @@ impl Cx<'_> {
         }
         let rt = self.rt;
         let parts = format_ident!("{}Parts", format);
+        let stored_values = match self.narrow(quote!(w)) {
+            Some(narrow) => quote!(#values.into_iter().map(|w| #narrow).collect()),
+            None => quote!(#values),
+        };
         let safety = quote!(#rt::safety!("the loops inserted the entries in the format's level order, each coordinate once and below its level size, and closed every segment: the arrays satisfy `validate`."););
         finish.extend(quote! {
             let parts = #parts {
                 dim_shape: #o.dim_shape,
                 #(#fields,)*
-                values: #values,
+                values: #stored_values,
             };
             #safety
             *#o = unsafe { #format::from_raw_parts_unchecked(parts) };
@@ -1292,6 +1334,113 @@ impl Cx<'_> {
 
     /// Clears the random-access output (unless `+=`), and its visited flags when a reduction
     /// other than a sum writes it.
+    /// A value of the stored narrow type ([`Self::stored`]) in the compute type: `x.to_f32()`
+    /// for `f16`/`bf16`, `i32::from(x)` for 8- and 16-bit integers (exact); `e` itself when the
+    /// kernel computes in its stored type.
+    fn widen(&self, e: TokenStream) -> TokenStream {
+        match self.stored {
+            None => e,
+            Some(ValueType::F16 | ValueType::BF16) => {
+                let r = receiver_of(&e);
+                quote!(#r.to_f32())
+            }
+            Some(_) => quote!(i32::from(#e)),
+        }
+    }
+
+    /// The computed value `w` (an identifier) stored back in the narrow type: rounded to
+    /// nearest (ties to even) for `f16`/`bf16` (`half`'s `from_f32`), wrapping for integers
+    /// (`as`), as the interpreter and MLIR's `arith.truncf`/`arith.trunci` do. `None` when the
+    /// kernel computes in its stored type.
+    fn narrow(&self, w: TokenStream) -> Option<TokenStream> {
+        let rt = self.rt;
+        Some(match self.stored? {
+            ValueType::F16 => quote!(#rt::half::f16::from_f32(#w)),
+            ValueType::BF16 => quote!(#rt::half::bf16::from_f32(#w)),
+            t => {
+                let ty = value_type(t, rt);
+                quote!(#w as #ty)
+            }
+        })
+    }
+
+    /// For an output written in place and stored narrow: the code that shadows it with a buffer
+    /// of the compute type (a widened copy when the statement reads it or adds to it, zeros
+    /// otherwise), the code that stores the buffer back narrowed after the loops, and, for a
+    /// dense format, the buffer's name (the loops write it through `out_slice`). Nothing when
+    /// the kernel computes in its stored type.
+    fn wide_output(&self, read: bool) -> Result<(TokenStream, TokenStream, Option<Ident>), Error> {
+        let Some(narrow) = self.narrow(quote!(w)) else {
+            return Ok((TokenStream::new(), TokenStream::new(), None));
+        };
+        let t = self.p.kernel.output.tensor;
+        let name = self.tensor_name(t);
+        let wide = format_ident!("{}_wide", name);
+        let kept = format_ident!("{}_stored", name);
+        let v = value_type(self.p.kernel.value, self.rt);
+        let zero = self.zero();
+        let widened = |values: TokenStream| {
+            let w = self.widen(quote!(v));
+            quote!(#values.iter().map(|&v| #w).collect())
+        };
+        Ok(match &self.ops[t].kind {
+            ParamKind::Slice { .. } | ParamKind::Matrix { .. } => {
+                let start = if read {
+                    widened(quote!(#name))
+                } else {
+                    quote!(::std::vec![#zero; #name.len()])
+                };
+                (
+                    quote! {
+                        let mut #wide: ::std::vec::Vec<#v> = #start;
+                        let (#kept, #name) = (#name, &mut #wide[..]);
+                    },
+                    quote! {
+                        for (o, &w) in #kept.iter_mut().zip(#name.iter()) {
+                            *o = #narrow;
+                        }
+                    },
+                    None,
+                )
+            }
+            ParamKind::Scalar { .. } => {
+                let start = if read {
+                    self.widen(quote!(*#name))
+                } else {
+                    zero
+                };
+                (
+                    quote! {
+                        let mut #wide: #v = #start;
+                        let (#kept, #name) = (#name, &mut #wide);
+                    },
+                    quote! {
+                        let w = *#name;
+                        *#kept = #narrow;
+                    },
+                    None,
+                )
+            }
+            ParamKind::Format { .. } => {
+                let start = if read {
+                    widened(quote!(#name.values))
+                } else {
+                    quote!(::std::vec![#zero; #name.values.len()])
+                };
+                (
+                    quote!(let mut #wide: ::std::vec::Vec<#v> = #start;),
+                    quote! {
+                        for (o, &w) in #name.values.iter_mut().zip(#wide.iter()) {
+                            *o = #narrow;
+                        }
+                    },
+                    Some(wide),
+                )
+            }
+            ParamKind::Par => return Err(Error::plain("`Par` is not an operand")),
+        })
+    }
+
     fn init_output(&self) -> TokenStream {
         let t = self.p.kernel.output.tensor;
         let name = self.tensor_name(t);
@@ -1300,17 +1449,24 @@ impl Cx<'_> {
         if self.p.kernel.accumulate {
             return s;
         }
+        // a wide output buffer the statement does not read starts at zero ([`Self::wide_output`])
+        let cleared =
+            self.stored.is_some() && !self.p.kernel.accesses.iter().any(|a| a.tensor == t);
         let flags = self.flags_ident();
         match self.ops[t].kind {
             ParamKind::Scalar { .. } => {
-                s.extend(quote!(*#name = #zero;));
+                if !cleared {
+                    s.extend(quote!(*#name = #zero;));
+                }
                 if self.output_flags() {
                     s.extend(quote!(let mut #flags = false;));
                 }
             }
             _ => {
                 let out = self.output_values();
-                s.extend(quote!(#out.fill(#zero);));
+                if !cleared {
+                    s.extend(quote!(#out.fill(#zero);));
+                }
                 if self.output_flags() {
                     s.extend(quote!(let mut #flags = ::std::vec![false; #out.len()];));
                 }
@@ -2255,8 +2411,10 @@ impl Cx<'_> {
                     let p = self.pos_ident(last);
                     let next = self.next_ident(last);
                     let zero = self.zero();
-                    let add =
-                        self.add_assign(quote!(__s), quote!(*#name.values.get_unchecked(__q)));
+                    let add = self.add_assign(
+                        quote!(__s),
+                        self.widen(quote!(*#name.values.get_unchecked(__q))),
+                    );
                     quote!({
                         let mut __s = #zero;
                         for __q in #p..#next {
@@ -2267,11 +2425,30 @@ impl Cx<'_> {
                 }
                 Some(&last) => {
                     let p = self.pos_ident(last);
-                    quote!(*#name.values.get_unchecked(#p))
+                    self.widen(quote!(*#name.values.get_unchecked(#p)))
                 }
-                None => quote!(*#name.values.get_unchecked(0)),
+                None => self.widen(quote!(*#name.values.get_unchecked(0))),
             });
         }
+        let output = acc.tensor == self.p.kernel.output.tensor;
+        if !output {
+            // an input stores its values narrow; the output was shadowed by a wide buffer
+            return Ok(self.widen(self.load_stored(acc)?));
+        }
+        if let (Some(vals), true) = (&self.out_slice, self.stored.is_some()) {
+            if matches!(self.ops[acc.tensor].kind, ParamKind::Format { .. })
+                && self.snapshot.is_none()
+            {
+                let at = self.dense_flat(acc.tensor, &acc.indices)?;
+                return Ok(quote!(*#vals.get_unchecked(#at)));
+            }
+        }
+        self.load_stored(acc)
+    }
+
+    /// A random-access read of `acc` as its operand holds it (the output: its copy, if any).
+    fn load_stored(&self, acc: &sparse_sparsifier::check::Access) -> Result<TokenStream, Error> {
+        let name = self.tensor_name(acc.tensor);
         let snapshot = self
             .snapshot
             .as_ref()
