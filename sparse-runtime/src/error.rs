@@ -180,6 +180,11 @@ pub enum StorageError {
         /// What is wrong.
         reason: String,
     },
+    /// A generated kernel on integer values divided by zero (the interpreter's error too;
+    /// floats follow IEEE instead). Integer division otherwise wraps (`i32::MIN / -1` is
+    /// `i32::MIN`), as MLIR's `arith.divsi`/`divui` are lowered.
+    #[error("integer division by zero")]
+    DivisionByZero,
     /// Raw parts given to `from_raw_parts` do not have the encoding's shape of arrays (which
     /// levels have positions or coordinates, widths, number of levels).
     #[error("raw parts, level {level}: {reason}")]

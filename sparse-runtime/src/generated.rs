@@ -223,24 +223,76 @@ pub fn par_rows_with<V: Send>(
     before: impl Fn(usize) -> usize,
     rows: impl Fn(&mut [V], usize) + Sync,
 ) {
+    let done: Result<(), std::convert::Infallible> = par_rows_try(par, y, unit, before, |y, r| {
+        rows(y, r);
+        Ok(())
+    });
+    match done {
+        Ok(()) => {}
+        Err(never) => match never {},
+    }
+}
+
+/// [`par_rows_with`] for a row kernel that can fail (an integer division by zero): the error
+/// of a range that failed is returned (which one, when several fail, depends on the
+/// schedule); ranges not started by then are skipped, so `y` is partly written.
+pub fn par_rows_try<V: Send, E: Send>(
+    par: Par,
+    y: &mut [V],
+    unit: usize,
+    before: impl Fn(usize) -> usize,
+    rows: impl Fn(&mut [V], usize) -> Result<(), E> + Sync,
+) -> Result<(), E> {
     let tasks = match par {
         Par::Seq => return rows(y, 0),
         Par::Rayon(n) => n.get(),
     };
     let units = y.len() / unit.max(1);
     let splits = crate::storage::balanced_splits(units, tasks, before);
-    let rows = &rows;
-    rayon::scope(|s| {
-        let mut rest: &mut [V] = y;
-        for w in splits.windows(2) {
-            let (chunk, tail) = std::mem::take(&mut rest).split_at_mut((w[1] - w[0]) * unit);
-            rest = tail;
-            let row0 = w[0];
-            if !chunk.is_empty() {
-                s.spawn(move |_| rows(chunk, row0));
+    let mut ranges = Vec::with_capacity(splits.len());
+    let mut rest: &mut [V] = y;
+    for w in splits.windows(2) {
+        let (chunk, tail) = std::mem::take(&mut rest).split_at_mut((w[1] - w[0]) * unit);
+        rest = tail;
+        if !chunk.is_empty() {
+            ranges.push((chunk, w[0]));
+        }
+    }
+    use rayon::prelude::*;
+    ranges
+        .into_par_iter()
+        .try_for_each(|(chunk, row0)| rows(chunk, row0))
+}
+
+/// Integer division as generated kernels compute it: wrapping (`MIN / -1` is `MIN`), and
+/// [`StorageError::DivisionByZero`](crate::StorageError::DivisionByZero) for a zero divisor,
+/// as the interpreter (MLIR's `arith.divsi`/`divui` leave that case undefined; here it is an
+/// error, never a panic).
+pub trait IntDiv: Sized {
+    /// `self / d`, wrapping; an error when `d` is zero.
+    fn int_div(self, d: Self) -> Result<Self, crate::StorageError>;
+}
+
+macro_rules! int_div {
+    ($($t:ty),*) => {$(
+        impl IntDiv for $t {
+            #[inline]
+            fn int_div(self, d: Self) -> Result<Self, crate::StorageError> {
+                if d == 0 {
+                    Err(crate::StorageError::DivisionByZero)
+                } else {
+                    Ok(self.wrapping_div(d))
+                }
             }
         }
-    });
+    )*};
+}
+int_div!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+/// `a / d` for a generated kernel on integers ([`IntDiv`]).
+#[inline]
+pub fn int_div<T: IntDiv>(a: T, d: T) -> Result<T, crate::StorageError> {
+    a.int_div(d)
 }
 
 /// How a dense matrix lies in a slice (the built-in `spmm`'s `B` and `C`).

@@ -33,6 +33,8 @@ sparse_format! {
     pub kernel add_unordered(c: &mut Csr<f64>, a: &Csr<f64>, b: &Unordered<f64>) { c(i, j) = a(i, j) + b(i, j) }
     // unsigned values: wrapping arithmetic, as MLIR's `arith` ops on `ui32`/`ui64`
     pub kernel spmv_u32(y: &mut [u32], a: &Csr<u32>, x: &[u32]) { y(i) = a(i, j) * x(j) }
+    pub kernel ratio_i32(y: &mut [i32], a: &Csr<i32>, x: &[i32]) { y(i) = a(i, j) / x(j) }
+    pub kernel ratio_par_i32(par: Par, y: &mut [i32], a: &Csr<i32>, x: &[i32]) { y(i) = a(i, j) / x(j) }
     pub kernel spgemm_u64(c: &mut Csr<u64>, a: &Csr<u64>, b: &Csr<u64>) { c(i, j) = a(i, k) * b(k, j) + 1 }
 }
 
@@ -447,6 +449,38 @@ fn unsigned_kernels_wrap() {
         c.iter().map(|(ij, v)| (ij, *v)).collect::<Vec<_>>(),
         [([0, 0], 1)]
     );
+}
+
+#[test]
+fn integer_division_by_zero_is_an_error() {
+    // [[7, 0, MIN], [0, -9, 0]] / [2, 3, -1]: 7 / 2 + MIN / -1 (wraps to MIN) = MIN + 3
+    let a = Csr::<i32>::from_coo([2, 3], [([0, 0], 7), ([0, 2], i32::MIN), ([1, 1], -9)]).unwrap();
+    let x = [2, 3, -1];
+    let mut y = [5; 2];
+    ratio_i32(&mut y, &a, &x).unwrap();
+    assert_eq!(y, [i32::MIN + 3, -3]);
+    for par in [Par::Seq, Par::rayon(2)] {
+        let mut y_par = [5; 2];
+        ratio_par_i32(par, &mut y_par, &a, &x).unwrap();
+        assert_eq!(y_par, y);
+    }
+    // a zero where `a` stores an entry: the interpreter's error, not a panic
+    let x = [2, 0, -1];
+    assert!(matches!(
+        ratio_i32(&mut y, &a, &x),
+        Err(sparse::Error::DivisionByZero)
+    ));
+    for par in [Par::Seq, Par::rayon(2)] {
+        assert!(matches!(
+            ratio_par_i32(par, &mut y, &a, &x),
+            Err(sparse::Error::DivisionByZero)
+        ));
+    }
+    // a zero where `a` has no entry is never divided by (`/` intersects)
+    let x = [2, 3, 0];
+    let a = Csr::<i32>::from_coo([2, 3], [([0, 0], 7), ([1, 1], -9)]).unwrap();
+    ratio_i32(&mut y, &a, &x).unwrap();
+    assert_eq!(y, [3, -3]);
 }
 
 #[test]

@@ -590,8 +590,18 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
             let v = vtok(p.kernel.value);
             let unit = usize_lit(cx.rows.unwrap_or(1));
             let before = cx.balance();
-            (
-                TokenStream::new(),
+            let run = if idents(&body).contains("int_div") {
+                // an integer division can fail: so can each range
+                quote! {
+                    let rows = |#out: &mut [#v], row0: usize| -> ::core::result::Result<(), #rt::StorageError> {
+                        #init
+                        #safety
+                        unsafe { #body }
+                        ::core::result::Result::Ok(())
+                    };
+                    #rt::generated::par_rows_try(#par, #out, #unit, #before, rows)?;
+                }
+            } else {
                 quote! {
                     let rows = |#out: &mut [#v], row0: usize| {
                         #init
@@ -599,8 +609,9 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
                         unsafe { #body }
                     };
                     #rt::generated::par_rows_with(#par, #out, #unit, #before, rows);
-                },
-            )
+                }
+            };
+            (TokenStream::new(), run)
         }
     };
     let name = &k.name;
@@ -2345,12 +2356,17 @@ impl Cx<'_> {
                         _ => t,
                     })
                 };
+                if self.wraps() && *op == BinOp::Div {
+                    // an error for a zero divisor, as the interpreter (never a panic)
+                    let rt = self.rt;
+                    let (a, b) = (self.expr(a)?, self.expr(b)?);
+                    return Ok(quote!(#rt::generated::int_div(#a, #b)?));
+                }
                 if self.wraps() {
                     let method = match op {
                         BinOp::Add => Some(quote!(wrapping_add)),
                         BinOp::Sub => Some(quote!(wrapping_sub)),
                         BinOp::Mul => Some(quote!(wrapping_mul)),
-                        BinOp::Div => Some(quote!(wrapping_div)),
                         _ => None,
                     };
                     if let Some(method) = method {
