@@ -1,6 +1,7 @@
-//! The tile SpMV every rank-2 format gets (issue 10): run on the SparseCore model, it equals
-//! the serial `spmv` bit for bit, splits the rows over every tile by stored entries, reports
-//! what each tile read, and fails with the chip's words when a tile's rows do not fit.
+//! The tile kernels every rank-2 format gets (issue 10): run on the SparseCore model, the
+//! tile SpMV and SparseDenseMatmul equal the serial `spmv`/`spmm` bit for bit, split the rows
+//! over every tile, report what each tile read, and fail with the chip's words when a tile's
+//! rows do not fit; the mod-sharded SparseDenseMatmul sums each sample partition by partition.
 
 mod common;
 
@@ -210,6 +211,101 @@ proptest! {
         let (lo, hi) = (sizes.iter().min().unwrap(), sizes.iter().max().unwrap());
         prop_assert!(hi - lo <= 1, "{:?}", sizes);
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+    /// SparseDenseMatmul with the ids mod-sharded over `scs` SparseCores: a sample's products
+    /// are summed partition by partition (`id % scs`), local ids ascending, as the
+    /// preprocessed buffers order them. CSR equals that plain computation bit for bit, every
+    /// format the dense product to rounding; the report counts every entry once.
+    #[test]
+    fn sharded_sparse_dense_matmul_sums_partition_by_partition(
+        cells in proptest::collection::vec((any::<bool>(), -4.0f64..4.0), 40 * 10),
+        table in proptest::collection::vec(-2.0f64..2.0, 10 * 8),
+        scs in 1u32..5,
+    ) {
+        let (rows, ids, n) = (40, 10, 8);
+        let t = coo(rows, ids, &cells);
+        let mut chip = v5p();
+        chip.sparsecores_per_device = scs;
+        let s = scs as usize;
+        let mut want = vec![0.0; rows * n];
+        let mut dense = vec![0.0; rows * n];
+        for i in 0..rows {
+            for p in 0..s {
+                for j in (p..ids).step_by(s) {
+                    let (keep, v) = cells[i * ids + j];
+                    if keep {
+                        for k in 0..n {
+                            want[i * n + k] += v * table[j * n + k];
+                        }
+                    }
+                }
+            }
+            for j in 0..ids {
+                let (keep, v) = cells[i * ids + j];
+                if keep {
+                    for k in 0..n {
+                        dense[i * n + k] += v * table[j * n + k];
+                    }
+                }
+            }
+        }
+        let a = Csr::from_coo_tensor(&t).unwrap();
+        let mut got = vec![f64::NAN; rows * n];
+        let run = a.sparsecore_spmm_sharded(&chip, &table, &mut got, n).unwrap();
+        prop_assert_eq!(
+            got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            want.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
+        prop_assert_eq!(run.entries(), t.values.len() as u64);
+        prop_assert_eq!(run.tiles.len(), s);
+        macro_rules! each {
+            ($($f:ty),*) => {$({
+                let a = <$f>::from_coo_tensor(&t).unwrap();
+                let mut got = vec![f64::NAN; rows * n];
+                a.sparsecore_spmm_sharded(&chip, &table, &mut got, n).unwrap();
+                for (g, d) in got.iter().zip(&dense) {
+                    prop_assert!((g - d).abs() <= 1e-12 * d.abs().max(1.0), "{} vs {}", g, d);
+                }
+            })*};
+        }
+        each!(Bsr<f64>, Coo<f64>, Csc<f64>);
+    }
+}
+
+#[test]
+fn sharding_moves_ids_to_their_partitions() {
+    // ids 0..5 over 2 SparseCores: partition 0 holds 0, 2, 4 (local 0, 1, 2), partition 1
+    // holds 1, 3 and a zero row for the missing id 5: columns 0 2 4 | 1 3 -> 0 1 2 | 3 4
+    let mut chip = v5p();
+    chip.sparsecores_per_device = 2;
+    let table: Vec<f64> = (0..5).map(|j| j as f64).collect();
+    let entries = [([0, 3], 1.0), ([1, 4], 2.0), ([1, 1], 3.0)];
+    let (operand, shards) =
+        sparse::runtime::sparsecore::tiles::shard_ids(&chip, [2, 5], entries, &table, 1).unwrap();
+    assert_eq!(operand.shape, [2, 6]);
+    assert_eq!(operand.coords, [0, 4, 1, 2, 1, 3]);
+    assert_eq!(shards, [0.0, 2.0, 4.0, 1.0, 3.0, 0.0]);
+    // a table of the wrong length, an id past the shape: the operand's errors
+    assert!(matches!(
+        sparse::runtime::sparsecore::tiles::shard_ids(&chip, [2, 5], entries, &table[..4], 1),
+        Err(TileError::Storage(
+            sparse::runtime::StorageError::LengthMismatch { operand: "b", .. }
+        ))
+    ));
+    assert!(matches!(
+        sparse::runtime::sparsecore::tiles::shard_ids(&chip, [2, 3], entries, &table[..3], 1),
+        Err(TileError::Storage(
+            sparse::runtime::StorageError::CoordinateOutOfRange {
+                entry: 0,
+                dim: 1,
+                coordinate: 3,
+                size: 3
+            }
+        ))
+    ));
 }
 
 #[test]

@@ -448,6 +448,30 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 Ok(run.with_stack(n as u64, #max_unique))
             }
 
+            /// [`Self::sparsecore_spmm`] with the ids mod-sharded over the SparseCores of `chip`
+            /// (SparseCore reference, "Sharding and routing"): id `j` is owned by SparseCore
+            /// `j % S` and read from its shard of the table, so each sample's products are
+            /// summed partition by partition, local ids `j / S` ascending, the order of the
+            /// preprocessed buffers (`sparse_runtime::sparsecore::tiles::shard_ids` builds the
+            /// sharded operand in this format and the sharded table). The result equals
+            /// `spmm`'s up to that order of additions (bit for bit when `S` is 1); the report
+            /// counts the sharded operand (the same entries and distinct ids).
+            ///
+            /// Errors: as [`Self::sparsecore_spmm`]; `TileError::Storage` (`WidthOverflow`) when
+            /// the sharded ids (`ceil(ids / S) * S`) do not fit in the coordinate width.
+            pub fn sparsecore_spmm_sharded(
+                &self,
+                chip: &#rt::sparsecore::chip::ChipModel,
+                b: &[V],
+                c: &mut [V],
+                n: usize,
+            ) -> Result<#sc::TileRun, #sc::TileError> {
+                let entries = self.iter().map(|(at, v)| (at, *v));
+                let (operand, table) = #sc::shard_ids(chip, self.dim_shape, entries, b, n)?;
+                let sharded = <Self as #rt::storage::FromCoo<V>>::from_coo_tensor(&operand)?;
+                sharded.sparsecore_spmm(chip, &table, c, n)
+            }
+
             #spmm_rows
 
             #spmv_transpose

@@ -145,6 +145,75 @@ pub fn quantized_table(
     Ok(table.iter().map(|&x| q.apply(x)).collect())
 }
 
+/// The operand and table of a `SparseDenseMatmul` with the ids mod-sharded over the
+/// SparseCores of one device (SparseCore reference, "Sharding and routing": id `j` belongs to
+/// SparseCore `p = j % num_scs`, the owner of that partition of the table, at local row
+/// `l = j / num_scs`). Id `j` of `entries` (samples x ids, `shape`) becomes column
+/// `p * per + l` with `per = ceil(ids / num_scs)`, and `table` (`ids x n`, row-major) is laid
+/// out partition by partition the same way, each SparseCore's HBM shard contiguous (the rows of
+/// ids past the last are zeros). A kernel that runs a sample's entries in column order then
+/// gathers partition by partition, local ids ascending: the order of the preprocessed buffers
+/// (`(partition, local id, row)`, reference §4), so the products are summed in that order.
+/// `num_scs` is `chip.sparsecores_per_device` (the model runs one device).
+///
+/// Errors: [`TileError::Storage`] (`LengthMismatch` naming `"b"`) when `table` is not `ids * n`
+/// long, (`CoordinateOutOfRange`) for an entry outside `shape`; [`TileError::Chip`] for a chip
+/// without SparseCores.
+pub fn shard_ids<V: Copy + num_traits::Zero>(
+    chip: &ChipModel,
+    shape: [usize; 2],
+    entries: impl IntoIterator<Item = ([usize; 2], V)>,
+    table: &[V],
+    n: usize,
+) -> Result<(crate::CooTensor<V>, Vec<V>), TileError> {
+    let num_scs = chip.sparsecores_per_device as usize;
+    if num_scs == 0 {
+        return Err(ChipError::LoadShape {
+            what: "SparseCores of the device (at least one)".into(),
+            expected: 1,
+            got: 0,
+        }
+        .into());
+    }
+    let [samples, ids] = shape;
+    if ids.checked_mul(n) != Some(table.len()) {
+        return Err(StorageError::LengthMismatch {
+            operand: "b",
+            expected: ids.saturating_mul(n),
+            got: table.len(),
+        }
+        .into());
+    }
+    let per = ids.div_ceil(num_scs);
+    // `per * num_scs < ids + num_scs`, and `ids * n` fit in `usize`
+    let sharded_ids = per * num_scs;
+    let column = |j: usize| (j % num_scs) * per + j / num_scs;
+    let mut operand = crate::CooTensor::new(vec![samples, sharded_ids]);
+    for (entry, ([i, j], v)) in entries.into_iter().enumerate() {
+        if let Some((dim, coordinate, size)) = [(0, i, samples), (1, j, ids)]
+            .into_iter()
+            .find(|&(_, c, size)| c >= size)
+        {
+            return Err(StorageError::CoordinateOutOfRange {
+                entry,
+                dim,
+                coordinate,
+                size,
+            }
+            .into());
+        }
+        operand.push(&[i, column(j)], v);
+    }
+    let mut shards = vec![V::zero(); sharded_ids * n];
+    if n > 0 {
+        for (j, row) in table.chunks_exact(n).enumerate() {
+            let at = column(j) * n;
+            shards[at..at + n].copy_from_slice(row);
+        }
+    }
+    Ok((operand, shards))
+}
+
 /// The bytes model of a tile kernel: HBM bytes per stored entry it reads, per distinct id it
 /// gathers and per output unit it writes, and TileSpmem bytes per output unit it holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
