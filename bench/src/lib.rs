@@ -2,6 +2,8 @@
 //! where the shared matrices are, how they are read, and the DRAM-bound synthetic matrix
 //! `kron(I_copies, A)` built from one of them. See README.md.
 
+pub mod report;
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 

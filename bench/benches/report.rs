@@ -1,0 +1,739 @@
+//! The performance report of record (issue 12), in one command and one process:
+//!
+//! ```text
+//! cargo bench --manifest-path bench/Cargo.toml --bench report     # about a minute here
+//! ```
+//!
+//! Measures every kernel against its peers on the shared matrices (cryg2500, bcsstk16) and the
+//! DRAM-bound synthetic `kron(I_40, bcsstk16)`, each group of implementations timed interleaved
+//! (`sparse_bench::interleave`) together with the bandwidth probes, checks every result against
+//! a peer first, then writes the section of `BENCHMARKS.md` between the report markers and the
+//! plot `bench/report.svg` (`sparse_bench::report`). A missing matrix file is reported and
+//! skipped. `SPARSE_BENCH_SECONDS` sets the time per group (default 3).
+
+use std::hint::black_box;
+use std::path::Path;
+use std::time::Duration;
+
+use sparse::runtime::generated::DenseOrder;
+use sparse::runtime::CooTensor;
+use sparse_bench::report::{self, Bound, Machine, Measure, Probes};
+use sparse_bench::{block_diagonal, data_dir, interleave, Timed};
+
+sparse::sparse_format! {
+    /// CSR, 32-bit positions and coordinates.
+    pub Csr = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>;
+    /// CSR with 16-bit coordinates (matrices of at most 65,536 columns).
+    pub Csr16 = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 16 }>;
+    /// CSC, 32-bit positions and coordinates (the conversion's target).
+    pub Csc = #sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed), posWidth = 32, crdWidth = 32 }>;
+    /// BSR with 3x3 blocks (bcsstk16 has 3 unknowns per node).
+    pub Bsr3 = #sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 3 : dense, j floordiv 3 : compressed, i mod 3 : dense, j mod 3 : dense), posWidth = 32, crdWidth = 32 }>;
+    /// Row-major dense (SpMM's operands).
+    pub Dense = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : dense) }>;
+    pub kernel spgemm(c: &mut Csr<f64>, a: &Csr<f64>, b: &Csr<f64>) { c(i, j) = a(i, k) * b(k, j) }
+    pub kernel add(c: &mut Csr<f64>, a: &Csr<f64>, b: &Csr<f64>) { c(i, j) = a(i, j) + b(i, j) }
+    pub kernel spmm(c: &mut Dense<f64>, a: &Csr<f64>, b: &Dense<f64>) { c(i, j) = a(i, k) * b(k, j) }
+}
+
+/// Dense columns of SpMM.
+const K: usize = 16;
+/// Copies of bcsstk16 on the diagonal of the DRAM-bound matrix.
+const KRON_COPIES: usize = 40;
+/// `f64` elements of each probe array (128 MB: far past the caches).
+const PROBE_LEN: usize = 1 << 24;
+/// The label of the synthetic matrix.
+const KRON: &str = "kron(I40,bcsstk16) (synthetic, from HB/bcsstk16)";
+
+/// The kernels' bytes models, printed in the report.
+const MODELS: [(&str, &str); 8] = [
+    ("SpMV", "nnz·(value + coordinate bytes) + (rows+1)·position bytes + x + y (each read or written once)"),
+    ("SpMV BSR 3x3", "blocks·(9 values + 1 coordinate) + (block rows+1)·position bytes + x + y"),
+    ("SpMV 2 threads", "as SpMV, against the two-thread probe"),
+    ("SpMM k=16", "nnz·12 + (rows+1)·4 + B (cols·16·8) + C (rows·16·8): B read once"),
+    ("SpGEMM A·A, A + Aᵀ", "none (not bound by one read stream): time and ratio only"),
+    ("COO→CSR assembly", "triplets read (nnz·(2·8 + 8)) + CSR written (nnz·12 + (rows+1)·4)"),
+    ("CSR→CSC conversion", "CSR read + CSC written (each nnz·12 + (n+1)·4)"),
+    ("probes", "read: 2^24 u64 summed as two streams (its halves side by side, as a dot product reads two vectors); triad: three arrays of 2^24 f64 (a = b + s·c)"),
+];
+
+/// Seconds each interleaved group runs (at least 7 rounds).
+fn group_time() -> Duration {
+    let s = std::env::var("SPARSE_BENCH_SECONDS")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .unwrap_or(3.0);
+    Duration::from_secs_f64(s)
+}
+
+/// The bandwidth probe arrays: `read` for the read probes (non-zero: pages of zeros may all map
+/// to one shared page, which stays in cache), `a`, `b`, `c` for the triad.
+struct ProbeArrays {
+    read: Vec<u64>,
+    a: Vec<f64>,
+    b: Vec<f64>,
+    c: Vec<f64>,
+}
+
+impl ProbeArrays {
+    fn new() -> Self {
+        let v: Vec<f64> = (0..PROBE_LEN).map(|k| (k % 7) as f64).collect();
+        ProbeArrays {
+            read: vec![1; PROBE_LEN],
+            a: vec![1.0; PROBE_LEN],
+            b: v.clone(),
+            c: v,
+        }
+    }
+}
+
+/// A read-only pass over `x` as two streams, its halves side by side (as a dot product reads
+/// its two vectors): a wrapping integer sum, which the compiler vectorizes with no chain of
+/// dependent adds (a float sum would be ordered).
+fn sum(x: &[u64]) -> u64 {
+    let (lo, hi) = x.split_at(x.len() / 2);
+    lo.iter()
+        .zip(hi)
+        .fold(0u64, |s, (&a, &b)| s.wrapping_add(a).wrapping_add(b))
+}
+
+/// The probes as three timed closures; their medians give [`Probes`].
+fn probe_impls(p: &mut ProbeArrays) -> Vec<Timed<'_>> {
+    let ProbeArrays { read, a, b, c } = p;
+    let (read, b, c): (&[u64], &[f64], &[f64]) = (read, b, c);
+    vec![
+        (
+            "probe: read, 1 thread",
+            Box::new(move || {
+                black_box(sum(black_box(read)));
+            }),
+        ),
+        (
+            "probe: read, 2 threads",
+            Box::new(move || {
+                let (lo, hi) = read.split_at(read.len() / 2);
+                let (x, y) = sparse::runtime::rayon::join(|| sum(lo), || sum(hi));
+                black_box(x.wrapping_add(y));
+            }),
+        ),
+        (
+            "probe: STREAM triad",
+            Box::new(move || {
+                for ((a, b), c) in a.iter_mut().zip(b).zip(c) {
+                    *a = b + 3.0 * c;
+                }
+                black_box(&a);
+            }),
+        ),
+    ]
+}
+
+/// Runs `impls` and the probes interleaved; returns the kernels' medians and adds the
+/// probes' GB/s to `seen`.
+fn run_group<'a>(
+    label: &str,
+    mut impls: Vec<Timed<'a>>,
+    probes: &'a mut ProbeArrays,
+    seen: &mut Vec<[f64; 3]>,
+) -> Vec<f64> {
+    let kernels = impls.len();
+    impls.extend(probe_impls(probes));
+    let (rounds, medians) = interleave(&mut impls, group_time(), Duration::from_millis(2));
+    let bytes = (PROBE_LEN * 8) as f64;
+    seen.push([
+        bytes / medians[kernels] / 1e9,
+        bytes / medians[kernels + 1] / 1e9,
+        3.0 * bytes / medians[kernels + 2] / 1e9,
+    ]);
+    eprintln!("{label}: {rounds} rounds");
+    for ((name, _), t) in impls.iter().zip(&medians) {
+        eprintln!("  {name}: {}", report::time(*t));
+    }
+    medians[..kernels].to_vec()
+}
+
+/// Panics unless `got` equals `want` to 1e-12 relative to max(|want|, 1), elementwise.
+fn check(what: &str, got: &[f64], want: &[f64]) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    for (k, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-12 * w.abs().max(1.0),
+            "{what}: element {k}: {g} vs {w}"
+        );
+    }
+}
+
+/// Reads `name.mtx` from the shared data, or says why not.
+fn read(name: &str) -> Option<CooTensor<f64>> {
+    let path = data_dir().join(format!("{name}.mtx"));
+    match sparse::runtime::mmio::read_matrix_market(&path) {
+        Ok(mm) => Some(mm.tensor),
+        Err(e) => {
+            eprintln!("skipping {name}: cannot read {}: {e}", path.display());
+            None
+        }
+    }
+}
+
+/// sprs's CSR (usize indices) of `a`.
+fn to_sprs(a: &Csr<f64>) -> sprs::CsMat<f64> {
+    let [m, n] = a.shape();
+    let mut tri = sprs::TriMat::new((m, n));
+    for ([i, j], v) in a.iter() {
+        tri.add_triplet(i, j, *v);
+    }
+    tri.to_csr()
+}
+
+/// The dense row-major array of a sprs matrix.
+fn sprs_dense(a: &sprs::CsMat<f64>) -> Vec<f64> {
+    let (m, n) = a.shape();
+    let mut d = vec![0.0; m * n];
+    for (v, (i, j)) in a.iter() {
+        d[i * n + j] += *v;
+    }
+    d
+}
+
+/// SpMV (f64, f32, 16-bit coordinates, BSR 3x3, two threads) against sprs, nalgebra-sparse and
+/// faer on `coo`.
+fn spmv_group(
+    label: &str,
+    coo: &CooTensor<f64>,
+    probes: &mut ProbeArrays,
+    seen: &mut Vec<[f64; 3]>,
+) -> Vec<Measure> {
+    let a = Csr::from_coo_tensor(coo).expect("Csr");
+    let [m, n] = a.shape();
+    let nnz = a.values().len();
+    let a32: Csr<f32> =
+        Csr::from_coo([m, n], a.iter().map(|(c, v)| (c, *v as f32))).expect("Csr<f32>");
+    let a16 = (n <= 1 << 16).then(|| Csr16::from_coo_tensor(coo).expect("Csr16"));
+    let bsr = (m % 3 == 0 && n % 3 == 0).then(|| Bsr3::from_coo_tensor(coo).expect("Bsr3"));
+    let x: Vec<f64> = (0..n).map(|j| 1.0 + (j % 13) as f64 / 8.0).collect();
+    let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+    // the peers, from the same arrays
+    let (pos, crd): (Vec<u32>, Vec<u32>) = (a.pos_1.clone(), a.crd_1.clone());
+    let sprs_a =
+        sprs::CsMatI::<f64, u32, u32>::new((m, n), pos.clone(), crd.clone(), a.values().to_vec());
+    let na = nalgebra_sparse::CsrMatrix::try_from_csr_data(
+        m,
+        n,
+        pos.iter().map(|&p| p as usize).collect(),
+        crd.iter().map(|&c| c as usize).collect(),
+        a.values().to_vec(),
+    )
+    .expect("nalgebra-sparse");
+    let faer_a = faer::sparse::SparseRowMat::<u32, f64>::new(
+        faer::sparse::SymbolicSparseRowMat::new_checked(m, n, pos.clone(), None, crd.clone()),
+        a.values().to_vec(),
+    );
+    let faer_a32 = faer::sparse::SparseRowMat::<u32, f32>::new(
+        faer::sparse::SymbolicSparseRowMat::new_checked(m, n, pos, None, crd),
+        a32.values().to_vec(),
+    );
+    // every result against sprs's before timing
+    let mut want = vec![0.0; m];
+    sprs::prod::mul_acc_mat_vec_csr(sprs_a.view(), &x, &mut want[..]);
+    let mut y = vec![f64::NAN; m];
+    a.spmv(&x, &mut y).expect("spmv");
+    check(&format!("{label} spmv"), &y, &want);
+    a.spmv_par(&x, &mut y).expect("spmv_par");
+    check(&format!("{label} spmv_par"), &y, &want);
+    if let Some(b) = &bsr {
+        b.spmv(&x, &mut y).expect("bsr spmv");
+        check(&format!("{label} Bsr3 spmv"), &y, &want);
+    }
+    if let Some(a16) = &a16 {
+        a16.spmv(&x, &mut y).expect("Csr16 spmv");
+        check(&format!("{label} Csr16 spmv"), &y, &want);
+    }
+
+    let (mut y1, mut y2, mut y3, mut y4, mut y5, mut y6, mut y7) = (
+        vec![0.0; m],
+        vec![0.0; m],
+        vec![0.0; m],
+        vec![0.0; m],
+        vec![0.0; m],
+        vec![0.0; m],
+        vec![0.0; m],
+    );
+    let (mut z1, mut z2) = (vec![0.0f32; m], vec![0.0f32; m]);
+    let mut impls: Vec<Timed<'_>> = vec![
+        (
+            "ours Csr<f64> (u32) spmv",
+            Box::new(|| a.spmv(black_box(&x), &mut y1).expect("spmv")),
+        ),
+        (
+            "sprs CsMatI<u32>",
+            Box::new(|| {
+                y2.iter_mut().for_each(|v| *v = 0.0);
+                sprs::prod::mul_acc_mat_vec_csr(sprs_a.view(), black_box(&x), &mut y2[..]);
+            }),
+        ),
+        (
+            "nalgebra-sparse CsrMatrix",
+            Box::new(|| {
+                use nalgebra::{DMatrixView, DMatrixViewMut};
+                use nalgebra_sparse::ops::{serial::spmm_csr_dense, Op};
+                y3.iter_mut().for_each(|v| *v = 0.0);
+                spmm_csr_dense(
+                    0.0,
+                    DMatrixViewMut::from_slice(&mut y3, m, 1),
+                    1.0,
+                    Op::NoOp(&na),
+                    Op::NoOp(DMatrixView::from_slice(&x, n, 1)),
+                );
+            }),
+        ),
+        (
+            "faer SparseRowMat<u32>",
+            Box::new(|| {
+                use faer::{Accum, ColMut, ColRef, Par};
+                faer::sparse::linalg::matmul::sparse_dense_matmul(
+                    ColMut::from_slice_mut(&mut y4).as_mat_mut(),
+                    Accum::Replace,
+                    faer_a.as_ref(),
+                    ColRef::from_slice(&x).as_mat(),
+                    1.0,
+                    Par::Seq,
+                );
+            }),
+        ),
+        (
+            "ours Csr<f32> (u32) spmv",
+            Box::new(|| a32.spmv(black_box(&x32), &mut z1).expect("spmv f32")),
+        ),
+        (
+            "faer SparseRowMat<u32, f32>",
+            Box::new(|| {
+                use faer::{Accum, ColMut, ColRef, Par};
+                faer::sparse::linalg::matmul::sparse_dense_matmul(
+                    ColMut::from_slice_mut(&mut z2).as_mat_mut(),
+                    Accum::Replace,
+                    faer_a32.as_ref(),
+                    ColRef::from_slice(&x32).as_mat(),
+                    1.0f32,
+                    Par::Seq,
+                );
+            }),
+        ),
+        (
+            "ours Csr<f64> spmv_par",
+            Box::new(|| a.spmv_par(black_box(&x), &mut y5).expect("spmv_par")),
+        ),
+    ];
+    if let Some(b) = &bsr {
+        impls.push((
+            "ours Bsr3 spmv",
+            Box::new(|| b.spmv(black_box(&x), &mut y6).expect("bsr")),
+        ));
+    }
+    if let Some(a16) = &a16 {
+        impls.push((
+            "ours Csr16 (u32, u16) spmv",
+            Box::new(|| a16.spmv(black_box(&x), &mut y7).expect("csr16")),
+        ));
+    }
+    let t = run_group(&format!("{label} SpMV"), impls, probes, seen);
+    let vecs = |v: usize| ((n + m) * v) as f64;
+    let csr =
+        |value: usize, crd: usize| Some((nnz * (value + crd) + (m + 1) * 4) as f64 + vecs(value));
+    let peers = vec![
+        ("sprs".to_string(), t[1]),
+        ("nalgebra-sparse".to_string(), t[2]),
+        ("faer".to_string(), t[3]),
+    ];
+    let measure = |kernel: &str,
+                   ours: &str,
+                   seconds: f64,
+                   bytes: Option<f64>,
+                   bound: Bound,
+                   peers: Vec<(String, f64)>| Measure {
+        matrix: label.to_string(),
+        kernel: kernel.to_string(),
+        ours: ours.to_string(),
+        seconds,
+        bytes,
+        bound,
+        peers,
+    };
+    let mut out = vec![
+        measure(
+            "SpMV f64",
+            "Csr (u32)",
+            t[0],
+            csr(8, 4),
+            Bound::OneThread,
+            peers,
+        ),
+        measure(
+            "SpMV f32",
+            "Csr<f32> (u32)",
+            t[4],
+            csr(4, 4),
+            Bound::OneThread,
+            vec![("faer f32".into(), t[5]), ("ours f64".into(), t[0])],
+        ),
+        measure(
+            "SpMV f64, 2 threads",
+            "Csr spmv_par",
+            t[6],
+            csr(8, 4),
+            Bound::TwoThreads,
+            vec![("ours serial".into(), t[0])],
+        ),
+    ];
+    let mut next = 7;
+    if let Some(b) = &bsr {
+        let blocks = b.values().len() / 9;
+        let bytes = (blocks * (9 * 8 + 4) + (m / 3 + 1) * 4) as f64 + vecs(8);
+        out.push(measure(
+            "SpMV BSR 3x3",
+            "Bsr3 (u32)",
+            t[next],
+            Some(bytes),
+            Bound::OneThread,
+            vec![("faer CSR".into(), t[3]), ("ours CSR".into(), t[0])],
+        ));
+        next += 1;
+    }
+    if a16.is_some() {
+        out.push(measure(
+            "SpMV u16 coordinates",
+            "Csr16 (u32, u16)",
+            t[next],
+            csr(8, 2),
+            Bound::OneThread,
+            vec![("ours u32".into(), t[0]), ("faer".into(), t[3])],
+        ));
+    }
+    out
+}
+
+/// SpGEMM `A·A` and `A + Aᵀ` against sprs, and CSR→CSC conversion against sprs and faer.
+fn sparse_group(
+    label: &str,
+    coo: &CooTensor<f64>,
+    probes: &mut ProbeArrays,
+    seen: &mut Vec<[f64; 3]>,
+) -> Vec<Measure> {
+    let a = Csr::from_coo_tensor(coo).expect("Csr");
+    let [m, n] = a.shape();
+    let at = Csr::from_coo([n, m], a.iter().map(|([i, j], v)| ([j, i], *v))).expect("Aᵀ");
+    let (sa, sat) = (to_sprs(&a), to_sprs(&at));
+    let mut prod = Csr::from_coo([m, n], []).expect("empty");
+    spgemm(&mut prod, &a, &a).expect("spgemm");
+    check(
+        &format!("{label} A·A"),
+        &prod.to_dense().expect("dense"),
+        &sprs_dense(&(&sa * &sa)),
+    );
+    let mut sum = Csr::from_coo([m, n], []).expect("empty");
+    add(&mut sum, &a, &at).expect("add");
+    check(
+        &format!("{label} A+Aᵀ"),
+        &sum.to_dense().expect("dense"),
+        &sprs_dense(&(&sa + &sat)),
+    );
+    let csc: Csc<f64> = a.convert().expect("convert");
+    check(
+        &format!("{label} CSR→CSC"),
+        &csc.to_dense().expect("dense"),
+        &a.to_dense().expect("dense"),
+    );
+    let faer_a = faer::sparse::SparseRowMat::<u32, f64>::new(
+        faer::sparse::SymbolicSparseRowMat::new_checked(
+            m,
+            n,
+            a.pos_1.clone(),
+            None,
+            a.crd_1.clone(),
+        ),
+        a.values().to_vec(),
+    );
+    let impls: Vec<Timed<'_>> = vec![
+        (
+            "ours spgemm (generated)",
+            Box::new(|| spgemm(&mut prod, black_box(&a), black_box(&a)).expect("spgemm")),
+        ),
+        (
+            "sprs &a * &a",
+            Box::new(|| {
+                black_box(&sa * &sa);
+            }),
+        ),
+        (
+            "ours add (generated)",
+            Box::new(|| add(&mut sum, black_box(&a), black_box(&at)).expect("add")),
+        ),
+        (
+            "sprs &a + &at",
+            Box::new(|| {
+                black_box(&sa + &sat);
+            }),
+        ),
+        (
+            "ours Csr::convert::<Csc>",
+            Box::new(|| {
+                black_box(a.convert::<Csc<f64>>().expect("convert"));
+            }),
+        ),
+        (
+            "sprs to_other_storage",
+            Box::new(|| {
+                black_box(sa.to_other_storage());
+            }),
+        ),
+        (
+            "faer to_col_major",
+            Box::new(|| {
+                black_box(faer_a.to_col_major().expect("faer"));
+            }),
+        ),
+    ];
+    let t = run_group(&format!("{label} sparse"), impls, probes, seen);
+    let nnz = a.values().len();
+    let convert = ((nnz * 12 + (m + 1) * 4) + (nnz * 12 + (n + 1) * 4)) as f64;
+    let m_ =
+        |kernel: &str, ours: &str, s: f64, bytes: Option<f64>, peers: Vec<(String, f64)>| Measure {
+            matrix: label.to_string(),
+            kernel: kernel.to_string(),
+            ours: ours.to_string(),
+            seconds: s,
+            bytes,
+            bound: Bound::OneThread,
+            peers,
+        };
+    vec![
+        m_(
+            "SpGEMM A·A",
+            "spgemm (generated)",
+            t[0],
+            None,
+            vec![("sprs".into(), t[1])],
+        ),
+        m_(
+            "A + Aᵀ",
+            "add (generated)",
+            t[2],
+            None,
+            vec![("sprs".into(), t[3])],
+        ),
+        m_(
+            "CSR→CSC conversion",
+            "Csr::convert",
+            t[4],
+            Some(convert),
+            vec![("sprs".into(), t[5]), ("faer".into(), t[6])],
+        ),
+    ]
+}
+
+/// SpMM with 16 dense columns (row-major `B` and `C`) against faer.
+fn spmm_group(
+    label: &str,
+    coo: &CooTensor<f64>,
+    probes: &mut ProbeArrays,
+    seen: &mut Vec<[f64; 3]>,
+) -> Vec<Measure> {
+    let a = Csr::from_coo_tensor(coo).expect("Csr");
+    let [m, n] = a.shape();
+    let bvals: Vec<f64> = (0..n * K).map(|k| 1.0 + (k % 11) as f64 / 16.0).collect();
+    let b = Dense::from_coo([n, K], (0..n * K).map(|k| ([k / K, k % K], bvals[k]))).expect("B");
+    let mut c = Dense::from_coo([m, K], []).expect("C");
+    spmm(&mut c, &a, &b).expect("spmm");
+    let mut want = vec![0.0; m * K];
+    a.spmm(&bvals, &mut want, K, DenseOrder::RowMajor)
+        .expect("built-in spmm");
+    check(&format!("{label} spmm"), c.values(), &want);
+    let faer_a = faer::sparse::SparseRowMat::<u32, f64>::new(
+        faer::sparse::SymbolicSparseRowMat::new_checked(
+            m,
+            n,
+            a.pos_1.clone(),
+            None,
+            a.crd_1.clone(),
+        ),
+        a.values().to_vec(),
+    );
+    let mut fc = vec![0.0; m * K];
+    let impls: Vec<Timed<'_>> = vec![
+        (
+            "ours spmm (generated)",
+            Box::new(|| spmm(&mut c, black_box(&a), black_box(&b)).expect("spmm")),
+        ),
+        (
+            "faer sparse_dense_matmul",
+            Box::new(|| {
+                use faer::{Accum, MatMut, MatRef, Par};
+                faer::sparse::linalg::matmul::sparse_dense_matmul(
+                    MatMut::from_row_major_slice_mut(&mut fc, m, K),
+                    Accum::Replace,
+                    faer_a.as_ref(),
+                    MatRef::from_row_major_slice(&bvals, n, K),
+                    1.0,
+                    Par::Seq,
+                );
+            }),
+        ),
+    ];
+    let t = run_group(&format!("{label} SpMM"), impls, probes, seen);
+    let nnz = a.values().len();
+    let bytes = (nnz * 12 + (m + 1) * 4 + (n + m) * K * 8) as f64;
+    vec![Measure {
+        matrix: label.to_string(),
+        kernel: "SpMM k=16".into(),
+        ours: "spmm (generated)".into(),
+        seconds: t[0],
+        bytes: Some(bytes),
+        bound: Bound::OneThread,
+        peers: vec![("faer".into(), t[1])],
+    }]
+}
+
+/// COO→CSR assembly from shuffled triplets against sprs's `TriMat::to_csr`.
+fn assembly_group(
+    label: &str,
+    coo: &CooTensor<f64>,
+    probes: &mut ProbeArrays,
+    seen: &mut Vec<[f64; 3]>,
+) -> Vec<Measure> {
+    let shape = [coo.shape[0], coo.shape[1]];
+    let mut entries: Vec<([usize; 2], f64)> = coo.iter().map(|(c, v)| ([c[0], c[1]], *v)).collect();
+    // a fixed shuffle (splitmix64)
+    let mut s = 0x5eed_u64;
+    for i in (1..entries.len()).rev() {
+        s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        entries.swap(i, ((z ^ (z >> 31)) % (i as u64 + 1)) as usize);
+    }
+    let mut tri = sprs::TriMat::<f64>::with_capacity((shape[0], shape[1]), entries.len());
+    for &([i, j], v) in &entries {
+        tri.add_triplet(i, j, v);
+    }
+    let ours = Csr::from_coo(shape, entries.iter().copied()).expect("assembly");
+    check(
+        &format!("{label} assembly"),
+        ours.values(),
+        tri.to_csr::<usize>().data(),
+    );
+    let nnz = ours.values().len();
+    drop(ours);
+    let impls: Vec<Timed<'_>> = vec![
+        (
+            "ours Csr::from_coo",
+            Box::new(|| {
+                black_box(Csr::from_coo(shape, entries.iter().copied()).expect("assembly"));
+            }),
+        ),
+        (
+            "sprs TriMat::to_csr",
+            Box::new(|| {
+                black_box(tri.to_csr::<usize>());
+            }),
+        ),
+    ];
+    let t = run_group(&format!("{label} assembly"), impls, probes, seen);
+    let bytes = (entries.len() * 24 + nnz * 12 + (shape[0] + 1) * 4) as f64;
+    vec![Measure {
+        matrix: format!("{label}, shuffled triplets"),
+        kernel: "COO→CSR assembly".into(),
+        ours: "Csr::from_coo".into(),
+        seconds: t[0],
+        bytes: Some(bytes),
+        bound: Bound::OneThread,
+        peers: vec![("sprs".into(), t[1])],
+    }]
+}
+
+/// The machine and the run, for the report's first line.
+fn machine() -> Machine {
+    let cmd = |program: &str, args: &[&str]| {
+        std::process::Command::new(program)
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_else(|| "unknown".into())
+    };
+    let dirty = !cmd("git", &["status", "--porcelain", "--untracked-files=no"]).is_empty();
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    Machine {
+        date: cmd("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+        commit: format!(
+            "{}{}",
+            cmd("git", &["rev-parse", "--short", "HEAD"]),
+            if dirty { "-dirty" } else { "" }
+        ),
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cpu,
+        rustc: cmd("rustc", &["-V"]),
+    }
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`: the report is whole or nothing, so a filter meant for
+    // the other benches (`cargo bench -- bcsstk16`) skips it rather than rewrite the report
+    if let Some(f) = std::env::args().skip(1).find(|a| !a.starts_with('-')) {
+        eprintln!("report: not run with a filter ({f}); run it alone: cargo bench --manifest-path bench/Cargo.toml --bench report");
+        return;
+    }
+    let started = std::time::Instant::now();
+    let mut probes = ProbeArrays::new();
+    let mut seen = Vec::new();
+    let mut measures = Vec::new();
+    let mut base = None;
+    for name in ["cryg2500", "bcsstk16"] {
+        let Some(coo) = read(name) else { continue };
+        measures.extend(spmv_group(name, &coo, &mut probes, &mut seen));
+        measures.extend(sparse_group(name, &coo, &mut probes, &mut seen));
+        if name == "bcsstk16" {
+            measures.extend(spmm_group(name, &coo, &mut probes, &mut seen));
+            base = Some(coo);
+        }
+    }
+    if let Some(base) = &base {
+        let big = block_diagonal(base, KRON_COPIES);
+        measures.extend(spmv_group(KRON, &big, &mut probes, &mut seen));
+        measures.extend(spmm_group(KRON, &big, &mut probes, &mut seen));
+        measures.extend(assembly_group(KRON, &big, &mut probes, &mut seen));
+    }
+    // each probe's median over the groups
+    let median = |k: usize| {
+        let mut v: Vec<f64> = seen.iter().map(|p| p[k]).collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    let probe = Probes {
+        read_1: median(0),
+        read_2: median(1),
+        triad: median(2),
+    };
+    let section = report::markdown(&machine(), &probe, &MODELS, &measures, "bench/report.svg");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc_path = root.join("../BENCHMARKS.md");
+    let doc = std::fs::read_to_string(&doc_path).unwrap_or_default();
+    std::fs::write(&doc_path, report::splice(&doc, &section)).expect("write BENCHMARKS.md");
+    let svg = report::svg(&measures).expect("plot");
+    std::fs::write(root.join("report.svg"), svg).expect("write bench/report.svg");
+    println!("{section}");
+    eprintln!(
+        "wrote {} and {} in {:.0} s",
+        doc_path.display(),
+        root.join("report.svg").display(),
+        started.elapsed().as_secs_f64()
+    );
+}
