@@ -144,7 +144,7 @@ fn csr_expands_to_at_most_half_of_its_former_size() {
         let text = FORMATS.iter().find(|f| f.0 == name).unwrap().1;
         let (storage, kernels) = sizes(&expand(name, text));
         assert!(storage <= budget, "{name}: storage code of {storage} lines");
-        assert_eq!(kernels.len(), 10, "{name}: {kernels:?}");
+        assert_eq!(kernels.len(), 11, "{name}: {kernels:?}");
         for (f, n) in kernels {
             assert!(n <= 90, "{name}: `{f}` takes {n} lines");
         }
