@@ -24,7 +24,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 
 use sparse::runtime::generated::DenseOrder;
 use sparse::runtime::CooTensor;
-use sparse_bench::{block_diagonal, interleave, load, Timed};
+use sparse_bench::{block_diagonal, interleave, load, sprs_csr, sprs_dense, Timed};
 
 sparse::sparse_format! {
     /// Compressed sparse row with 32-bit positions and coordinates.
@@ -49,16 +49,6 @@ fn transpose(a: &CooTensor<f64>) -> CooTensor<f64> {
         t.push(&[c[1], c[0]], *v);
     }
     t
-}
-
-/// sprs's CSR (`CsMat<f64>`, usize indices) of our `Csr`, from its entries.
-fn to_sprs(a: &Csr<f64>) -> sprs::CsMat<f64> {
-    let [m, n] = a.shape();
-    let mut tri = sprs::TriMat::new((m, n));
-    for ([i, j], v) in a.iter() {
-        tri.add_triplet(i, j, *v);
-    }
-    tri.to_csr()
 }
 
 /// faer's column-major sparse matrix of our `Csr`.
@@ -90,16 +80,6 @@ fn check(what: &str, got: &[f64], want: &[f64], scale: &[f64]) {
             "{what}: element {k}: {g} vs {w}"
         );
     }
-}
-
-/// The dense row-major array of a sprs matrix.
-fn sprs_dense(a: &sprs::CsMat<f64>) -> Vec<f64> {
-    let (m, n) = a.shape();
-    let mut d = vec![0.0; m * n];
-    for (v, (i, j)) in a.iter() {
-        d[i * n + j] += *v;
-    }
-    d
 }
 
 /// Times `impls` interleaved (`sparse_bench::interleave`: about 3 s, at least 7 rounds, turns
@@ -140,7 +120,7 @@ fn wanted(group: &str) -> bool {
 fn sparse_sparse(c: &mut Criterion, label: &str, coo: &CooTensor<f64>) {
     let (mul_group, add_group) = (format!("{label} spgemm A·A"), format!("{label} add A+Aᵀ"));
     let a = Csr::from_coo_tensor(coo).expect("Csr");
-    let sa = to_sprs(&a);
+    let sa = sprs_csr(a.shape(), a.iter().map(|(c, v)| (c, *v)));
     let shape = a.shape();
 
     if wanted(&mul_group) {
@@ -177,7 +157,7 @@ fn sparse_sparse(c: &mut Criterion, label: &str, coo: &CooTensor<f64>) {
 
     if wanted(&add_group) {
         let at = Csr::from_coo_tensor(&transpose(coo)).expect("Csr of the transpose");
-        let sat = to_sprs(&at);
+        let sat = sprs_csr(at.shape(), at.iter().map(|(c, v)| (c, *v)));
         let mut sum = Csr::from_coo(shape, []).expect("empty");
         add(&mut sum, &a, &at).expect("add");
         let want = sprs_dense(&(&sa + &sat));

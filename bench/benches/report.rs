@@ -18,7 +18,7 @@ use std::time::Duration;
 use sparse::runtime::generated::DenseOrder;
 use sparse::runtime::CooTensor;
 use sparse_bench::report::{self, Bound, Machine, Measure, Probes};
-use sparse_bench::{block_diagonal, data_dir, interleave, Timed};
+use sparse_bench::{block_diagonal, data_dir, interleave, sprs_csr, sprs_dense, Timed};
 
 sparse::sparse_format! {
     /// CSR, 32-bit positions and coordinates.
@@ -175,24 +175,33 @@ fn read(name: &str) -> Option<CooTensor<f64>> {
     }
 }
 
-/// sprs's CSR (usize indices) of `a`.
-fn to_sprs(a: &Csr<f64>) -> sprs::CsMat<f64> {
-    let [m, n] = a.shape();
-    let mut tri = sprs::TriMat::new((m, n));
-    for ([i, j], v) in a.iter() {
-        tri.add_triplet(i, j, *v);
-    }
-    tri.to_csr()
+/// faer's row-major matrix over copies of CSR arrays (`m x n`, 32-bit indices).
+fn faer_rows<T>(
+    m: usize,
+    n: usize,
+    pos: &[u32],
+    crd: &[u32],
+    values: Vec<T>,
+) -> faer::sparse::SparseRowMat<u32, T> {
+    faer::sparse::SparseRowMat::new(
+        faer::sparse::SymbolicSparseRowMat::new_checked(m, n, pos.to_vec(), None, crd.to_vec()),
+        values,
+    )
 }
 
-/// The dense row-major array of a sprs matrix.
-fn sprs_dense(a: &sprs::CsMat<f64>) -> Vec<f64> {
-    let (m, n) = a.shape();
-    let mut d = vec![0.0; m * n];
-    for (v, (i, j)) in a.iter() {
-        d[i * n + j] += *v;
-    }
-    d
+/// faer's SpMV `y = A·x` (`sparse_dense_matmul`, one thread, `y` overwritten).
+macro_rules! faer_spmv {
+    ($a:expr, $x:expr, $y:expr, $one:expr) => {{
+        use faer::{Accum, ColMut, ColRef, Par};
+        faer::sparse::linalg::matmul::sparse_dense_matmul(
+            ColMut::from_slice_mut($y).as_mat_mut(),
+            Accum::Replace,
+            $a.as_ref(),
+            ColRef::from_slice($x).as_mat(),
+            $one,
+            Par::Seq,
+        )
+    }};
 }
 
 /// SpMV (f64, f32, 16-bit coordinates, BSR 3x3, two threads) against sprs, nalgebra-sparse and
@@ -213,7 +222,7 @@ fn spmv_group(
     let x: Vec<f64> = (0..n).map(|j| 1.0 + (j % 13) as f64 / 8.0).collect();
     let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
     // the peers, from the same arrays
-    let (pos, crd): (Vec<u32>, Vec<u32>) = (a.pos_1.clone(), a.crd_1.clone());
+    let (pos, crd) = (&a.pos_1, &a.crd_1);
     let sprs_a =
         sprs::CsMatI::<f64, u32, u32>::new((m, n), pos.clone(), crd.clone(), a.values().to_vec());
     let na = nalgebra_sparse::CsrMatrix::try_from_csr_data(
@@ -224,14 +233,8 @@ fn spmv_group(
         a.values().to_vec(),
     )
     .expect("nalgebra-sparse");
-    let faer_a = faer::sparse::SparseRowMat::<u32, f64>::new(
-        faer::sparse::SymbolicSparseRowMat::new_checked(m, n, pos.clone(), None, crd.clone()),
-        a.values().to_vec(),
-    );
-    let faer_a32 = faer::sparse::SparseRowMat::<u32, f32>::new(
-        faer::sparse::SymbolicSparseRowMat::new_checked(m, n, pos, None, crd),
-        a32.values().to_vec(),
-    );
+    let faer_a = faer_rows(m, n, pos, crd, a.values().to_vec());
+    let faer_a32 = faer_rows(m, n, pos, crd, a32.values().to_vec());
     // every result against sprs's before timing
     let mut want = vec![0.0; m];
     sprs::prod::mul_acc_mat_vec_csr(sprs_a.view(), &x, &mut want[..]);
@@ -288,17 +291,7 @@ fn spmv_group(
         ),
         (
             "faer SparseRowMat<u32>",
-            Box::new(|| {
-                use faer::{Accum, ColMut, ColRef, Par};
-                faer::sparse::linalg::matmul::sparse_dense_matmul(
-                    ColMut::from_slice_mut(&mut y4).as_mat_mut(),
-                    Accum::Replace,
-                    faer_a.as_ref(),
-                    ColRef::from_slice(&x).as_mat(),
-                    1.0,
-                    Par::Seq,
-                );
-            }),
+            Box::new(|| faer_spmv!(faer_a, &x, &mut y4, 1.0)),
         ),
         (
             "ours Csr<f32> (u32) spmv",
@@ -306,17 +299,7 @@ fn spmv_group(
         ),
         (
             "faer SparseRowMat<u32, f32>",
-            Box::new(|| {
-                use faer::{Accum, ColMut, ColRef, Par};
-                faer::sparse::linalg::matmul::sparse_dense_matmul(
-                    ColMut::from_slice_mut(&mut z2).as_mat_mut(),
-                    Accum::Replace,
-                    faer_a32.as_ref(),
-                    ColRef::from_slice(&x32).as_mat(),
-                    1.0f32,
-                    Par::Seq,
-                );
-            }),
+            Box::new(|| faer_spmv!(faer_a32, &x32, &mut z2, 1.0f32)),
         ),
         (
             "ours Csr<f64> spmv_par",
@@ -421,7 +404,10 @@ fn sparse_group(
     let a = Csr::from_coo_tensor(coo).expect("Csr");
     let [m, n] = a.shape();
     let at = Csr::from_coo([n, m], a.iter().map(|([i, j], v)| ([j, i], *v))).expect("Aᵀ");
-    let (sa, sat) = (to_sprs(&a), to_sprs(&at));
+    let (sa, sat) = (
+        sprs_csr(a.shape(), a.iter().map(|(c, v)| (c, *v))),
+        sprs_csr(at.shape(), at.iter().map(|(c, v)| (c, *v))),
+    );
     let mut prod = Csr::from_coo([m, n], []).expect("empty");
     spgemm(&mut prod, &a, &a).expect("spgemm");
     check(
@@ -442,16 +428,7 @@ fn sparse_group(
         &csc.to_dense().expect("dense"),
         &a.to_dense().expect("dense"),
     );
-    let faer_a = faer::sparse::SparseRowMat::<u32, f64>::new(
-        faer::sparse::SymbolicSparseRowMat::new_checked(
-            m,
-            n,
-            a.pos_1.clone(),
-            None,
-            a.crd_1.clone(),
-        ),
-        a.values().to_vec(),
-    );
+    let faer_a = faer_rows(m, n, &a.pos_1, &a.crd_1, a.values().to_vec());
     let impls: Vec<Timed<'_>> = vec![
         (
             "ours spgemm (generated)",
@@ -547,16 +524,7 @@ fn spmm_group(
     a.spmm(&bvals, &mut want, K, DenseOrder::RowMajor)
         .expect("built-in spmm");
     check(&format!("{label} spmm"), c.values(), &want);
-    let faer_a = faer::sparse::SparseRowMat::<u32, f64>::new(
-        faer::sparse::SymbolicSparseRowMat::new_checked(
-            m,
-            n,
-            a.pos_1.clone(),
-            None,
-            a.crd_1.clone(),
-        ),
-        a.values().to_vec(),
-    );
+    let faer_a = faer_rows(m, n, &a.pos_1, &a.crd_1, a.values().to_vec());
     let mut fc = vec![0.0; m * K];
     let impls: Vec<Timed<'_>> = vec![
         (

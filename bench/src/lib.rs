@@ -97,3 +97,26 @@ pub fn interleave(impls: &mut [Timed<'_>], time: Duration, batch: Duration) -> (
         .collect();
     (rounds, medians)
 }
+
+/// sprs's CSR (`CsMat<f64>`, usize indices) of `entries` (any order; duplicates summed), shape
+/// `[rows, columns]`: the peer's side of a comparison, built through its own `TriMat`.
+pub fn sprs_csr(
+    shape: [usize; 2],
+    entries: impl IntoIterator<Item = ([usize; 2], f64)>,
+) -> sprs::CsMat<f64> {
+    let mut tri = sprs::TriMat::new((shape[0], shape[1]));
+    for ([i, j], v) in entries {
+        tri.add_triplet(i, j, v);
+    }
+    tri.to_csr()
+}
+
+/// The dense row-major array (`rows * columns` elements) of a sprs matrix.
+pub fn sprs_dense(a: &sprs::CsMat<f64>) -> Vec<f64> {
+    let (m, n) = a.shape();
+    let mut d = vec![0.0; m * n];
+    for (v, (i, j)) in a.iter() {
+        d[i * n + j] += *v;
+    }
+    d
+}
