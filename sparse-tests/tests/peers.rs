@@ -189,3 +189,43 @@ fn csr32_moves_through_sprs_at_its_own_widths() {
         .unwrap_err();
     assert!(matches!(e, StorageError::Invariant { level: 1, .. }), "{e}");
 }
+
+#[test]
+fn csr32_moves_through_faer_at_its_own_widths() {
+    // posWidth = crdWidth = 32: a faer `SparseRowMat<u32, f64>` holding the very same buffers
+    let a = Csr32::<f64>::from_coo([40, 290], entries()).unwrap();
+    let expected = a.clone();
+    let p = a.into_raw_parts();
+    let ptrs = (p.pos_1.as_ptr(), p.crd_1.as_ptr(), p.values.as_ptr());
+    let m = interop::faer::row_from_parts_i(p.dim_shape, p.pos_1, p.crd_1, p.values).unwrap();
+    assert_eq!((m.nrows(), m.ncols()), (40, 290));
+    // faer reads it: row 3's values sum as ours do
+    let row3: f64 = expected
+        .iter()
+        .filter(|(ij, _)| ij[0] == 3)
+        .map(|(_, v)| *v)
+        .sum();
+    assert_eq!(m.val_of_row(3).iter().sum::<f64>(), row3);
+    let back = interop::faer::row_into_parts_i(m).unwrap();
+    assert_eq!(
+        (back.pos.as_ptr(), back.crd.as_ptr(), back.values.as_ptr()),
+        ptrs
+    );
+    let back = Csr32::from_raw_parts(Csr32Parts {
+        dim_shape: back.dim_shape,
+        pos_1: back.pos,
+        crd_1: back.crd,
+        values: back.values,
+    })
+    .unwrap();
+    assert_eq!(back, expected);
+    // an offset past the indices is our error, not a panic in faer
+    let e = interop::faer::row_from_parts_i([2, 2], vec![0u32, 3, 3], vec![0u32], vec![1.0])
+        .unwrap_err();
+    assert!(matches!(e, StorageError::Invariant { level: 1, .. }), "{e}");
+    // faer's u32 matrices hold at most i32::MAX columns: refused (before the arrays are
+    // looked at), not a panic
+    let e = interop::faer::col_from_parts_i::<f64, u32>([1, 1 << 31], vec![0, 0], vec![], vec![])
+        .unwrap_err();
+    assert!(e.to_string().contains("signed maximum"), "{e}");
+}

@@ -1,4 +1,7 @@
-//! faer's `SparseRowMat<usize, V>` and `SparseColMat<usize, V>` (feature `faer`).
+//! faer's `SparseRowMat<usize, V>` and `SparseColMat<usize, V>` (feature `faer`), and at a
+//! generated struct's own widths `SparseRowMat<I, V>` / `SparseColMat<I, V>` (`*_parts_i`: `I`
+//! is `u32`, `u64` or `usize`, the one index type faer uses for offsets and indices; every
+//! array moves).
 //!
 //! `SparseRowMat` is the encoding `(i, j) -> (i : dense, j : compressed)` (`row_ptr` is `pos_1`,
 //! `col_idx` is `crd_1`), `SparseColMat` `(i, j) -> (j : dense, i : compressed)` (`col_ptr`,
@@ -24,57 +27,63 @@ use crate::{DynamicStorage, Value};
 
 const PEER: &str = "faer";
 
-/// Checks faer's rules for `outer` segments of `inner` coordinates (see the module docs).
-fn check(
+/// Checks faer's rules for `outer` segments of `inner` coordinates (see the module docs), at
+/// faer's index type `I`: its dimensions may not pass `I`'s signed maximum (`isize::MAX` for
+/// `usize`, `i32::MAX` for `u32`).
+fn check<I: Index + faer::Index>(
     outer: usize,
     inner: usize,
-    pos: &[usize],
-    crd: &[usize],
+    pos: &[I],
+    crd: &[I],
     n: usize,
 ) -> Result<(), StorageError> {
-    if outer.max(inner) > isize::MAX as usize {
+    use faer::traits::SignedIndex as _;
+    let max = <I as faer::traits::Index>::Signed::MAX.zx();
+    if outer.max(inner) > max {
         return Err(super::refused(
             PEER,
-            format!("dimensions {outer} x {inner} pass isize::MAX"),
+            format!(
+                "dimensions {outer} x {inner} pass {max}, the signed maximum of its index type"
+            ),
         ));
     }
     check_compressed(outer, inner, pos, crd, n)
 }
 
-fn rows<V>(
+fn rows<I: Index + faer::Index, V>(
     [nrows, ncols]: [usize; 2],
-    pos: Vec<usize>,
-    crd: Vec<usize>,
+    pos: Vec<I>,
+    crd: Vec<I>,
     values: Vec<V>,
-) -> Result<SparseRowMat<usize, V>, StorageError> {
+) -> Result<SparseRowMat<I, V>, StorageError> {
     check(nrows, ncols, &pos, &crd, values.len())?;
     let symbolic = SymbolicSparseRowMat::new_checked(nrows, ncols, pos, None, crd);
     Ok(SparseRowMat::new(symbolic, values))
 }
 
-fn cols<V>(
+fn cols<I: Index + faer::Index, V>(
     [nrows, ncols]: [usize; 2],
-    pos: Vec<usize>,
-    crd: Vec<usize>,
+    pos: Vec<I>,
+    crd: Vec<I>,
     values: Vec<V>,
-) -> Result<SparseColMat<usize, V>, StorageError> {
+) -> Result<SparseColMat<I, V>, StorageError> {
     check(ncols, nrows, &pos, &crd, values.len())?;
     let symbolic = SymbolicSparseColMat::new_checked(nrows, ncols, pos, None, crd);
     Ok(SparseColMat::new(symbolic, values))
 }
 
 /// Compressed arrays without per-segment counts: as they are when `nnz` is `None` (no copy),
-/// else the first `nnz[o]` entries of each segment `o` gathered (a copy).
+/// else the first `nnz[o]` entries of each segment `o` gathered (a copy), at faer's index type.
 ///
 /// Errors: [`StorageError::Invariant`] for a count that passes the arrays (only from a matrix
 /// built with faer's unchecked constructors).
-fn compact<V: Copy>(
+fn compact<I: Index, V: Copy>(
     dim_shape: [usize; 2],
-    pos: Vec<usize>,
-    nnz: Option<Vec<usize>>,
-    crd: Vec<usize>,
+    pos: Vec<I>,
+    nnz: Option<Vec<I>>,
+    crd: Vec<I>,
     values: Vec<V>,
-) -> Result<CompressedParts<usize, usize, V>, StorageError> {
+) -> Result<CompressedParts<I, I, V>, StorageError> {
     let Some(nnz) = nnz else {
         return Ok(CompressedParts {
             dim_shape,
@@ -83,13 +92,18 @@ fn compact<V: Copy>(
             values,
         });
     };
-    let total = nnz.iter().try_fold(0usize, |a, &n| a.checked_add(n));
+    let total = nnz
+        .iter()
+        .try_fold(0usize, |a, &n| a.checked_add(n.index()));
     let mut out_pos = Vec::with_capacity(nnz.len() + 1);
     let mut out_crd = Vec::with_capacity(total.unwrap_or(0).min(crd.len()));
     let mut out_val = Vec::with_capacity(out_crd.capacity());
-    out_pos.push(0);
+    // counts within the indices keep every offset below `crd.len()`, which fits in `I`
+    let offset = |k: usize| I::from_usize(k).unwrap_or(pos[0]);
+    out_pos.push(offset(0));
     for (o, &n) in nnz.iter().enumerate() {
-        let lo = pos.get(o).copied().unwrap_or(usize::MAX);
+        let lo = pos.get(o).map_or(usize::MAX, |&p| p.index());
+        let n = n.index();
         let range = lo..lo.saturating_add(n);
         match (crd.get(range.clone()), values.get(range)) {
             (Some(c), Some(v)) => {
@@ -105,7 +119,7 @@ fn compact<V: Copy>(
                 })
             }
         }
-        out_pos.push(out_crd.len());
+        out_pos.push(offset(out_crd.len()));
     }
     Ok(CompressedParts {
         dim_shape,
@@ -235,4 +249,55 @@ pub fn col_into_parts<V: Copy, P: Index, C: Index>(
     let (nrows, ncols, pos, nnz, crd) = symbolic.into_parts();
     let c = compact([nrows, ncols], pos, nnz, crd, values)?;
     native_into_parts(c.dim_shape, c.pos, c.crd, c.values)
+}
+
+/// A `SparseRowMat<I, V>` over the arrays of a generated CSR struct whose `posWidth` and
+/// `crdWidth` are both `I`'s width (faer has one index type for both: `u32` for widths 32,
+/// `u64` for 64, `usize` for 0): every array moves, no copy.
+///
+/// Errors: as [`row_from_parts`]; [`StorageError::Interop`] also for a dimension past `I`'s
+/// signed maximum (faer's rule).
+pub fn row_from_parts_i<V, I: Index + faer::Index>(
+    dim_shape: [usize; 2],
+    pos: Vec<I>,
+    crd: Vec<I>,
+    values: Vec<V>,
+) -> Result<SparseRowMat<I, V>, StorageError> {
+    rows(dim_shape, pos, crd, values)
+}
+
+/// A `SparseColMat<I, V>` over the arrays of a generated CSC struct of `I`'s width; as
+/// [`row_from_parts_i`].
+///
+/// Errors: as [`row_from_parts_i`], per column.
+pub fn col_from_parts_i<V, I: Index + faer::Index>(
+    dim_shape: [usize; 2],
+    pos: Vec<I>,
+    crd: Vec<I>,
+    values: Vec<V>,
+) -> Result<SparseColMat<I, V>, StorageError> {
+    cols(dim_shape, pos, crd, values)
+}
+
+/// The arrays of `m` for a generated CSR struct of `I`'s widths (its `from_raw_parts` checks
+/// them). Zero-copy when `m` has no `row_nnz`; compacted otherwise.
+///
+/// Errors: as [`row_into_parts`].
+pub fn row_into_parts_i<V: Copy, I: Index + faer::Index>(
+    m: SparseRowMat<I, V>,
+) -> Result<CompressedParts<I, I, V>, StorageError> {
+    let (symbolic, values) = m.into_parts();
+    let (nrows, ncols, pos, nnz, crd) = symbolic.into_parts();
+    compact([nrows, ncols], pos, nnz, crd, values)
+}
+
+/// The arrays of `m` for a generated CSC struct of `I`'s widths; as [`row_into_parts_i`].
+///
+/// Errors: as [`row_into_parts_i`].
+pub fn col_into_parts_i<V: Copy, I: Index + faer::Index>(
+    m: SparseColMat<I, V>,
+) -> Result<CompressedParts<I, I, V>, StorageError> {
+    let (symbolic, values) = m.into_parts();
+    let (nrows, ncols, pos, nnz, crd) = symbolic.into_parts();
+    compact([nrows, ncols], pos, nnz, crd, values)
 }
