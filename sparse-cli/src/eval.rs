@@ -402,6 +402,11 @@ pub fn eval(
         ValueType::U32 => typed::<u32>(&program, &inputs, dense_print)?,
         ValueType::U16 => typed::<u16>(&program, &inputs, dense_print)?,
         ValueType::U8 => typed::<u8>(&program, &inputs, dense_print)?,
+        // `ValueType::from_element` does not give these yet: only `sparse_format!` kernels
+        // compute complex values
+        ValueType::C32 | ValueType::C64 => {
+            return Err("complex values are not supported by sparse eval".into())
+        }
     };
     write_stdout(&text)
 }

@@ -364,14 +364,25 @@ fn expand(decls: Declarations) -> TokenStream {
 type Format = (Ident, VerifiedEncoding, Option<Vec<Option<u64>>>);
 
 /// The value type named by `ty`: `f64`, `f32`, `i64`, `i32`, `i16`, `i8`, `u64`, `u32`,
-/// `u16`, `u8`, or `f16`/`bf16` (the `half` crate's, by any path ending in that name).
+/// `u16`, `u8`, `f16`/`bf16` (the `half` crate's), or `Complex<f64>`/`Complex<f32>` (also
+/// `Complex64`/`Complex32`, num-complex's), the last two kinds by any path ending in that name.
 fn value_type(ty: &syn::Type) -> syn::Result<ValueType> {
-    let name = match ty {
-        syn::Type::Path(p) if p.qself.is_none() => {
-            p.path.segments.last().map(|s| s.ident.to_string())
-        }
+    let last = match ty {
+        syn::Type::Path(p) if p.qself.is_none() => p.path.segments.last(),
         _ => None,
     };
+    // `Complex<f64>`: the name with its one argument, `Complex<f64>`
+    let name = last.map(|s| match &s.arguments {
+        syn::PathArguments::AngleBracketed(a) => {
+            let args: Vec<String> = a
+                .args
+                .iter()
+                .map(|g| g.to_token_stream().to_string())
+                .collect();
+            format!("{}<{}>", s.ident, args.join(","))
+        }
+        _ => s.ident.to_string(),
+    });
     let plain = matches!(ty, syn::Type::Path(p) if p.path.get_ident().is_some());
     match name.as_deref() {
         Some("f64") if plain => Ok(ValueType::F64),
@@ -386,9 +397,11 @@ fn value_type(ty: &syn::Type) -> syn::Result<ValueType> {
         Some("u32") if plain => Ok(ValueType::U32),
         Some("u16") if plain => Ok(ValueType::U16),
         Some("u8") if plain => Ok(ValueType::U8),
+        Some("Complex<f32>" | "Complex32") => Ok(ValueType::C32),
+        Some("Complex<f64>" | "Complex64") => Ok(ValueType::C64),
         _ => Err(syn::Error::new_spanned(
             ty,
-            "expected a value type: f64, f32, f16, bf16, i64, i32, i16, i8, u64, u32, u16 or u8",
+            "expected a value type: f64, f32, f16, bf16, i64, i32, i16, i8, u64, u32, u16, u8, Complex<f32> or Complex<f64>",
         )),
     }
 }

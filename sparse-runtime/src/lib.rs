@@ -49,6 +49,9 @@ pub use generated::Par;
 /// compute them in `f32`).
 pub use half;
 pub use index::{Index, IndexBuffer, IndexSlice};
+/// The `num-complex` crate: `Complex<f32>` and `Complex<f64>` values in storage and generated
+/// kernels.
+pub use num_complex;
 pub use num_traits;
 pub use packed::{CrdBuffer, IndexView, PackedBuffer};
 pub use rayon;

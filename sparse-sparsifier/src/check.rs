@@ -47,12 +47,18 @@ pub enum ValueType {
     U16,
     /// `ui8` (`u8`): computed in `i32` (wrapping), stored back wrapping.
     U8,
+    /// `complex<f32>` (num-complex's `Complex<f32>`): IEEE arithmetic on both parts; not
+    /// ordered, so `min`/`max` and the bitwise operators refuse it.
+    C32,
+    /// `complex<f64>` (`Complex<f64>`).
+    C64,
 }
 
 impl ValueType {
     /// The value type of an MLIR element type: `f64`, `f32`, `f16`, `bf16`; `i64`/`si64`,
     /// `i32`, `i16`, `i8` (signless and signed alike); `ui64`, `ui32`, `ui16`, `ui8`. `None`
-    /// for the others (complex, index, other widths: not supported by the sparsifier yet).
+    /// for the others (index, other widths; complex, which only `sparse_format!` kernels
+    /// compute so far: the interpreter behind `sparse eval` does not).
     pub fn from_element(e: &ElementType) -> Option<ValueType> {
         use sparse_ir::types::Signedness;
         Some(match e {
@@ -81,8 +87,17 @@ impl ValueType {
     pub fn is_integer(self) -> bool {
         !matches!(
             self,
-            ValueType::F64 | ValueType::F32 | ValueType::F16 | ValueType::BF16
+            ValueType::F64
+                | ValueType::F32
+                | ValueType::F16
+                | ValueType::BF16
+                | ValueType::C32
+                | ValueType::C64
         )
+    }
+    /// `true` for `complex<f32>` and `complex<f64>`.
+    pub fn is_complex(self) -> bool {
+        matches!(self, ValueType::C32 | ValueType::C64)
     }
     /// The type a kernel computes in: `f32` for `f16` and `bf16`, `i32` for the 8- and 16-bit
     /// integers (a narrow type would lose in sums: the issue's rule "accumulating in a wider
@@ -110,6 +125,8 @@ impl ValueType {
             ValueType::U32 => "ui32",
             ValueType::U16 => "ui16",
             ValueType::U8 => "ui8",
+            ValueType::C32 => "complex<f32>",
+            ValueType::C64 => "complex<f64>",
         }
     }
 }
@@ -404,6 +421,9 @@ impl Cx<'_> {
                 if op.is_bitwise() {
                     self.integer_only(e.span, &format!("the reduction `{}`", op.name()))?;
                 }
+                if matches!(op, ReduceOp::Min | ReduceOp::Max) {
+                    self.ordered_only(e.span, &format!("the reduction `{}`", op.name()))?;
+                }
                 let mut ids = Vec::new();
                 for v in vars {
                     if vars.iter().filter(|w| w.name == v.name).count() > 1 {
@@ -441,6 +461,19 @@ impl Cx<'_> {
                 Expr::Reduce(*op, ids, Box::new(body_e))
             }
         })
+    }
+
+    fn ordered_only(&self, span: Span, what: &str) -> Result<(), Error> {
+        match &self.value {
+            Some((v, name)) if v.is_complex() => Err(Error::new(
+                span,
+                format!(
+                    "{what} needs ordered values, but `{name}` holds {}",
+                    v.name()
+                ),
+            )),
+            _ => Ok(()),
+        }
     }
 
     fn integer_only(&self, span: Span, what: &str) -> Result<(), Error> {

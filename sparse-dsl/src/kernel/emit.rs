@@ -734,6 +734,8 @@ fn value_type(v: ValueType, rt: &TokenStream) -> TokenStream {
         ValueType::U32 => quote!(u32),
         ValueType::U16 => quote!(u16),
         ValueType::U8 => quote!(u8),
+        ValueType::C32 => quote!(#rt::num_complex::Complex<f32>),
+        ValueType::C64 => quote!(#rt::num_complex::Complex<f64>),
     }
 }
 
@@ -851,6 +853,8 @@ impl Cx<'_> {
             quote!(#zero)
         } else if self.p.kernel.value.is_integer() {
             quote!(0)
+        } else if self.p.kernel.value.is_complex() {
+            self.complex(quote!(0.0))
         } else {
             quote!(0.0)
         }
@@ -903,13 +907,23 @@ impl Cx<'_> {
         }
     }
 
-    /// The identity of a sum (`-0.0` for floats, `0` for integers).
+    /// The identity of a sum (`-0.0` for floats and both parts of a complex, `0` for
+    /// integers).
     fn sum_identity(&self) -> TokenStream {
         if self.p.kernel.value.is_integer() {
             self.zero()
+        } else if self.p.kernel.value.is_complex() {
+            let rt = self.rt;
+            quote!(#rt::num_complex::Complex::new(-0.0, -0.0))
         } else {
             quote!(-0.0)
         }
+    }
+
+    /// The complex number with real part `re` (a literal) and imaginary part zero.
+    fn complex(&self, re: TokenStream) -> TokenStream {
+        let rt = self.rt;
+        quote!(#rt::num_complex::Complex::new(#re, 0.0))
     }
 
     /// The code that adds the output entry at the current coordinates with value `v`.
@@ -2399,16 +2413,26 @@ impl Cx<'_> {
     }
 
     fn literal(&self, l: &Literal) -> TokenStream {
-        let lit = match (l, self.p.kernel.value) {
-            (Literal::Int(v), ValueType::F64) => Lit::f64_unsuffixed(*v as f64),
-            (Literal::Int(v), ValueType::F32) => Lit::f32_unsuffixed(*v as f32),
+        let value = self.p.kernel.value;
+        let real = |l: &Literal, single: bool| match (l, single) {
+            (Literal::Int(v), true) => Lit::f32_unsuffixed(*v as f32),
+            (Literal::Int(v), false) => Lit::f64_unsuffixed(*v as f64),
+            (Literal::Float(v), true) => Lit::f32_unsuffixed(*v as f32),
+            (Literal::Float(v), false) => Lit::f64_unsuffixed(*v),
+        };
+        let lit = match (l, value) {
+            (_, ValueType::C32 | ValueType::C64) => {
+                let re = real(l, value == ValueType::C32);
+                return self.complex(quote!(#re));
+            }
+            (_, ValueType::F64 | ValueType::F32) => real(l, value == ValueType::F32),
             (Literal::Int(v), ValueType::I64) => Lit::i64_unsuffixed(*v as i64),
             (Literal::Int(v), ValueType::I32) => Lit::i32_unsuffixed(*v as i32),
             (Literal::Int(v), ValueType::U64) => Lit::u64_unsuffixed(*v as u64),
             (Literal::Int(v), ValueType::U32) => Lit::u32_unsuffixed(*v as u32),
-            // the narrow types are refused by `emit`; their literals are integers
+            // only compute types reach here (narrow types compute in `f32` or `i32`); the
+            // checker refuses a float literal with integer values
             (Literal::Int(v), _) => Lit::i64_unsuffixed(*v as i64),
-            (Literal::Float(v), ValueType::F32) => Lit::f32_unsuffixed(*v as f32),
             (Literal::Float(v), _) => Lit::f64_unsuffixed(*v),
         };
         quote!(#lit)
