@@ -200,6 +200,20 @@ fn split_public_checks() {
 }
 
 #[test]
+fn split_sums_saturate_instead_of_panicking() {
+    // The largest counts and limit JSON and --limit take: sums saturate at u64::MAX.
+    let d = dir("split-max");
+    let max = u64::MAX.to_string();
+    let f = file(&d, "max.json", &format!("[{max},{max},{max},{max}]"));
+    let (code, out, err) = sparse(&["sparsecore", "split", &f, "--limit", &max]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(out, "{\"split\":0,\"num_minibatches\":1}\n");
+    let (code, out, err) = sparse(&["sparsecore", "split", &f, "--limit", "1"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(out, "{\"split\":7,\"num_minibatches\":4}\n");
+}
+
+#[test]
 fn split_errors() {
     let d = dir("split-errors");
     let three = file(&d, "three.json", "[1,2,3]");

@@ -102,7 +102,8 @@ pub(crate) fn split_in_place(c: &mut [u64], limit: u64) -> u64 {
                 split |= 1 << node;
                 c[i] = l.max(r);
             } else {
-                c[i] = l + r;
+                // `l + r <= limit` unless it saturated at `u64::MAX` (then `limit` is too)
+                c[i] = l.saturating_add(r);
             }
             i += size;
             node += 1;
@@ -159,6 +160,9 @@ mod tests {
         assert!(compute_split(&[1, 2, 3], 1).is_err());
         assert!(compute_split(&[], 1).is_err());
         assert!(compute_split(&[0; 128], 1).is_err());
+        // Sums saturate, even when the limit is u64::MAX (no overflow panic).
+        assert_eq!(compute_split(&[u64::MAX; 4], u64::MAX), Ok(0));
+        assert_eq!(compute_split(&[u64::MAX, 1, 0, 0], u64::MAX - 1), Ok(0b101));
     }
 
     #[test]
