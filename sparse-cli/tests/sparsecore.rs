@@ -283,6 +283,12 @@ fn preprocess_errors() {
             "Suggested Coo Buffer Size is larger than the theoretical max for table table: 16 vs 8",
         ),
         (
+            // the largest suggestion JSON holds: rounding saturates, no overflow panic
+            cfg(1, 1, 1, r#", "suggested_coo_buffer_size": 18446744073709551615"#),
+            batch.into(),
+            "Suggested Coo Buffer Size is larger than the theoretical max for table table: 18446744073709551615 vs 8",
+        ),
+        (
             cfg(1, 1, 1, r#", "table": "tbl""#),
             r#"{"features": [{"name": "f", "samples": [[1, 3, 5, 7, 9]]}]}"#.into(),
             "Observed max ids per partition: 5 for table: tbl is greater than the set max ids per partition: 4",

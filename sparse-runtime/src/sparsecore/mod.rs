@@ -48,9 +48,10 @@ pub const PAD: i32 = i32::MAX;
 /// (the peer's `TPU_VECTOR_REGISTER_ALIGNMENT_SIZE`).
 pub const ALIGNMENT: usize = 8;
 
-/// `n` rounded up to a multiple of `m` (`m > 0`).
+/// `n` rounded up to a multiple of `m` (`m > 0`), saturating at `u64::MAX` (a suggested buffer
+/// size near `u64::MAX` is then too large, not an overflow).
 pub(crate) fn round_up(n: u64, m: u64) -> u64 {
-    n.div_ceil(m) * m
+    n.div_ceil(m).saturating_mul(m)
 }
 
 /// The column of an id after the stacking transformation (reference §2):
@@ -587,6 +588,16 @@ mod tests {
             }
         }
         assert_eq!(col_id(10, 1, 0, 3), 11 % 3 + 9);
+    }
+
+    #[test]
+    fn round_up_saturates() {
+        assert_eq!(round_up(9, 8), 16);
+        assert_eq!(round_up(16, 8), 16);
+        assert_eq!(round_up(0, 8), 0);
+        assert_eq!(round_up(u64::MAX, 8), u64::MAX);
+        assert_eq!(round_up(u64::MAX - 7, 8), u64::MAX - 7);
+        assert_eq!(round_up(u64::MAX - 6, 8), u64::MAX);
     }
 
     #[test]

@@ -223,9 +223,21 @@ fn a_full_buffer_drops_the_rest() {
     assert_eq!(d.coo[0].len(), 12);
     c.suggested_coo_buffer_size = Some(17);
     assert_eq!(
-        preprocess(&c, &[f]).unwrap_err().to_string(),
+        preprocess(&c, std::slice::from_ref(&f))
+            .unwrap_err()
+            .to_string(),
         "Suggested Coo Buffer Size is larger than the theoretical max for table table: 24 vs 16. \
          Adjust the suggested size or the max_ids_per_partition values."
+    );
+    // The rounding saturates: the largest suggestion is too large, not an overflow.
+    c.suggested_coo_buffer_size = Some(u64::MAX);
+    assert_eq!(
+        preprocess(&c, &[f]).unwrap_err(),
+        PreprocessError::SuggestedTooLarge {
+            table: "table".into(),
+            suggested: u64::MAX,
+            max: 16
+        }
     );
 }
 
