@@ -355,6 +355,109 @@ fn preprocess_errors() {
     );
 }
 
+/// The errors of the contract `preprocess_errors` leaves out: the largest observed count over
+/// partitions, SparseCores and devices; limits per bucket with computed minibatching; the
+/// shapes of BATCH (minibatches, keys, weight rows).
+#[test]
+fn preprocess_more_errors() {
+    let cfg = |s: u32, l: u32, g: u32, extra: &str| {
+        format!(
+            r#"{{"num_sc_per_device": {s}, "local_device_count": {l}, "global_device_count": {g},
+                "max_ids_per_partition": 4, "max_unique_ids_per_partition": 4{extra}}}"#
+        )
+    };
+    let ids = |n: usize| {
+        let v: Vec<String> = (0..n).map(|i| (4 * i).to_string()).collect();
+        format!("[{}]", v.join(","))
+    };
+    let observed = |x: u32| {
+        format!(
+            "Observed max ids per partition: {x} for table: table is greater than the set max \
+             ids per partition: 4"
+        )
+    };
+    let one = r#"{"features": [{"name": "f", "samples": [[1]]}]}"#;
+    let cases: Vec<(String, String, String)> = vec![
+        // 2 devices of 2 SCs: slices of 5, 1, 7 and 1 ids of partition 0; X is the largest, 7,
+        // wherever it is
+        (
+            cfg(2, 2, 2, ""),
+            format!(
+                r#"{{"features": [{{"name": "f", "samples": [{}, [1], {}, [2]]}}]}}"#,
+                ids(5),
+                ids(7)
+            ),
+            observed(7),
+        ),
+        (
+            cfg(2, 2, 2, ""),
+            format!(
+                r#"{{"features": [{{"name": "f", "samples": [{}, [1], {}, [2]]}}]}}"#,
+                ids(7),
+                ids(5)
+            ),
+            observed(7),
+        ),
+        // computed minibatching without dropping: 0, 64 and 128 share bucket 0, which no split
+        // can shrink, so the limit is exceeded per bucket
+        (
+            cfg(1, 1, 1, r#", "minibatching": true"#),
+            r#"{"features": [{"name": "f", "samples": [[0, 64, 128, 192, 256]]}]}"#.into(),
+            observed(5),
+        ),
+        (
+            cfg(1, 1, 1, r#", "minibatching": true"#),
+            r#"{"minibatches": []}"#.into(),
+            "minibatches cannot be empty".into(),
+        ),
+        (
+            cfg(1, 1, 1, r#", "minibatching": true"#),
+            r#"{"minibatches": [{"features": []}]}"#.into(),
+            "input_batches cannot be empty".into(),
+        ),
+        (
+            cfg(1, 1, 1, r#", "minibatching": true"#),
+            format!(
+                r#"{{"features": [{{"name": "f", "samples": [[1]]}}], "minibatches": [{one}]}}"#
+            ),
+            r#"batch.json: holds both "features" and "minibatches"; give one"#.into(),
+        ),
+        (
+            cfg(1, 1, 1, ""),
+            r#"{"features": [{"samples": [[1]]}]}"#.into(),
+            "batch.json: missing field `name`".into(),
+        ),
+        (
+            cfg(1, 1, 1, ""),
+            r#"{"features": [{"name": "f"}]}"#.into(),
+            "batch.json: missing field `samples`".into(),
+        ),
+        (
+            cfg(1, 1, 1, ""),
+            r#"{"features": [{"name": "f", "samples": [[1]], "weights": [[1], [2]]}]}"#.into(),
+            "feature f: weights must have the shape of samples: 2 weight rows for 1 samples".into(),
+        ),
+        (
+            cfg(1, 1, 1, ""),
+            r#"{"features": [{"name": "f", "samples": [[1.5]]}]}"#.into(),
+            "batch.json: invalid type: floating point `1.5`".into(),
+        ),
+        (
+            cfg(1, 1, 1, r#", "suggested_coo_buffer_size": -8"#),
+            one.into(),
+            "config.json: invalid value: integer `-8`".into(),
+        ),
+        (
+            cfg(1, 1, 2, ""),
+            r#"{"features": [{"name": "f", "samples": [[1]], "col_offset": 3}]}"#.into(),
+            "feature f: col_offset 3 is not a non-negative multiple of num_scs (2)".into(),
+        ),
+    ];
+    for (i, (c, b, want)) in cases.into_iter().enumerate() {
+        fails(preprocess(&format!("more{i}"), &c, &b), &want);
+    }
+}
+
 #[test]
 fn preprocess_reads_standard_input_and_feature_keys() {
     use std::io::Write;
