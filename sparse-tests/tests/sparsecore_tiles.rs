@@ -430,3 +430,120 @@ fn tile_reports_carry_the_hbm_stack_estimates() {
     }
     each!(Csr<f64>: 3, Bsr<f64>: 4, Coo<f64>: 3, Csc<f64>: 3);
 }
+
+// The other rank-2 formats of `kernel_formats.rs`: every one gets the tile kernels.
+sparse_format! {
+    pub Dcsr = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed, j : compressed) }>;
+    pub Dcsc = #sparse_tensor.encoding<{ map = (i, j) -> (j : compressed, i : compressed) }>;
+    pub CooSoa = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton(soa)) }>;
+    pub Nv24 = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : block2_4) }>;
+    pub Loose = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : loose_compressed) }>;
+    pub Ell = #sparse_tensor.encoding<{ map = [c](i, j) -> (c * 8 * i : dense, i : dense, j : compressed) }>;
+    pub Dense = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : dense) }>;
+}
+
+/// The report covers every tile of every SparseCore of `chip` with contiguous units from 0.
+fn check_tiles(run: &TileRun, chip: &ChipModel) -> usize {
+    assert_eq!(run.tiles.len(), chip.sparsecores_per_device as usize);
+    let mut next = 0;
+    for sc in &run.tiles {
+        assert_eq!(sc.len(), chip.tiles_per_sc as usize);
+        for t in sc {
+            assert_eq!(t.units.start, next);
+            next = t.units.end;
+        }
+    }
+    next
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+    /// DCSR, DCSC, COO (SoA), 2:4, loose CSR, ELL and all-dense: the tile SpMV and
+    /// SparseDenseMatmul equal the serial `spmv` / `spmm` bit for bit, the report covers every
+    /// tile, and the mod-sharded SparseDenseMatmul equals the dense product to rounding.
+    #[test]
+    fn every_other_rank2_format_on_the_tiles(
+        cells in proptest::collection::vec((any::<bool>(), -4.0f64..4.0), 20 * 12),
+        x in proptest::collection::vec(-2.0f64..2.0, 12),
+        table in proptest::collection::vec(-2.0f64..2.0, 12 * 8),
+    ) {
+        use sparse::runtime::generated::DenseOrder;
+        let (rows, ids, n) = (20, 12, 8);
+        // at most 2 stored per block of 4 along a row, so 2:4 can store it too
+        let mut cells = cells;
+        for block in cells.chunks_mut(4) {
+            let mut kept = 0;
+            for c in block.iter_mut().filter(|c| c.0) {
+                kept += 1;
+                c.0 = kept <= 2;
+            }
+        }
+        let t = coo(rows, ids, &cells);
+        let chip = v5p();
+        let mut dense = vec![0.0; rows * n];
+        for (f, &(keep, v)) in cells.iter().enumerate() {
+            if keep {
+                for k in 0..n {
+                    dense[(f / ids) * n + k] += v * table[(f % ids) * n + k];
+                }
+            }
+        }
+        macro_rules! each {
+            ($($f:ty: $exact:expr),*) => {$({
+                let name = stringify!($f);
+                let a = <$f>::from_coo_tensor(&t).unwrap();
+                let (mut want, mut got) = (vec![0.0; rows], vec![f64::NAN; rows]);
+                a.spmv(&x, &mut want).unwrap();
+                let run = a.sparsecore_spmv(&chip, &x, &mut got).unwrap();
+                prop_assert_eq!(
+                    got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    "sparsecore_spmv {}", name
+                );
+                prop_assert!(check_tiles(&run, &chip) > 0, "units {}", name);
+                // stored entries are counted exactly where level 1 has back-to-back segments or
+                // the format runs whole; 2:4, loose_compressed and all-dense count one per row
+                // (a known gap of the code generator's `before`), so they are not checked here
+                if $exact {
+                    prop_assert_eq!(run.entries(), t.values.len() as u64, "entries {}", name);
+                }
+                let mut want = vec![0.0; rows * n];
+                a.spmm(&table, &mut want, n, DenseOrder::RowMajor).unwrap();
+                let mut got = vec![f64::NAN; rows * n];
+                let run = a.sparsecore_spmm(&chip, &table, &mut got, n).unwrap();
+                prop_assert_eq!(
+                    got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    "sparsecore_spmm {}", name
+                );
+                check_tiles(&run, &chip);
+                prop_assert_eq!(run.feature_width, n as u64, "{}", name);
+                if $exact {
+                    prop_assert_eq!(run.entries(), t.values.len() as u64, "entries {}", name);
+                }
+                let mut got = vec![f64::NAN; rows * n];
+                match a.sparsecore_spmm_sharded(&chip, &table, &mut got, n) {
+                    Ok(_) => {
+                        for (g, d) in got.iter().zip(&dense) {
+                            prop_assert!((g - d).abs() <= 1e-12 * d.abs().max(1.0), "{}: {} vs {}", name, g, d);
+                        }
+                    }
+                    // sharding permutes a row's ids, which a 2:4 block may then not hold
+                    Err(e) => prop_assert!(
+                        name.starts_with("Nv24") && matches!(e, TileError::Storage(_)),
+                        "{}: {}", name, e
+                    ),
+                }
+            })*};
+        }
+        each!(
+            Dcsr<f64>: true,
+            Dcsc<f64>: true,
+            CooSoa<f64>: true,
+            Nv24<f64>: false,
+            Loose<f64>: false,
+            Ell<f64>: true,
+            Dense<f64>: false
+        );
+    }
+}
