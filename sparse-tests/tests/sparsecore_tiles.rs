@@ -547,3 +547,54 @@ proptest! {
         );
     }
 }
+
+#[test]
+fn per_sparsecore_totals_of_the_report() {
+    let m = sparse::runtime::mmio::read_matrix_market(common::data("bcsstk16.mtx")).unwrap();
+    let a = Csr::from_coo_tensor(&m.tensor).unwrap();
+    let n = m.tensor.shape[0];
+    let chip = v5p();
+    let mut y = vec![0.0; n];
+    let run = a.sparsecore_spmv(&chip, &vec![1.0; n], &mut y).unwrap();
+    assert_eq!(run.scs.len(), chip.sparsecores_per_device as usize);
+    let mut next = 0;
+    for (k, (sc, tiles)) in run.scs.iter().zip(&run.tiles).enumerate() {
+        assert_eq!(sc.units.start, next);
+        assert_eq!(sc.units.start, tiles[0].units.start);
+        assert_eq!(sc.units.end, tiles.last().unwrap().units.end);
+        next = sc.units.end;
+        assert_eq!(sc.entries, tiles.iter().map(|t| t.entries).sum::<u64>());
+        assert_eq!(sc.hbm_bytes, tiles.iter().map(|t| t.hbm_bytes).sum::<u64>());
+        let peak = tiles.iter().map(|t| t.spmem_bytes).max().unwrap();
+        assert_eq!(sc.peak_spmem_bytes, peak);
+        assert_eq!(sc.seconds, run.cost.sc_seconds[k]);
+        // the distinct columns of its rows, each counted once however many tiles read it
+        let mut cols: Vec<usize> = a
+            .iter()
+            .filter(|(c, _)| sc.units.contains(&c[0]))
+            .map(|(c, _)| c[1])
+            .collect();
+        cols.sort_unstable();
+        cols.dedup();
+        assert_eq!(sc.unique_ids, cols.len() as u64, "SparseCore {k}");
+        assert!(sc.unique_ids <= tiles.iter().map(|t| t.unique_ids).sum::<u64>());
+    }
+    assert_eq!(next, n);
+    assert_eq!(
+        run.scs.iter().map(|s| s.entries).sum::<u64>(),
+        a.nse() as u64
+    );
+
+    // a format run whole: SparseCore 0 did everything, the others nothing
+    let c = Coo::from_coo_tensor(&m.tensor).unwrap();
+    let run = c.sparsecore_spmv(&chip, &vec![1.0; n], &mut y).unwrap();
+    assert_eq!(run.scs[0].units, 0..n);
+    assert_eq!(run.scs[0].entries, c.nse() as u64);
+    assert_eq!(run.scs[0].unique_ids, n as u64);
+    for sc in &run.scs[1..] {
+        assert_eq!(
+            (sc.units.len(), sc.entries, sc.unique_ids, sc.hbm_bytes),
+            (0, 0, 0, 0)
+        );
+    }
+}

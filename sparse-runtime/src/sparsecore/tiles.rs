@@ -18,6 +18,11 @@
 //! entry and per output unit); [`ChipModel::step`] gives each tile's, each SparseCore's and
 //! the step's modelled time. Values are modelled as `f32` lanes whatever their Rust type (the
 //! chip computes in `f32`/`bf16`; reference "Vector units").
+//!
+//! **Report** ([`TileRun`]): per tile ([`TileWork`]) and per SparseCore ([`ScWork`]: its tiles'
+//! entries, HBM bytes and time, the distinct ids over its rows, its largest TileSpmem), the
+//! modelled step with its imbalance, and after [`TileRun::with_stack`] the padding waste and the
+//! reference's forward/backward HBM stack estimates.
 
 use std::ops::Range;
 
@@ -40,11 +45,30 @@ pub struct TileWork {
     pub spmem_bytes: u64,
 }
 
+/// What one SparseCore of a tile kernel did: its tiles together.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScWork {
+    /// The output units its tiles computed (contiguous).
+    pub units: Range<usize>,
+    /// Stored entries its tiles read.
+    pub entries: u64,
+    /// Distinct ids over its units (an id two of its tiles gather counts once here).
+    pub unique_ids: u64,
+    /// HBM bytes its tiles move.
+    pub hbm_bytes: u64,
+    /// Peak TileSpmem: the largest of its tiles'.
+    pub peak_spmem_bytes: u64,
+    /// Modelled seconds: its slowest tile's ([`StepCost::sc_seconds`]).
+    pub seconds: f64,
+}
+
 /// The report of a tile kernel run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TileRun {
     /// Per SparseCore, per tile (`[sc][tile]`).
     pub tiles: Vec<Vec<TileWork>>,
+    /// Per SparseCore, its tiles together (ids, unique ids, HBM bytes, peak TileSpmem, time).
+    pub scs: Vec<ScWork>,
     /// The modelled step: per tile, per SparseCore, the slowest tile and the imbalance
     /// (slowest tile over the mean).
     pub cost: StepCost,
@@ -293,6 +317,7 @@ fn run_split<V: Send>(
     rows: impl Fn(&mut [V], usize) + Sync,
 ) -> Result<TileRun, TileError> {
     let (work, cost) = plan(chip, splits, &before, &distinct, bytes)?;
+    let scs = sc_work(chip, splits, &work, &cost, &distinct);
     let rows = &rows;
     rayon::scope(|s| {
         let mut rest: &mut [V] = out;
@@ -306,7 +331,7 @@ fn run_split<V: Send>(
             }
         }
     });
-    Ok(report(chip, work, cost))
+    Ok(report(chip, work, scs, cost))
 }
 
 /// [`run_rows`] for a kernel whose loops cannot be cut into row ranges (a format whose
@@ -331,8 +356,9 @@ pub fn run_whole<V>(
     let before = |r: usize| if r == 0 { 0 } else { entries };
     let distinct = |lo: usize, hi: usize| if lo < hi { unique_ids } else { 0 };
     let (work, cost) = plan(chip, &splits, &before, &distinct, bytes)?;
+    let scs = sc_work(chip, &splits, &work, &cost, &distinct);
     all(out)?;
-    Ok(report(chip, work, cost))
+    Ok(report(chip, work, scs, cost))
 }
 
 /// Each tile's work for the unit boundaries `splits`, checked against TileSpmem, and the
@@ -392,8 +418,34 @@ fn plan(
     Ok((work, cost))
 }
 
+/// Each SparseCore's tiles together: SparseCore `k` holds tiles `k * tiles_per_sc ..` of
+/// `work`, whose units run from `splits[k * tiles_per_sc]` to `splits[(k + 1) * tiles_per_sc]`.
+fn sc_work(
+    chip: &ChipModel,
+    splits: &[usize],
+    work: &[TileWork],
+    cost: &StepCost,
+    distinct: &impl Fn(usize, usize) -> u64,
+) -> Vec<ScWork> {
+    let per = (chip.tiles_per_sc as usize).max(1);
+    work.chunks(per)
+        .enumerate()
+        .map(|(k, tiles)| {
+            let (lo, hi) = (splits[k * per], splits[k * per + tiles.len()]);
+            ScWork {
+                units: lo..hi,
+                entries: tiles.iter().map(|t| t.entries).sum(),
+                unique_ids: if lo < hi { distinct(lo, hi) } else { 0 },
+                hbm_bytes: tiles.iter().map(|t| t.hbm_bytes).sum(),
+                peak_spmem_bytes: tiles.iter().map(|t| t.spmem_bytes).max().unwrap_or(0),
+                seconds: cost.sc_seconds.get(k).copied().unwrap_or(0.0),
+            }
+        })
+        .collect()
+}
+
 /// The per-SparseCore report of `work`.
-fn report(chip: &ChipModel, work: Vec<TileWork>, cost: StepCost) -> TileRun {
+fn report(chip: &ChipModel, work: Vec<TileWork>, scs: Vec<ScWork>, cost: StepCost) -> TileRun {
     let per = (chip.tiles_per_sc as usize).max(1);
     let mut tiles = Vec::with_capacity(chip.sparsecores_per_device as usize);
     let mut it = work.into_iter();
@@ -402,6 +454,7 @@ fn report(chip: &ChipModel, work: Vec<TileWork>, cost: StepCost) -> TileRun {
     }
     TileRun {
         tiles,
+        scs,
         cost,
         feature_width: 0,
         max_unique_nz_per_row: 0,
