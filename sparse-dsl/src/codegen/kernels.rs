@@ -458,7 +458,9 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             /// counts the sharded operand (the same entries and distinct ids).
             ///
             /// Errors: as [`Self::sparsecore_spmm`]; `TileError::Storage` (`WidthOverflow`) when
-            /// the sharded ids (`ceil(ids / S) * S`) do not fit in the coordinate width.
+            /// the sharded ids (`ceil(ids / S) * S`) do not fit in the coordinate width, or the
+            /// format's own `from_coo` error for the permuted ids (`NOutOfMOverflow` for an n:m
+            /// format whose blocks they overfill).
             pub fn sparsecore_spmm_sharded(
                 &self,
                 chip: &#rt::sparsecore::chip::ChipModel,
