@@ -10,6 +10,13 @@
 //! stable, so duplicates stay in input order and are summed in that order, as the sorting
 //! assembly sums them (bit-for-bit the same results).
 //!
+//! Large inputs ([`CoarsePlan`]) are read into coarse groups of consecutive level-0
+//! coordinates instead, through a small write-combining tail per group ([`Coarse`]); each
+//! group is then sorted on its own, within the caches, by an LSD radix sort of its keys
+//! (local level-0 coordinate, then levels `1..`), which is stable as well
+//! ([`bucket_coarse`]). The one-pass scatter writes at random over all entries; on 11.6M
+//! shuffled entries that made it DRAM-bound.
+//!
 //! The ordered entries then become the level arrays: directly for `dense, compressed, dense*`
 //! encodings (CSR, CSC, BSR, BSC) when every position and coordinate fits its width, else
 //! through the shared [`Builder`] (`lexInsert`), which gives every other level format and
@@ -160,14 +167,204 @@ impl<P: Word, V> Collected<P, V> {
     }
 }
 
-/// What reading the entries gave: flat arrays for the counting sort, or `[usize; L]` keys for
-/// the sorting assembly (more than `u32::MAX - 1` entries, or a level coordinate at or past its
-/// level size, which the counting sort cannot bucket).
+/// What reading the entries gave: flat arrays for the counting sort, the same split in coarse
+/// groups ([`Coarse`]), or `[usize; L]` keys for the sorting assembly (more than `u32::MAX - 1`
+/// entries, or a level coordinate at or past its level size, which the counting sort cannot
+/// bucket).
 pub(crate) enum Read<P, V, const L: usize> {
     /// Flat arrays, every level coordinate below its level size.
     Fast(Collected<P, V>),
-    /// Level keys and values in input order.
+    /// Coarse groups of level-0 coordinates, every level coordinate below its level size.
+    Coarse(Coarse<P, V>),
+    /// Level keys and values, in input order (or, after a coarse read, in input order within
+    /// each level-0 coordinate: the same sorted result, the sort being stable).
     Keys(Vec<[usize; L]>, Vec<V>),
+}
+
+/// Fewest entries that take the coarse path: below it the arrays of the one-pass scatter stay
+/// in the caches anyway.
+const COARSE_MIN_ENTRIES: usize = 1 << 17;
+/// Entries a coarse group aims at: its keys, values and output (12 bytes an entry for `u32`
+/// keys and `f64` values, twice) stay within the 1 MiB L2 of a core.
+const COARSE_GROUP_ENTRIES: usize = 1 << 14;
+/// Most coarse groups: each has a write-combining tail of [`COARSE_TAIL`] entries (at 12
+/// bytes an entry, 6 MiB for all of them at most: within the L3).
+const COARSE_MAX_GROUPS: usize = 1 << 10;
+/// Entries of a coarse group's tail: the unit in which it is copied to the group's chunks,
+/// large enough (2 KiB of `u32` keys, 4 KiB of `f64` values) that reading a group's chunks
+/// back streams like one array.
+const COARSE_TAIL: usize = 512;
+
+/// How the coarse path splits level 0: groups of `1 << shift` consecutive level-0
+/// coordinates, each entry keyed by its level-0 coordinate's low `shift` bits above the
+/// `rest_bits` of levels `1..`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CoarsePlan {
+    /// Level-0 coordinates per group, as a power of two.
+    pub shift: u32,
+    /// Number of groups (`ceil(size0 / 2^shift)`, at least 2).
+    pub groups: usize,
+    /// Bits of the packed key of levels `1..` ([`KeyLayout::bits`]).
+    pub rest_bits: u32,
+}
+
+impl CoarsePlan {
+    /// The plan for about `n` entries (the iterator's lower size bound) over `size0` level-0
+    /// coordinates with `rest_bits` of key for the levels below: `None` (the one-pass
+    /// scatter) for fewer than [`COARSE_MIN_ENTRIES`] entries, when level 0 is too large for
+    /// the counting sort (`4n + 1024`), when there would be fewer than 2 groups, or when the
+    /// combined key would need more than 64 bits.
+    pub fn new(n: usize, size0: usize, rest_bits: u32) -> Option<CoarsePlan> {
+        if n < COARSE_MIN_ENTRIES || size0 > n.saturating_mul(4).saturating_add(1024) {
+            return None;
+        }
+        let want = (n / COARSE_GROUP_ENTRIES).clamp(2, COARSE_MAX_GROUPS);
+        let per = size0.div_ceil(want).max(1).next_power_of_two();
+        CoarsePlan::with_shift(size0, rest_bits, per.trailing_zeros())
+    }
+
+    /// The plan with groups of `2^shift` level-0 coordinates (`None` under the rules of
+    /// [`CoarsePlan::new`] other than the entry count).
+    pub fn with_shift(size0: usize, rest_bits: u32, shift: u32) -> Option<CoarsePlan> {
+        let groups = size0.checked_shr(shift)? + usize::from(size0 & ((1 << shift) - 1) != 0);
+        (groups >= 2 && rest_bits + shift <= 64).then_some(CoarsePlan {
+            shift,
+            groups,
+            rest_bits,
+        })
+    }
+
+    /// Bits of an entry's key in its group: the local level-0 coordinate and levels `1..`.
+    pub fn key_bits(&self) -> u32 {
+        self.rest_bits + self.shift
+    }
+}
+
+/// Entries read into coarse groups of level-0 coordinates ([`CoarsePlan`]), each group in
+/// input order: a group's entries are copied from its tail of [`COARSE_TAIL`] entries to a
+/// chunk of the shared arrays when the tail fills (software write combining: the first pass
+/// writes as many sequential streams as there are groups, never at random over all entries).
+/// [`Coarse::seal`] then copies the partial tails as each group's last chunk and frees them.
+pub(crate) struct Coarse<P, V> {
+    plan: CoarsePlan,
+    /// The chunks' keys (`local level-0 << rest_bits | rest`), chunk after chunk.
+    keys: Vec<P>,
+    /// The chunks' values.
+    vals: Vec<V>,
+    /// Where each chunk of each group starts in `keys` and `vals`, in the order they were
+    /// filled; all hold [`COARSE_TAIL`] entries but a sealed group's last, which holds
+    /// `fill[g]` when that is not 0.
+    chunks: Vec<Vec<u32>>,
+    /// Each group's tail (`groups * COARSE_TAIL` keys and values, `fill[g]` of group `g`
+    /// used) until sealed, then empty.
+    tail_keys: Vec<P>,
+    tail_vals: Vec<V>,
+    fill: Vec<u16>,
+    /// Entries read.
+    len: usize,
+}
+
+impl<P: Word, V: Value> Coarse<P, V> {
+    /// Empty groups for `plan`, room for `cap` entries.
+    fn new(plan: CoarsePlan, cap: usize) -> Coarse<P, V> {
+        Coarse {
+            plan,
+            keys: Vec::with_capacity(cap),
+            vals: Vec::with_capacity(cap),
+            chunks: vec![Vec::new(); plan.groups],
+            tail_keys: vec![P::default(); plan.groups * COARSE_TAIL],
+            tail_vals: vec![V::zero(); plan.groups * COARSE_TAIL],
+            fill: vec![0; plan.groups],
+            len: 0,
+        }
+    }
+
+    /// Appends an entry of level-0 coordinate `k0` and key `rest` of levels `1..` (not after
+    /// [`Coarse::seal`]).
+    #[inline(always)]
+    fn push(&mut self, k0: usize, rest: P, v: V) {
+        let g = k0 >> self.plan.shift;
+        let local = (k0 & ((1 << self.plan.shift) - 1)) as u64;
+        let key = P::from_u64(local.checked_shl(self.plan.rest_bits).unwrap_or(0) | rest.to_u64());
+        let f = usize::from(self.fill[g]);
+        let t = g * COARSE_TAIL + f;
+        self.tail_keys[t] = key;
+        self.tail_vals[t] = v;
+        self.len += 1;
+        if f + 1 < COARSE_TAIL {
+            self.fill[g] = (f + 1) as u16;
+            return;
+        }
+        self.flush(g, COARSE_TAIL);
+        self.fill[g] = 0;
+    }
+
+    /// Copies the first `len` entries of group `g`'s tail to a new chunk.
+    fn flush(&mut self, g: usize, len: usize) {
+        let range = g * COARSE_TAIL..g * COARSE_TAIL + len;
+        self.chunks[g].push(self.keys.len() as u32);
+        self.keys.extend_from_slice(&self.tail_keys[range.clone()]);
+        self.vals.extend_from_slice(&self.tail_vals[range]);
+    }
+
+    /// Copies every partial tail as its group's last chunk (into the room the arrays reserved
+    /// for all entries, when the iterator told their number) and frees the tails.
+    fn seal(&mut self) {
+        for g in 0..self.plan.groups {
+            let f = usize::from(self.fill[g]);
+            if f > 0 {
+                self.flush(g, f);
+            }
+        }
+        self.tail_keys = Vec::new();
+        self.tail_vals = Vec::new();
+    }
+
+    /// Calls `f(key, value)` on group `g`'s entries in input order (after [`Coarse::seal`]).
+    #[inline(always)]
+    fn for_group(&self, g: usize, mut f: impl FnMut(P, V)) {
+        let chunks = &self.chunks[g];
+        for (i, &c) in chunks.iter().enumerate() {
+            let len = match self.fill[g] {
+                0 => COARSE_TAIL,
+                f if i + 1 == chunks.len() => usize::from(f),
+                _ => COARSE_TAIL,
+            };
+            let r = c as usize..c as usize + len;
+            for (&k, &v) in self.keys[r.clone()].iter().zip(&self.vals[r]) {
+                f(k, v);
+            }
+        }
+    }
+
+    /// Entries of group `g` (after [`Coarse::seal`]).
+    fn group_len(&self, g: usize) -> usize {
+        match self.fill[g] {
+            0 => self.chunks[g].len() * COARSE_TAIL,
+            f => (self.chunks[g].len() - 1) * COARSE_TAIL + usize::from(f),
+        }
+    }
+
+    /// The entries as `[usize; L]` level keys (and values), group by group, each group in
+    /// input order (after [`Coarse::seal`]).
+    pub fn into_keys<const L: usize>(self, layout: &KeyLayout) -> (Vec<[usize; L]>, Vec<V>) {
+        let mut keys: Vec<[usize; L]> = Vec::with_capacity(self.len + 1);
+        let mut vals: Vec<V> = Vec::with_capacity(self.len + 1);
+        let (shift, rest_bits) = (self.plan.shift, self.plan.rest_bits);
+        for g in 0..self.plan.groups {
+            self.for_group(g, |k, v| {
+                let k = k.to_u64();
+                let mut key = [0usize; L];
+                key[0] = (g << shift) | k.checked_shr(rest_bits).unwrap_or(0) as usize;
+                for (l, x) in key.iter_mut().enumerate().skip(1) {
+                    *x = layout.level(k, l);
+                }
+                keys.push(key);
+                vals.push(v);
+            });
+        }
+        (keys, vals)
+    }
 }
 
 /// Reads `entries` in input order, checking each dimension coordinate against `shape` and
@@ -181,7 +378,11 @@ pub(crate) fn read<P: Word, V: Value, const D: usize, const L: usize>(
     lvl_sizes: [usize; L],
     entries: impl IntoIterator<Item = ([usize; D], V)>,
     dim_to_lvl: impl Fn(&[usize; D]) -> [usize; L],
+    coarse: Option<CoarsePlan>,
 ) -> Result<Read<P, V, L>, StorageError> {
+    if let Some(plan) = coarse {
+        return read_coarse(layout, shape, lvl_sizes, entries, dim_to_lvl, plan);
+    }
     let check = |entry: usize, c: &[usize; D]| match (0..D).find(|&d| c[d] >= shape[d]) {
         Some(dim) => Err(StorageError::CoordinateOutOfRange {
             entry,
@@ -222,6 +423,196 @@ pub(crate) fn read<P: Word, V: Value, const D: usize, const L: usize>(
         vals.push(v);
     }
     Ok(Read::Keys(keys, vals))
+}
+
+/// [`read`] into coarse groups ([`Coarse`]); the same errors and the same fallback to keys.
+fn read_coarse<P: Word, V: Value, const D: usize, const L: usize>(
+    layout: &KeyLayout,
+    shape: [usize; D],
+    lvl_sizes: [usize; L],
+    entries: impl IntoIterator<Item = ([usize; D], V)>,
+    dim_to_lvl: impl Fn(&[usize; D]) -> [usize; L],
+    plan: CoarsePlan,
+) -> Result<Read<P, V, L>, StorageError> {
+    let check = |entry: usize, c: &[usize; D]| match (0..D).find(|&d| c[d] >= shape[d]) {
+        Some(dim) => Err(StorageError::CoordinateOutOfRange {
+            entry,
+            dim,
+            coordinate: c[dim],
+            size: shape[dim],
+        }),
+        None => Ok(()),
+    };
+    let mut it = entries.into_iter().enumerate();
+    let cap = it.size_hint().0.min(u32::MAX as usize);
+    let mut out: Coarse<P, V> = Coarse::new(plan, cap);
+    let limit = u32::MAX as usize - 1;
+    let mut pending = None;
+    for (entry, (c, v)) in it.by_ref() {
+        check(entry, &c)?;
+        let lc = dim_to_lvl(&c);
+        if out.len == limit || lc.iter().zip(&lvl_sizes).any(|(&x, &s)| x >= s) {
+            pending = Some((lc, v));
+            break;
+        }
+        out.push(lc[0], layout.pack(&lc), v);
+    }
+    out.seal();
+    let Some(first) = pending else {
+        return Ok(Read::Coarse(out));
+    };
+    let (mut keys, mut vals) = out.into_keys::<L>(layout);
+    keys.push(first.0);
+    vals.push(first.1);
+    for (entry, (c, v)) in it {
+        check(entry, &c)?;
+        keys.push(dim_to_lvl(&c));
+        vals.push(v);
+    }
+    Ok(Read::Keys(keys, vals))
+}
+
+/// Most bits of a radix digit in [`bucket_coarse`]: its histogram (`4 << 14` bytes) stays in
+/// the L1 and L2 caches.
+const DIGIT_BITS: u32 = 14;
+
+/// [`bucket`] for coarse groups: each group in turn (its entries, scratch and output within the
+/// L2) is put in level order, stably, and written to its part of the output, so no pass writes
+/// at random over all entries. A group's keys (local level-0 coordinate, then levels `1..`)
+/// of at most 32 bits are sorted by an LSD radix sort of at most [`DIGIT_BITS`]-bit digits
+/// (counting passes, stable); wider keys are scattered by level-0 coordinate and each segment
+/// sorted as [`bucket`] does.
+pub(crate) fn bucket_coarse<P: Word, V: Value>(c: Coarse<P, V>, size0: usize) -> Bucketed<P, V> {
+    let n = c.len;
+    let plan = c.plan;
+    let per = 1usize << plan.shift;
+    let rest_mask = match plan.rest_bits {
+        64.. => u64::MAX,
+        b => (1u64 << b) - 1,
+    };
+    let local = |k: P| k.to_u64().checked_shr(plan.rest_bits).unwrap_or(0) as usize;
+    let key_bits = plan.key_bits();
+    let passes = key_bits.div_ceil(DIGIT_BITS).max(1);
+    let digit = key_bits.div_ceil(passes);
+    let radix = key_bits <= 32;
+    let mut starts = vec![0u32; size0 + 1];
+    let mut rest = vec![P::default(); n];
+    let mut vals = vec![V::zero(); n];
+    let mut rows = vec![0u32; per + 1];
+    let mut hist = if radix {
+        vec![0u32; (passes as usize) << digit]
+    } else {
+        Vec::new()
+    };
+    let largest = (0..plan.groups).map(|g| c.group_len(g)).max().unwrap_or(0);
+    let (mut tmp_keys, mut tmp_vals, mut tmp2_keys, mut tmp2_vals) = if radix {
+        let t = |x| if passes > 1 { x } else { 0 };
+        let u = |x| if passes > 2 { x } else { 0 };
+        (
+            vec![P::default(); t(largest)],
+            vec![V::zero(); t(largest)],
+            vec![P::default(); u(largest)],
+            vec![V::zero(); u(largest)],
+        )
+    } else {
+        Default::default()
+    };
+    let mut tagged: Vec<P::Tagged> = Vec::new();
+    let mut scratch: Vec<V> = Vec::new();
+    let mut base = 0usize;
+    for g in 0..plan.groups {
+        let r0 = g << plan.shift;
+        let nrows = per.min(size0 - r0);
+        let len = c.group_len(g);
+        let out = base..base + len;
+        // rows[l + 1] counts local coordinate l; its prefix sum gives the group's starts
+        rows[..=nrows].fill(0);
+        if radix {
+            hist.fill(0);
+            let dmask = (1u64 << digit) - 1;
+            c.for_group(g, |k, _| {
+                let k = k.to_u64();
+                rows[(k >> plan.rest_bits) as usize + 1] += 1;
+                for p in 0..passes {
+                    hist[((p as usize) << digit) + ((k >> (p * digit)) & dmask) as usize] += 1;
+                }
+            });
+            for h in hist.chunks_mut(1 << digit) {
+                let mut sum = 0u32;
+                for x in h {
+                    (*x, sum) = (sum, sum + *x);
+                }
+            }
+            // pass p reads what pass p - 1 wrote: the chunks, then the scratch arrays in turn;
+            // the last pass writes the output (levels `1..` of the key only)
+            for p in 0..passes {
+                let h = &mut hist[(p as usize) << digit..((p as usize) + 1) << digit];
+                let shift = p * digit;
+                let last = p + 1 == passes;
+                let mut put = |k: P, v: V, keys: &mut [P], vs: &mut [V]| {
+                    let d = &mut h[((k.to_u64() >> shift) & dmask) as usize];
+                    let at = *d as usize;
+                    *d += 1;
+                    if last {
+                        keys[at] = P::from_u64(k.to_u64() & rest_mask);
+                    } else {
+                        keys[at] = k;
+                    }
+                    vs[at] = v;
+                };
+                match (p, last) {
+                    (0, true) => c.for_group(g, |k, v| {
+                        put(k, v, &mut rest[out.clone()], &mut vals[out.clone()])
+                    }),
+                    (0, false) => c.for_group(g, |k, v| {
+                        put(k, v, &mut tmp_keys[..len], &mut tmp_vals[..len])
+                    }),
+                    (_, true) => {
+                        for (&k, &v) in tmp_keys[..len].iter().zip(&tmp_vals[..len]) {
+                            put(k, v, &mut rest[out.clone()], &mut vals[out.clone()]);
+                        }
+                    }
+                    (_, false) => {
+                        for (&k, &v) in tmp_keys[..len].iter().zip(&tmp_vals[..len]) {
+                            put(k, v, &mut tmp2_keys[..len], &mut tmp2_vals[..len]);
+                        }
+                        std::mem::swap(&mut tmp_keys, &mut tmp2_keys);
+                        std::mem::swap(&mut tmp_vals, &mut tmp2_vals);
+                    }
+                }
+            }
+            rows[0] = base as u32;
+            for l in 0..nrows {
+                rows[l + 1] += rows[l];
+            }
+            starts[r0..=r0 + nrows].copy_from_slice(&rows[..=nrows]);
+        } else {
+            c.for_group(g, |k, _| rows[local(k) + 1] += 1);
+            rows[0] = base as u32;
+            for l in 0..nrows {
+                rows[l + 1] += rows[l];
+            }
+            starts[r0..=r0 + nrows].copy_from_slice(&rows[..=nrows]);
+            c.for_group(g, |k, v| {
+                let d = &mut rows[local(k)];
+                let at = *d as usize;
+                rest[at] = P::from_u64(k.to_u64() & rest_mask);
+                vals[at] = v;
+                *d += 1;
+            });
+            for l in r0..r0 + nrows {
+                let s = starts[l] as usize..starts[l + 1] as usize;
+                sort_group(
+                    &mut rest[s.clone()],
+                    &mut vals[s],
+                    &mut tagged,
+                    &mut scratch,
+                );
+            }
+        }
+        base += len;
+    }
+    Bucketed { starts, rest, vals }
 }
 
 /// Entries grouped by level-0 coordinate, each group in level order (stable: duplicates in
@@ -296,21 +687,36 @@ fn sort_groups<P: Word, V: Value>(bk: &mut Bucketed<P, V>) {
     let mut scratch: Vec<V> = Vec::new();
     for b in 0..bk.starts.len() - 1 {
         let g = bk.group(b);
-        let rest = &mut bk.rest[g.clone()];
-        if rest.is_sorted() {
-            continue;
-        }
-        tagged.clear();
-        tagged.extend(rest.iter().zip(0u32..).map(|(&p, i)| p.tag(i)));
-        tagged.sort_unstable();
-        let vals = &mut bk.vals[g];
-        scratch.clear();
-        scratch.extend_from_slice(vals);
-        for ((t, r), v) in tagged.iter().zip(rest.iter_mut()).zip(vals.iter_mut()) {
-            let (p, i) = P::untag(*t);
-            *r = p;
-            *v = scratch[i];
-        }
+        sort_group(
+            &mut bk.rest[g.clone()],
+            &mut bk.vals[g],
+            &mut tagged,
+            &mut scratch,
+        );
+    }
+}
+
+/// Puts the keys `rest` (and their `vals`) of one group in key order, stably (by `(key, index
+/// in group)`); `tagged` and `scratch` are reused buffers.
+#[inline]
+fn sort_group<P: Word, V: Value>(
+    rest: &mut [P],
+    vals: &mut [V],
+    tagged: &mut Vec<P::Tagged>,
+    scratch: &mut Vec<V>,
+) {
+    if rest.is_sorted() {
+        return;
+    }
+    tagged.clear();
+    tagged.extend(rest.iter().zip(0u32..).map(|(&p, i)| p.tag(i)));
+    tagged.sort_unstable();
+    scratch.clear();
+    scratch.extend_from_slice(vals);
+    for ((t, r), v) in tagged.iter().zip(rest.iter_mut()).zip(vals.iter_mut()) {
+        let (p, i) = P::untag(*t);
+        *r = p;
+        *v = scratch[i];
     }
 }
 
@@ -586,5 +992,99 @@ mod tests {
             u64::untag((u64::MAX).tag(u32::MAX)),
             (u64::MAX, u32::MAX as usize)
         );
+    }
+
+    /// Bucketed arrays as plain numbers (keys as `u64`, values as bits), for comparisons.
+    fn plain<P: Word>(b: &Bucketed<P, f64>) -> (Vec<u32>, Vec<u64>, Vec<u64>) {
+        (
+            b.starts.clone(),
+            b.rest.iter().map(|p| p.to_u64()).collect(),
+            b.vals.iter().map(|v| v.to_bits()).collect(),
+        )
+    }
+
+    /// The one-pass counting sort and the coarse one (groups of `2^shift` rows) give the same
+    /// arrays on `entries` (rank 2, levels = dimensions), duplicates in input order.
+    fn same_both_ways<P: Word>(lvl_sizes: [usize; 2], entries: &[([usize; 2], f64)], shift: u32) {
+        let layout = KeyLayout::new(&lvl_sizes).unwrap();
+        let plan = CoarsePlan::with_shift(lvl_sizes[0], layout.bits, shift).unwrap();
+        let it = || entries.iter().copied();
+        let one = match read::<P, f64, 2, 2>(&layout, lvl_sizes, lvl_sizes, it(), |c| *c, None) {
+            Ok(Read::Fast(c)) => bucket(c, lvl_sizes[0]).ok().unwrap(),
+            _ => panic!("the one-pass read"),
+        };
+        let two =
+            match read::<P, f64, 2, 2>(&layout, lvl_sizes, lvl_sizes, it(), |c| *c, Some(plan)) {
+                Ok(Read::Coarse(c)) => bucket_coarse(c, lvl_sizes[0]),
+                _ => panic!("the coarse read"),
+            };
+        assert_eq!(plain(&one), plain(&two), "plan {plan:?}");
+    }
+
+    #[test]
+    fn coarse_plan_sizes_groups_to_the_entries() {
+        // 11.6M entries over 195,360 rows: 708 groups wanted, 512 rows each, 382 groups
+        let p = CoarsePlan::new(11_600_000, 195_360, 18).unwrap();
+        assert_eq!((p.shift, p.groups, p.key_bits()), (9, 382, 27));
+        assert_eq!(CoarsePlan::new(COARSE_MIN_ENTRIES - 1, 1000, 10), None);
+        // level 0 too large for the counting sort, or a key past 64 bits
+        assert_eq!(CoarsePlan::new(1 << 20, (1 << 22) + 1025, 10), None);
+        assert_eq!(CoarsePlan::with_shift(1 << 20, 60, 5), None);
+        // one group is no split
+        assert_eq!(CoarsePlan::with_shift(8, 3, 3), None);
+        assert_eq!(CoarsePlan::with_shift(9, 3, 3).map(|p| p.groups), Some(2));
+    }
+
+    #[test]
+    fn coarse_reads_fall_back_to_keys_in_order_per_coordinate() {
+        // the third entry maps past level 1's size: the keys of the sorting assembly, each
+        // level-0 coordinate's entries still in input order
+        let lvl = [8usize, 4];
+        let layout = KeyLayout::new(&lvl).unwrap();
+        let plan = CoarsePlan::with_shift(8, layout.bits, 1).unwrap();
+        let entries = [([5, 1], 1.0), ([0, 2], 2.0), ([5, 9], 3.0), ([5, 0], 4.0)];
+        let Ok(Read::Keys(keys, vals)) =
+            read::<u32, f64, 2, 2>(&layout, [8, 10], lvl, entries, |c| *c, Some(plan))
+        else {
+            panic!("keys")
+        };
+        assert_eq!(keys, [[0, 2], [5, 1], [5, 9], [5, 0]]);
+        assert_eq!(vals, [2.0, 1.0, 3.0, 4.0]);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// One radix pass (keys of 5 to 7 bits), two (up to 28 bits) and three (29 to 32
+        /// bits), each against the one-pass counting sort; more entries than a tail,
+        /// duplicates included.
+        #[test]
+        fn coarse_radix_equals_the_one_pass_sort(
+            raw in proptest::collection::vec((0usize..64, 0usize..1 << 20, -8i32..8), 0..3000),
+            shift in 1u32..5,
+        ) {
+            let narrow: Vec<([usize; 2], f64)> =
+                raw.iter().map(|&(i, j, v)| ([i % 16, j % 16], f64::from(v))).collect();
+            same_both_ways::<u32>([16, 16], &narrow, shift.min(3));
+            let mid: Vec<([usize; 2], f64)> =
+                raw.iter().map(|&(i, j, v)| ([i, j % 1000], f64::from(v))).collect();
+            same_both_ways::<u32>([64, 1000], &mid, shift);
+            let wide: Vec<([usize; 2], f64)> = raw
+                .iter()
+                .map(|&(i, j, v)| ([i, (j * 127) % (1 << 27)], f64::from(v) + 0.5))
+                .collect();
+            same_both_ways::<u32>([64, 1 << 27], &wide, shift);
+        }
+
+        /// Keys past 32 bits take the scatter and per-segment sort.
+        #[test]
+        fn coarse_wide_keys_equal_the_one_pass_sort(
+            raw in proptest::collection::vec((0usize..40, 0usize..1 << 30, -8i32..8), 0..2000),
+            shift in 1u32..5,
+        ) {
+            let e: Vec<([usize; 2], f64)> =
+                raw.iter().map(|&(i, j, v)| ([i, j], f64::from(v))).collect();
+            same_both_ways::<u64>([40, 1 << 30], &e, shift);
+        }
     }
 }

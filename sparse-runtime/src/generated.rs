@@ -341,9 +341,14 @@ pub fn par_rows<V: Send>(
 /// into their level-0 group, a stable sort of each group by key; `dense, compressed, dense*`
 /// encodings (CSR, CSC, BSR, BSC) then get their arrays directly, the others through
 /// `lexInsert`. Duplicates are summed in input order either way, so the arrays and values are
-/// the sorting assembly's bit for bit. Extra memory at the peak: 24 bytes per entry for
-/// `u32` keys and `f64` values (the flat arrays and their sorted copies) plus 4 bytes per
-/// level-0 coordinate, for entries whose iterator reports its length. Otherwise (and for
+/// the sorting assembly's bit for bit. From 2^17 entries on (by the iterator's lower size
+/// bound) the entries are read into coarse groups of consecutive level-0 coordinates instead
+/// (`bucket::CoarsePlan`: about 2^14 entries a group), each group then put in order on its
+/// own by an LSD radix sort within the caches, so that no pass scatters at random over all
+/// entries (11.6M shuffled entries assemble in about two thirds of the time). Extra memory at the
+/// peak: 24 bytes per entry for `u32` keys and `f64` values (the flat arrays or groups and
+/// the sorted result) plus 4 bytes per level-0 coordinate, for entries whose iterator reports
+/// its length. Otherwise (and for
 /// level 0 above `4n + 1024` coordinates for `n` entries) the entries are sorted as
 /// `[usize; L]` keys.
 ///
@@ -382,11 +387,18 @@ pub fn assemble<const D: usize, const L: usize, V: Value>(
     let layout = bucket::KeyLayout::new(&lvl_sizes)
         .filter(|_| L >= 1 && ordered && lvl_sizes[0] <= u32::MAX as usize);
     match layout {
-        Some(k) if k.bits <= 32 => {
-            assemble_counting::<u32, D, L, V>(&encoding, shape, lvl_sizes, &k, entries, dim_to_lvl)
-        }
         Some(k) => {
-            assemble_counting::<u64, D, L, V>(&encoding, shape, lvl_sizes, &k, entries, dim_to_lvl)
+            let coarse = bucket::CoarsePlan::new(cap, lvl_sizes[0], k.bits);
+            let enc = &encoding;
+            if coarse.map_or(k.bits, |c| c.key_bits()) <= 32 {
+                assemble_counting::<u32, D, L, V>(
+                    enc, shape, lvl_sizes, &k, entries, dim_to_lvl, coarse,
+                )
+            } else {
+                assemble_counting::<u64, D, L, V>(
+                    enc, shape, lvl_sizes, &k, entries, dim_to_lvl, coarse,
+                )
+            }
         }
         None => {
             let mut keys: Vec<[usize; L]> = Vec::with_capacity(cap);
@@ -419,19 +431,20 @@ fn assemble_counting<P: bucket::Word, const D: usize, const L: usize, V: Value>(
     layout: &bucket::KeyLayout,
     entries: impl IntoIterator<Item = ([usize; D], V)>,
     dim_to_lvl: impl Fn(&[usize; D]) -> [usize; L],
+    coarse: Option<bucket::CoarsePlan>,
 ) -> Result<Assembled<V>, StorageError> {
-    let collected = match bucket::read::<P, V, D, L>(layout, shape, lvl_sizes, entries, dim_to_lvl)?
-    {
-        bucket::Read::Fast(c) => c,
+    let read = bucket::read::<P, V, D, L>(layout, shape, lvl_sizes, entries, dim_to_lvl, coarse)?;
+    let bucketed = match read {
+        bucket::Read::Fast(c) => match bucket::bucket(c, lvl_sizes[0]) {
+            Ok(b) => b,
+            Err(c) => {
+                let (keys, vals) = c.into_keys::<L>(layout);
+                return assemble_keys(encoding, shape, lvl_sizes, keys, vals);
+            }
+        },
+        bucket::Read::Coarse(c) => bucket::bucket_coarse(c, lvl_sizes[0]),
         bucket::Read::Keys(keys, vals) => {
             return assemble_keys(encoding, shape, lvl_sizes, keys, vals)
-        }
-    };
-    let bucketed = match bucket::bucket(collected, lvl_sizes[0]) {
-        Ok(b) => b,
-        Err(c) => {
-            let (keys, vals) = c.into_keys::<L>(layout);
-            return assemble_keys(encoding, shape, lvl_sizes, keys, vals);
         }
     };
     let (batches, batch_levels) = batch_count(encoding, shape, &lvl_sizes)?;

@@ -169,3 +169,47 @@ fn empty_and_one_row() {
     let b = Bsr23::<f64>::from_coo([6, 6], e.iter().copied()).unwrap();
     assert!(b.values().is_empty());
 }
+
+/// 150,000 shuffled entries (past the coarse path's 131,072) on 2,000 distinct coordinates per
+/// 100 rows (duplicates summed in input order), `m x n`, from a fixed-seed generator.
+fn large(m: usize, n: usize) -> Vec<([usize; 2], f64)> {
+    let mut s = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    (0..150_000)
+        .map(|_| {
+            let i = (next() % m as u64) as usize;
+            let j = (next() % 20) as usize * (n / 20) + i % (n / 20);
+            let v = (next() % 2001) as f64 * 1e-3 - 1.0 + [0.0, 1e9, -1e-9][i % 3];
+            ([i, j], v)
+        })
+        .collect()
+}
+
+/// The coarse path of the counting sort (entries read into groups of rows, each group put in
+/// order within the caches) against the dynamic storage's sorting assembly: radix keys of 20
+/// bits for CSR, CSC, DCSR, COO and BSR, keys past 32 bits (2^26 columns) for the scatter and
+/// per-row sort, and the 16-bit positions of `Csc` overflowing as the dynamic storage says.
+#[test]
+fn coarse_groups_assemble_large_inputs_like_the_sorting_assembly() -> Result<(), TestCaseError> {
+    let entries = large(600, 6000);
+    let shape = [600, 6000];
+    same_as_dynamic!(Csr, shape, &entries);
+    same_as_dynamic!(CsrNonunique, shape, &entries);
+    same_as_dynamic!(Csc, shape, &entries);
+    same_as_dynamic!(Dcsr, shape, &entries);
+    same_as_dynamic!(Coo, shape, &entries);
+    same_as_dynamic!(Bsr23, shape, &entries);
+    let (pos, crd, vals) = reference_csr(600, &entries);
+    let g = Csr::<f64>::from_coo(shape, entries.iter().copied()).unwrap();
+    prop_assert_eq!(g.position_buffer(1).unwrap().to_vec(), pos);
+    prop_assert_eq!(g.coordinate_buffer(1).unwrap().to_vec(), crd);
+    prop_assert_eq!(bits(g.values()), bits(&vals));
+    let wide = large(600, 1 << 26);
+    same_as_dynamic!(Csr, [600, 1 << 26], &wide);
+    Ok(())
+}
