@@ -265,7 +265,7 @@ pub fn par_rows_try<V: Send, E: Send>(
 }
 
 /// Integer division as generated kernels compute it: wrapping (`MIN / -1` is `MIN`), and
-/// [`StorageError::DivisionByZero`](crate::StorageError::DivisionByZero) for a zero divisor,
+/// [`StorageError::DivisionByZero`] for a zero divisor,
 /// as the interpreter (MLIR's `arith.divsi`/`divui` leave that case undefined; here it is an
 /// error, never a panic).
 pub trait IntDiv: Sized {
