@@ -90,7 +90,6 @@ fn every_unsafe_block_has_a_safety_comment_above_it() {
                     [
                         "fn spmv(",
                         "fn spmv_rows(",
-                        "fn spmm_rows(",
                         "fn spmv_transpose(",
                         "fn spmm_row_major(",
                         "fn spmm_col_major(",

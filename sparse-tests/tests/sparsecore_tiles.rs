@@ -184,6 +184,10 @@ proptest! {
         let chip = v5p();
         let nnz = t.values.len() as u64;
         let n = 8;
+        let mut blocks: Vec<(usize, usize)> = t.coords.chunks(2).map(|c| (c[0] / 2, c[1] / 2)).collect();
+        blocks.sort_unstable();
+        blocks.dedup();
+        let blocks = blocks.len() as u64;
         macro_rules! each {
             ($($s:ty),*) => {$({
                 let a = <$s>::from_coo_tensor(&t).unwrap();
@@ -195,10 +199,11 @@ proptest! {
                     got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
                     want.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
                 );
-                // stored positions of the outermost level's children: blocks for BSR
-                prop_assert!(run.entries() <= nnz);
-                let units: usize = run.tiles.iter().flatten().map(|w| w.units.len()).sum();
-                prop_assert!(units == 40 || units == 20, "{} units", units);
+                // every stored value is an id gathered: a BSR stores whole 2x2 blocks
+                let stored = if stringify!($s).starts_with("Bsr") { blocks * 4 } else { nnz };
+                prop_assert_eq!(run.entries(), stored, "{}", stringify!($s));
+                // every format's samples are split over the tiles, whatever its outermost level
+                prop_assert_eq!(check_tiles(&run, &chip), 40, "{}", stringify!($s));
             })*};
         }
         each!(Csr<f64>, Bsr<f64>, Coo<f64>, Csc<f64>);
@@ -318,14 +323,49 @@ fn sparse_dense_matmul_checks_lengths_and_tile_spmem() {
     chip.tile_spmem_bytes = 1000;
     let table = [1.0; 4 * 8];
     let mut c = vec![3.0; 64 * 8];
-    // 32 samples of 8 f64 per tile: 2048 bytes
+    // 32 samples per tile of 8 values held as f32: 1024 bytes of output rows
+    let e = a.sparsecore_spmm(&chip, &table, &mut c, 8).unwrap_err();
     assert_eq!(
-        a.sparsecore_spmm(&chip, &table, &mut c, 8)
-            .unwrap_err()
-            .to_string(),
-        "Fixed size allocations (2048 bytes) do not fit in TileSpmem (1000 bytes)"
+        e,
+        TileError::Spmem(SpmemError::GatherTooLarge {
+            needed: 1024,
+            available: 1000
+        })
+    );
+    assert_eq!(
+        e.to_string(),
+        "Gather operand too large: (sample_count * feature_width) / tiles = 1024 bytes per tile \
+         exceeds TileSpmem (1000 bytes)"
     );
     assert_eq!(c, vec![3.0; 64 * 8], "nothing written");
+    // 5 values pad to 8 (a 32-byte line): the same 1024 bytes of output rows fit in 1050, but
+    // not with one staged row of 32 bytes in each of the two buffers (1088 bytes)
+    chip.tile_spmem_bytes = 1050;
+    let mut c = vec![3.0; 64 * 5];
+    let e = a
+        .sparsecore_spmm(&chip, &table[..4 * 5], &mut c, 5)
+        .unwrap_err();
+    assert_eq!(
+        e,
+        TileError::Spmem(SpmemError::FixedAllocations {
+            needed: 1088,
+            available: 1050
+        })
+    );
+    assert_eq!(
+        e.to_string(),
+        "Fixed size allocations (1088 bytes) do not fit in TileSpmem (1050 bytes)"
+    );
+    assert_eq!(c, vec![3.0; 64 * 5], "nothing written");
+    // the sharded form stages the same way
+    assert_eq!(
+        a.sparsecore_spmm_sharded(&chip, &table[..4 * 5], &mut c, 5)
+            .unwrap_err(),
+        e
+    );
+    assert_eq!(c, vec![3.0; 64 * 5], "nothing written");
+    chip.tile_spmem_bytes = 1000;
+    let mut c = vec![3.0; 64 * 8];
     assert!(matches!(
         a.sparsecore_spmm(&chip, &table[..31], &mut c, 8),
         Err(TileError::Storage(
@@ -460,7 +500,8 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(12))]
     /// DCSR, DCSC, COO (SoA), 2:4, loose CSR, ELL and all-dense: the tile SpMV and
     /// SparseDenseMatmul equal the serial `spmv` / `spmm` bit for bit, the report covers every
-    /// tile, and the mod-sharded SparseDenseMatmul equals the dense product to rounding.
+    /// tile and counts every stored value, and the mod-sharded SparseDenseMatmul (2:4's
+    /// included) equals the dense product to rounding.
     #[test]
     fn every_other_rank2_format_on_the_tiles(
         cells in proptest::collection::vec((any::<bool>(), -4.0f64..4.0), 20 * 12),
@@ -489,7 +530,7 @@ proptest! {
             }
         }
         macro_rules! each {
-            ($($f:ty: $exact:expr),*) => {$({
+            ($($f:ty: $stored:expr),*) => {$({
                 let name = stringify!($f);
                 let a = <$f>::from_coo_tensor(&t).unwrap();
                 let (mut want, mut got) = (vec![0.0; rows], vec![f64::NAN; rows]);
@@ -501,12 +542,9 @@ proptest! {
                     "sparsecore_spmv {}", name
                 );
                 prop_assert!(check_tiles(&run, &chip) > 0, "units {}", name);
-                // stored entries are counted exactly where level 1 has back-to-back segments or
-                // the format runs whole; 2:4, loose_compressed and all-dense count one per row
-                // (a known gap of the code generator's `before`), so they are not checked here
-                if $exact {
-                    prop_assert_eq!(run.entries(), t.values.len() as u64, "entries {}", name);
-                }
+                // every stored value counts: 2:4 stores 2 per block of 4, all-dense everything
+                let stored: u64 = $stored;
+                prop_assert_eq!(run.entries(), stored, "entries {}", name);
                 let mut want = vec![0.0; rows * n];
                 a.spmm(&table, &mut want, n, DenseOrder::RowMajor).unwrap();
                 let mut got = vec![f64::NAN; rows * n];
@@ -518,32 +556,25 @@ proptest! {
                 );
                 check_tiles(&run, &chip);
                 prop_assert_eq!(run.feature_width, n as u64, "{}", name);
-                if $exact {
-                    prop_assert_eq!(run.entries(), t.values.len() as u64, "entries {}", name);
-                }
+                prop_assert_eq!(run.entries(), stored, "entries {}", name);
                 let mut got = vec![f64::NAN; rows * n];
-                match a.sparsecore_spmm_sharded(&chip, &table, &mut got, n) {
-                    Ok(_) => {
-                        for (g, d) in got.iter().zip(&dense) {
-                            prop_assert!((g - d).abs() <= 1e-12 * d.abs().max(1.0), "{}: {} vs {}", name, g, d);
-                        }
-                    }
-                    // sharding permutes a row's ids, which a 2:4 block may then not hold
-                    Err(e) => prop_assert!(
-                        name.starts_with("Nv24") && matches!(e, TileError::Storage(_)),
-                        "{}: {}", name, e
-                    ),
+                let run = a.sparsecore_spmm_sharded(&chip, &table, &mut got, n).unwrap();
+                for (g, d) in got.iter().zip(&dense) {
+                    prop_assert!((g - d).abs() <= 1e-12 * d.abs().max(1.0), "{}: {} vs {}", name, g, d);
                 }
+                prop_assert_eq!(run.entries(), stored, "sharded entries {}", name);
             })*};
         }
+        let nnz = t.values.len() as u64;
+        let all = (rows * ids) as u64;
         each!(
-            Dcsr<f64>: true,
-            Dcsc<f64>: true,
-            CooSoa<f64>: true,
-            Nv24<f64>: false,
-            Loose<f64>: false,
-            Ell<f64>: true,
-            Dense<f64>: false
+            Dcsr<f64>: nnz,
+            Dcsc<f64>: nnz,
+            CooSoa<f64>: nnz,
+            Nv24<f64>: all / 2,
+            Loose<f64>: nnz,
+            Ell<f64>: nnz,
+            Dense<f64>: all
         );
     }
 }
@@ -596,5 +627,253 @@ fn per_sparsecore_totals_of_the_report() {
             (sc.units.len(), sc.entries, sc.unique_ids, sc.hbm_bytes),
             (0, 0, 0, 0)
         );
+    }
+}
+
+/// The stored columns of each row of `cells` (`rows x ids`, at most 2 kept per block of 4) in
+/// each format, counted here from the cells: loose CSR stores the kept cells, 2:4 each block's
+/// kept cells padded to 2 with the lowest free in-block columns, all-dense every column.
+fn stored_columns(cells: &[(bool, f64)], ids: usize, format: &str) -> Vec<Vec<usize>> {
+    cells
+        .chunks(ids)
+        .map(|row| match format {
+            "loose" => (0..ids).filter(|&j| row[j].0).collect(),
+            "2:4" => {
+                let mut cols = Vec::new();
+                for b in 0..ids / 4 {
+                    let mut block: Vec<usize> = (4 * b..4 * b + 4).filter(|&j| row[j].0).collect();
+                    let mut free = (4 * b..4 * b + 4).filter(|j| !row[*j].0);
+                    while block.len() < 2 {
+                        block.push(free.next().unwrap());
+                    }
+                    block.sort_unstable();
+                    cols.extend(block);
+                }
+                cols
+            }
+            _ => (0..ids).collect(),
+        })
+        .collect()
+}
+
+/// Entries and distinct columns of rows `r` of `stored`.
+fn counts(stored: &[Vec<usize>], r: std::ops::Range<usize>) -> (u64, u64) {
+    let mut cols: Vec<usize> = stored[r].iter().flatten().copied().collect();
+    let entries = cols.len() as u64;
+    cols.sort_unstable();
+    cols.dedup();
+    (entries, cols.len() as u64)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+    /// Loose CSR, 2:4 and all-dense: the tile reports count each tile's and each SparseCore's
+    /// stored entries, distinct ids and HBM bytes exactly (against counts made here from the
+    /// cells), and the SpMV splits the rows by stored entries (loose CSR as CSR does).
+    #[test]
+    fn reports_count_stored_entries_of_loose_two_four_and_dense(
+        cells in proptest::collection::vec((any::<bool>(), -4.0f64..4.0), 20 * 12),
+    ) {
+        let (rows, ids, n) = (20, 12, 3);
+        let mut cells = cells;
+        for block in cells.chunks_mut(4) {
+            let mut kept = 0;
+            for c in block.iter_mut().filter(|c| c.0) {
+                kept += 1;
+                c.0 = kept <= 2;
+            }
+        }
+        let t = coo(rows, ids, &cells);
+        let chip = v5p();
+        let (x, table) = (vec![1.0; ids], vec![0.5; ids * n]);
+        // f64 values, usize positions and coordinates: 8 bytes each
+        macro_rules! each {
+            ($($f:ty: $format:expr, $crd:expr, $pos:expr),*) => {$({
+                let name = $format;
+                let stored = stored_columns(&cells, ids, name);
+                let a = <$f>::from_coo_tensor(&t).unwrap();
+                let mut y = vec![0.0; rows];
+                let run = a.sparsecore_spmv(&chip, &x, &mut y).unwrap();
+                // the rows split by stored entries: the runtime's rule on the counts made here
+                let mut before = vec![0usize];
+                for r in &stored {
+                    before.push(before.last().unwrap() + r.len());
+                }
+                let tiles = (chip.sparsecores_per_device * chip.tiles_per_sc) as usize;
+                let mut splits = sparse::runtime::storage::balanced_splits(rows, tiles, |r| before[r]);
+                splits.resize(tiles + 1, rows);
+                for (w, s) in run.tiles.iter().flatten().zip(splits.windows(2)) {
+                    prop_assert_eq!(w.units.clone(), s[0]..s[1], "{}", name);
+                    let (entries, unique) = counts(&stored, w.units.clone());
+                    prop_assert_eq!((w.entries, w.unique_ids), (entries, unique), "{} {:?}", name, w.units);
+                    // per entry its value and its coordinate; per distinct id its x element;
+                    // per row its y element and its level-1 positions
+                    let bytes = entries * (8 + $crd) + unique * 8 + w.units.len() as u64 * (8 + $pos);
+                    prop_assert_eq!(w.hbm_bytes, bytes, "{} {:?}", name, w.units);
+                }
+                for sc in &run.scs {
+                    prop_assert_eq!((sc.entries, sc.unique_ids), counts(&stored, sc.units.clone()), "{}", name);
+                }
+                prop_assert_eq!(run.entries(), before[rows] as u64, "{}", name);
+
+                let mut c = vec![0.0; rows * n];
+                let run = a.sparsecore_spmm(&chip, &table, &mut c, n).unwrap();
+                prop_assert_eq!(check_tiles(&run, &chip), rows);
+                for w in run.tiles.iter().flatten() {
+                    let (entries, unique) = counts(&stored, w.units.clone());
+                    prop_assert_eq!((w.entries, w.unique_ids), (entries, unique), "{} {:?}", name, w.units);
+                    // per entry its gain and id; per distinct id its row of n values; per
+                    // sample a position and its output row
+                    let bytes = entries * 16 + unique * n as u64 * 8 + w.units.len() as u64 * (n as u64 * 8 + 8);
+                    prop_assert_eq!(w.hbm_bytes, bytes, "{} {:?}", name, w.units);
+                }
+                for sc in &run.scs {
+                    prop_assert_eq!((sc.entries, sc.unique_ids), counts(&stored, sc.units.clone()), "{}", name);
+                }
+                prop_assert_eq!(run.entries(), before[rows] as u64, "{}", name);
+            })*};
+        }
+        each!(
+            Loose<f64>: "loose", 8, 16,
+            Nv24<f64>: "2:4", 8, 0,
+            Dense<f64>: "dense", 0, 0
+        );
+        // loose CSR is split over the tiles as CSR is
+        let (mut y, mut z) = (vec![0.0; rows], vec![0.0; rows]);
+        let loose = Loose::from_coo_tensor(&t).unwrap().sparsecore_spmv(&chip, &x, &mut y).unwrap();
+        let csr = Csr::from_coo_tensor(&t).unwrap().sparsecore_spmv(&chip, &x, &mut z).unwrap();
+        let units = |r: &TileRun| r.tiles.iter().flatten().map(|w| w.units.clone()).collect::<Vec<_>>();
+        prop_assert_eq!(units(&loose), units(&csr));
+    }
+}
+
+#[test]
+fn staged_chunks_set_the_peak_tile_spmem() {
+    // 64 samples x 4 ids on 1 SparseCore of 2 tiles: tile 0's samples 0..32 hold 4 ids each
+    // (128 entries), tile 1's samples 32..64 two entries in all
+    let mut t = CooTensor::new(vec![64, 4]);
+    for i in 0..32 {
+        for j in 0..4 {
+            t.push(&[i, j], 0.25 + (i * 4 + j) as f64 * 0.125);
+        }
+    }
+    t.push(&[40, 1], 3.0);
+    t.push(&[63, 2], -1.5);
+    let a = Csr::from_coo_tensor(&t).unwrap();
+    let mut chip = v5p();
+    chip.sparsecores_per_device = 1;
+    chip.tiles_per_sc = 2;
+    // 5 values pad to 8 f32 (32 bytes a row): 32 output rows take 1024 bytes, and 192 more
+    // hold two buffers of 3 staged rows
+    chip.tile_spmem_bytes = 1024 + 2 * 3 * 32;
+    let n = 5;
+    let table: Vec<f64> = (0..4 * n).map(|k| 1.0 / (k + 3) as f64).collect();
+    let mut want = vec![0.0; 64 * n];
+    a.spmm(
+        &table,
+        &mut want,
+        n,
+        sparse::runtime::generated::DenseOrder::RowMajor,
+    )
+    .unwrap();
+    let mut got = vec![f64::NAN; 64 * n];
+    let run = a.sparsecore_spmm(&chip, &table, &mut got, n).unwrap();
+    // chunks of 3 cross the samples' boundaries; each sample is still summed in storage order
+    assert_eq!(
+        got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        want.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+    let tiles = &run.tiles[0];
+    assert_eq!((tiles[0].entries, tiles[1].entries), (128, 2));
+    // tile 0 stages full chunks of 3 rows; tile 1 a single chunk of its 2
+    assert_eq!(tiles[0].spmem_bytes, 1024 + 2 * 3 * 32);
+    assert_eq!(tiles[1].spmem_bytes, 1024 + 2 * 2 * 32);
+    assert_eq!(run.scs[0].peak_spmem_bytes, 1216);
+    // HBM bytes: per entry its f64 gain and u32 id, per distinct id 5 f64, per sample a u32
+    // position and 5 f64
+    assert_eq!(tiles[0].hbm_bytes, 128 * 12 + 4 * 40 + 32 * 44);
+    assert_eq!(tiles[1].hbm_bytes, 2 * 12 + 2 * 40 + 32 * 44);
+    // padding: 3 of 8 columns of every gathered row; the 4-row table padded to 8 columns
+    // (one SparseCore: no padded rows) holds 4 * (8 - 5) padded f32
+    assert_eq!(run.padding_waste_bytes, (4 + 2) * 3 * 4);
+    assert_eq!(run.padded_vocabulary, 4);
+    assert_eq!(run.table_padding_bytes, 4 * 3 * 4);
+    // on 3 SparseCores the vocabulary pads to 6 rows: 2 whole padded rows more
+    chip.sparsecores_per_device = 3;
+    chip.tile_spmem_bytes = 512 * 1024;
+    let mut c = vec![0.0; 64 * n];
+    let run = a.sparsecore_spmm(&chip, &table, &mut c, n).unwrap();
+    assert_eq!(run.padded_vocabulary, 6);
+    assert_eq!(run.table_padding_bytes, (6 * 8 - 4 * 5) * 4);
+    // the step is modelled on gathered rows of 8 values: on 2 lanes and a 1 Hz clock a tile
+    // takes 4 cycles (seconds) per id
+    chip.f32_lanes = 2;
+    chip.clock_hz = 1.0;
+    let run = a.sparsecore_spmm(&chip, &table, &mut c, n).unwrap();
+    let w = &run.tiles[0][0];
+    assert_eq!(w.entries, 4 * w.units.len() as u64);
+    assert_eq!(run.cost.tile_seconds[0][0], (w.entries * 4) as f64);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+    /// A 2:4 operand mod-sharded over 1 to 4 SparseCores: each sample summed partition by
+    /// partition, local ids ascending, its blocks' explicit zeros included; equal bit for bit
+    /// to that plain computation over the nonzeros (adding `0 * row` changes no bit of a sum
+    /// that starts at +0) and to the dense product within rounding.
+    #[test]
+    fn sharded_two_four_against_the_dense_product(
+        cells in proptest::collection::vec((any::<bool>(), -4.0f64..4.0), 20 * 12),
+        table in proptest::collection::vec(-2.0f64..2.0, 12 * 8),
+        scs in 1u32..5,
+    ) {
+        let (rows, ids, n) = (20, 12, 8);
+        let mut cells = cells;
+        for block in cells.chunks_mut(4) {
+            let mut kept = 0;
+            for c in block.iter_mut().filter(|c| c.0) {
+                kept += 1;
+                c.0 = kept <= 2;
+            }
+        }
+        let t = coo(rows, ids, &cells);
+        let mut chip = v5p();
+        chip.sparsecores_per_device = scs;
+        let s = scs as usize;
+        let (mut want, mut dense) = (vec![0.0; rows * n], vec![0.0; rows * n]);
+        for i in 0..rows {
+            for p in 0..s {
+                for j in (p..ids).step_by(s) {
+                    let (keep, v) = cells[i * ids + j];
+                    if keep {
+                        for k in 0..n {
+                            want[i * n + k] += v * table[j * n + k];
+                        }
+                    }
+                }
+            }
+            for j in 0..ids {
+                let (keep, v) = cells[i * ids + j];
+                if keep {
+                    for k in 0..n {
+                        dense[i * n + k] += v * table[j * n + k];
+                    }
+                }
+            }
+        }
+        let a = Nv24::from_coo_tensor(&t).unwrap();
+        let mut got = vec![f64::NAN; rows * n];
+        let run = a.sparsecore_spmm_sharded(&chip, &table, &mut got, n).unwrap();
+        prop_assert_eq!(
+            got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            want.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
+        for (g, d) in got.iter().zip(&dense) {
+            prop_assert!((g - d).abs() <= 1e-12 * d.abs().max(1.0), "{} vs {}", g, d);
+        }
+        // 2 stored per block of 4: 6 per sample, padding included
+        prop_assert_eq!(run.entries(), 120);
+        prop_assert_eq!(run.tiles.len(), s);
+        prop_assert_eq!(run.padded_vocabulary, ids.div_ceil(s) as u64 * s as u64);
     }
 }

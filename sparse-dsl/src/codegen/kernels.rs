@@ -228,52 +228,41 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         }
         None => quote!(self.spmv(x, y)?;),
     };
-    // SparseDenseMatmul's row-range form: rows `row0 ..` of a row-major `c`
-    let spmm_rows = method(
-        cx,
-        Spec {
-            name: "spmm_rows",
-            public: false,
-            statement: "c(i, k) = a(i, j) * b(j, k)",
-            rows: true,
-            doc: &["`C = A · B` (row-major) for the rows (block rows) `row0 ..` that `c` holds."],
-        },
-        vec![
-            matrix("b", false, false, quote!(self.dim_shape[1])),
-            matrix("c", true, false, quote!(self.dim_shape[0])),
-        ],
-        vec![quote!(n: usize)],
-    )
-    .ok();
-    // a tile's distinct ids: its level-1 coordinates (columns, or block columns), when level 1
-    // stores plain coordinates in segments; else its entries (an upper bound)
-    let distinct = match (cx.e.lvl_types.get(1), cx.ctxs.get(1)) {
+    // what a tile of units `lo..hi` counts: with back-to-back segments of plain coordinates on
+    // level 1 (CSR, BSR) its entries are level 1's positions `pos[lo]..pos[hi]` and its ids
+    // their coordinates; any other format's entries are its stored values, grouped by unit
+    // from its own loops (`tiles::UnitIds`), and its ids their columns
+    let segments = match (cx.e.lvl_types.get(1), cx.ctxs.get(1)) {
         (Some(lt), Some(c))
             if lt.capabilities().positions == PositionsArray::SegmentBounds
                 && !cx.batched
                 && !c.packed()
                 && c.crd.as_ref().is_some_and(|l| l.owner && l.stride == 1) =>
         {
-            let pos = c.pos_field.as_ref().map(|f| quote!(#f));
-            let crd = c.crd.as_ref().map(|l| {
-                let f = &l.field;
-                quote!(#f)
-            });
-            quote! {
-                |lo: usize, hi: usize| #rt::sparsecore::tiles::distinct(
-                    &self.#crd[self.#pos[lo].index()..self.#pos[hi].index()],
-                )
-            }
+            c.pos_field.as_ref().zip(c.crd.as_ref()).map(|(pos, crd)| {
+                let crd = &crd.field;
+                quote! {
+                    |lo: usize, hi: usize| #rt::sparsecore::tiles::distinct(
+                        &self.#crd[self.#pos[lo].index()..self.#pos[hi].index()],
+                    )
+                }
+            })
         }
-        _ => quote!(|lo: usize, hi: usize| (before(hi) - before(lo)) as u64),
+        _ => None,
     };
-    // every distinct column of a format run whole on tile 0
-    let all_distinct = quote! {{
-        let mut ids: Vec<usize> = self.iter().map(|(c, _)| c[1]).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        ids.len() as u64
-    }};
+    // positions of level 1 each unit reads: one bound of a compressed level (the last one is
+    // not counted), a (lo, hi) pair of a loose compressed one, none of a dense or n:m level
+    let unit_positions = match cx.e.lvl_types.get(1).map(|lt| lt.capabilities().positions) {
+        Some(PositionsArray::SegmentBounds) => quote!(+ pos),
+        Some(PositionsArray::LoHiPairs) => quote!(+ 2 * pos),
+        _ => quote!(),
+    };
+    // a stored value's coordinate, when its level stores one
+    let value_crd = if cx.ctxs.last().is_some_and(|c| c.crd.is_some()) {
+        quote!(+ crd)
+    } else {
+        quote!()
+    };
     // the reference's `max_unique_nz_per_row` for the HBM stack estimates
     let max_unique =
         quote!(#rt::sparsecore::tiles::max_unique_per_row(self.iter().map(|(c, _)| (c[0], c[1]))));
@@ -282,28 +271,45 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
     let sc = quote!(#rt::sparsecore::tiles);
     let sc_body = match &rows {
         Some(_) => {
-            let unit = unit0;
             // no arithmetic on a unit of 1 in the generated code
-            let (units, unit_values) = if unit == 1 {
-                (quote!(y.len()), quote!(value))
+            let (units, unit_values, unit_of) = if unit0 == 1 {
+                (quote!(y.len()), quote!(value), quote!(at[0]))
             } else {
-                let u = proc_macro2::Literal::usize_unsuffixed(unit);
-                (quote!(y.len() / #u), quote!(#u * value))
+                let u = proc_macro2::Literal::usize_unsuffixed(unit0);
+                (quote!(y.len() / #u), quote!(#u * value), quote!(at[0] / #u))
             };
-            let unit = proc_macro2::Literal::usize_unsuffixed(unit);
+            let unit = proc_macro2::Literal::usize_unsuffixed(unit0);
+            let (counts, per_entry) = match &segments {
+                Some(distinct) => (
+                    quote! {
+                        let before = #before0;
+                        let distinct = #distinct;
+                        // a stored position of level 1 holds a block of values (1 unless blocked)
+                        let block = (self.values.len() / before(#units).max(1)).max(1) as u64;
+                    },
+                    quote!(block * value + crd),
+                ),
+                None => (
+                    quote! {
+                        let ids = #sc::UnitIds::new(#units, self.iter().map(|(at, _)| (#unit_of, at[1])))?;
+                        let before = |r: usize| ids.before(r);
+                        let distinct = |lo: usize, hi: usize| ids.distinct(lo, hi);
+                    },
+                    quote!(value #value_crd),
+                ),
+            };
             quote! {
-                let before = #before0;
-                let stored = before(#units).max(1);
-                let block = (self.values.len() / stored).max(1);
+                #counts
                 let bytes = #sc::TileBytes {
-                    // per stored position: its values (a block's) and its coordinate; per
-                    // distinct id the elements of `x` it reads (a block's columns)
-                    per_entry: (block * value + crd) as u64,
-                    per_unique: (#unit_values) as u64,
-                    per_unit: (#unit_values + pos) as u64,
-                    spmem_per_unit: (#unit_values) as u64,
+                    // per stored entry: its values and its coordinate; per distinct id the
+                    // elements of `x` it reads (a block's columns); per unit its positions
+                    // and its elements of `y`
+                    per_entry: #per_entry,
+                    per_unique: #unit_values,
+                    per_unit: #unit_values #unit_positions,
+                    spmem_per_unit: #unit_values,
                 };
-                #sc::run_rows(chip, y, #unit, before, #distinct, bytes, |chunk, row0| {
+                #sc::run_rows(chip, y, #unit, before, distinct, bytes, |chunk, row0| {
                     // the row-range form checks nothing and converts nothing: it cannot fail
                     let done = self.spmv_rows(x, chunk, row0);
                     debug_assert!(done.is_ok());
@@ -312,52 +318,34 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         }
         None => quote! {
             let bytes = #sc::TileBytes {
-                per_entry: (value + crd) as u64,
-                per_unique: value as u64,
-                per_unit: (value + pos) as u64,
-                spmem_per_unit: value as u64,
+                per_entry: value + crd,
+                per_unique: value,
+                per_unit: value + pos,
+                spmem_per_unit: value,
             };
-            #sc::run_whole(chip, y, 1, self.values.len(), #all_distinct, bytes, |y| self.spmv(x, y))
+            let mut ids: Vec<usize> = self.iter().map(|(at, _)| at[1]).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let unique = ids.len() as u64;
+            #sc::run_whole(chip, y, 1, self.values.len(), unique, bytes, |y| self.spmv(x, y))
         },
     };
-    let sdm_body = match &spmm_rows {
-        Some(_) => {
-            // elements of `c` per unit of the outermost level (a block row holds `unit0` rows)
-            let rows_per_unit = if unit0 == 1 {
-                quote!(n)
-            } else {
-                let u = proc_macro2::Literal::usize_unsuffixed(unit0);
-                quote!(#u * n)
-            };
-            quote! {
-                let before = #before0;
-                let bytes = #sc::TileBytes {
-                    per_entry: (value + crd) as u64,
-                    per_unique: (n * value) as u64,
-                    per_unit: (#rows_per_unit * value + pos) as u64,
-                    spmem_per_unit: (#rows_per_unit * value) as u64,
-                };
-                #sc::run_rows_even(chip, c, #rows_per_unit, before, #distinct, bytes, |chunk, row0| {
-                    // the row-range form checks nothing and converts nothing: it cannot fail
-                    let done = self.spmm_rows(b, chunk, n, row0);
-                    debug_assert!(done.is_ok());
-                })
-            }
-        }
-        None => quote! {
-            let bytes = #sc::TileBytes {
-                per_entry: (value + crd) as u64,
-                per_unique: (n * value) as u64,
-                per_unit: (n * value + pos) as u64,
-                spmem_per_unit: (n * value) as u64,
-            };
-            #sc::run_whole(chip, c, n, self.values.len(), #all_distinct, bytes, |c| {
-                self.spmm_row_major(b, c, n)
-            })
-        },
+    // the byte sizes the SpMV's bytes model reads, each bound only where it is used
+    let (uses_pos, uses_crd) = match &rows {
+        Some(_) => (
+            !unit_positions.is_empty(),
+            segments.is_some() || !value_crd.is_empty(),
+        ),
+        None => (true, true),
     };
+    let mut spmv_sizes = quote!(let value = ::core::mem::size_of::<V>() as u64;);
+    if uses_pos {
+        spmv_sizes.extend(quote!(let pos = ::core::mem::size_of::<#pos_ty>() as u64;));
+    }
+    if uses_crd {
+        spmv_sizes.extend(quote!(let crd = ::core::mem::size_of::<#crd_ty>() as u64;));
+    }
     let rows = rows.unwrap_or_default();
-    let spmm_rows = spmm_rows.unwrap_or_default();
     let name = &cx.name;
     Ok(quote! {
         impl<V: #rt::Value> #name<V> {
@@ -380,10 +368,16 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             /// rows of `y` split over every tile of every SparseCore by stored entries, each
             /// tile running [`Self::spmv`]'s loops on its rows, in parallel; the result equals
             /// `spmv`'s bit for bit. Formats whose outermost level is not the rows of `y` (COO,
-            /// column-major, ELL) run whole on tile 0. Returns what each tile read and moved
-            /// (HBM bytes: values, coordinates and `x` elements per stored entry, positions and
-            /// `y` per row), the modelled step and the HBM stack estimates for a feature width
-            /// of 1 (`TileRun::with_stack`; `sparse_runtime::sparsecore::tiles`).
+            /// column-major, ELL) run whole on tile 0. A stored entry is a stored position of
+            /// level 1 for CSR and BSR (a BSR block), else a stored value (2:4: its 2 per block
+            /// of 4, explicit zeros included; all-dense: every element; loose CSR: `hi - lo`
+            /// per row); a tile's ids are the distinct columns (BSR: block columns) of its
+            /// entries. Returns what each tile read and moved (HBM bytes: per stored entry its
+            /// values and its coordinate if stored, per distinct id its `x` elements, per row
+            /// its `y` element and level-1 positions: one for compressed, two for loose
+            /// compressed, none for dense or n:m), the modelled step and the HBM stack
+            /// estimates for a feature width of 1 (`TileRun::with_stack`;
+            /// `sparse_runtime::sparsecore::tiles`).
             ///
             /// Errors: `TileError::Storage` as `spmv`; `TileError::Spmem` (`Fixed size
             /// allocations ... do not fit in TileSpmem ...`) when a tile's rows of `y` exceed
@@ -395,11 +389,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 y: &mut [V],
             ) -> Result<#sc::TileRun, #sc::TileError> {
                 #rt::generated::check_spmv(self.dim_shape, x.len(), y.len())?;
-                let (value, pos, crd) = (
-                    ::core::mem::size_of::<V>(),
-                    ::core::mem::size_of::<#pos_ty>(),
-                    ::core::mem::size_of::<#crd_ty>(),
-                );
+                #spmv_sizes
                 let run = { #sc_body }?;
                 Ok(run.with_stack(1, #max_unique))
             }
@@ -407,21 +397,29 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             /// SparseCore's `SparseDenseMatmul` as a tile kernel on the chip model `chip` (one
             /// device): `c = A · b` with `A` samples x ids (its stored values the gains), `b`
             /// the embedding table (`shape()[1] x n`, row-major) and `c` the activations
-            /// (`shape()[0] x n`, row-major, overwritten). The samples are split evenly over
-            /// every tile of every SparseCore (the reference's `(sample_count * feature_width)
-            /// / tiles` rule); each tile runs [`Self::spmm`]'s loops on its samples, in
-            /// parallel, so `c` equals `spmm`'s bit for bit. A format whose outermost level is
-            /// not the samples runs whole on tile 0. Returns per tile the stored entries (ids
-            /// gathered), HBM bytes (per entry its value, id and gathered row of `n` values;
-            /// per sample its position and output row), TileSpmem bytes (its output rows),
-            /// the modelled step, and the reference's forward/backward HBM stack estimates and
-            /// padding waste for a feature width of `n` (`TileRun::with_stack`;
-            /// `sparse_runtime::sparsecore::tiles`).
+            /// (`shape()[0] x n`, row-major, overwritten). The stored entries are grouped by
+            /// sample, each sample's in storage order; the samples are split evenly over every
+            /// tile of every SparseCore (the reference's `(sample_count * feature_width) /
+            /// tiles` rule), whatever the format's outermost level. Each tile stages its
+            /// entries through a TileSpmem of `chip.tile_spmem_bytes`, sized by the rule the
+            /// runtime's lookup uses (`sparse_runtime::sparsecore::tile_spmem_plan`, the table
+            /// modelled as `f32` rows padded to a multiple of 8 values): `staging_rows` table
+            /// rows at a time are gathered, scaled by their gains and accumulated into their
+            /// samples' output rows, in parallel over the tiles. A sample's products are added
+            /// in storage order, as [`Self::spmm`] adds them, so `c` equals `spmm`'s bit for
+            /// bit. Returns per tile and SparseCore the stored entries (ids gathered), distinct
+            /// ids, HBM bytes (per entry its gain and id, per distinct id its row of `n`
+            /// values, per sample a position and its output row), peak TileSpmem (output rows
+            /// and two buffers of the largest chunk staged), the modelled step, the
+            /// reference's forward/backward HBM stack estimates, the gathered bytes of padded
+            /// columns and the table's padding (vocabulary to a multiple of the SparseCores)
+            /// for a feature width of `n` (`sparse_runtime::sparsecore::tiles::run_staged`).
             ///
             /// Errors: `TileError::Storage` (`LengthMismatch` naming `"b"` or `"c"`) when a
-            /// length is not its rows times `n`; `TileError::Spmem` (`Fixed size allocations
-            /// ... do not fit in TileSpmem ...`) when a tile's output rows exceed its TileSpmem
-            /// (`c` untouched); `TileError::Chip` for a chip without tiles.
+            /// length is not its rows times `n`; `TileError::Spmem` with the chip's words when
+            /// a tile's output rows exceed its TileSpmem (`Gather operand too large: ...`) or
+            /// leave no room to stage a row (`Fixed size allocations (N bytes) do not fit in
+            /// TileSpmem (M bytes)`), `c` untouched; `TileError::Chip` for a chip without tiles.
             pub fn sparsecore_spmm(
                 &self,
                 chip: &#rt::sparsecore::chip::ChipModel,
@@ -429,38 +427,27 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 c: &mut [V],
                 n: usize,
             ) -> Result<#sc::TileRun, #sc::TileError> {
-                for (what, rows, len) in [("b", self.dim_shape[1], b.len()), ("c", self.dim_shape[0], c.len())] {
-                    if rows.checked_mul(n) != Some(len) {
-                        return Err(StorageError::LengthMismatch {
-                            operand: what,
-                            expected: rows.saturating_mul(n),
-                            got: len,
-                        }
-                        .into());
-                    }
-                }
-                let (value, pos, crd) = (
-                    ::core::mem::size_of::<V>(),
-                    ::core::mem::size_of::<#pos_ty>(),
-                    ::core::mem::size_of::<#crd_ty>(),
-                );
-                let run = { #sdm_body }?;
-                Ok(run.with_stack(n as u64, #max_unique))
+                let entries = #sc::SampleEntries::new(self.dim_shape, self.iter().map(|(at, v)| (at, *v)))?;
+                self.sparsecore_staged(chip, &entries, b, c, n)
             }
 
             /// [`Self::sparsecore_spmm`] with the ids mod-sharded over the SparseCores of `chip`
             /// (SparseCore reference, "Sharding and routing"): id `j` is owned by SparseCore
             /// `j % S` and read from its shard of the table, so each sample's products are
             /// summed partition by partition, local ids `j / S` ascending, the order of the
-            /// preprocessed buffers (`sparse_runtime::sparsecore::tiles::shard_ids` builds the
-            /// sharded operand in this format and the sharded table). The result equals
-            /// `spmm`'s up to that order of additions (bit for bit when `S` is 1); the report
-            /// counts the sharded operand (the same entries and distinct ids).
+            /// preprocessed buffers. `sparse_runtime::sparsecore::tiles::shard_samples` moves
+            /// the stored entries to their sharded ids and orders each sample's by them, and
+            /// lays the table out shard by shard (the vocabulary padded to a multiple of `S`).
+            /// The sharded operand is not rebuilt in this format: an n:m format's blocks could
+            /// not hold the permuted ids (ids `0..4` of a 2:4 block land in up to four
+            /// partitions, so a rebuilt block may hold more than 2), and the entries as a
+            /// sample's list in sharded order are what the staged run reads anyway. Every
+            /// stored entry is kept, explicit zeros included (an n:m block's padding adds `0 *
+            /// row`). The result equals `spmm`'s up to that order of additions (bit for bit
+            /// when `S` is 1 and each sample's entries are stored by ascending id); the report
+            /// counts the same entries and distinct ids as `sparsecore_spmm`.
             ///
-            /// Errors: as [`Self::sparsecore_spmm`]; `TileError::Storage` (`WidthOverflow`) when
-            /// the sharded ids (`ceil(ids / S) * S`) do not fit in the coordinate width, or the
-            /// format's own `from_coo` error for the permuted ids (`NOutOfMOverflow` for an n:m
-            /// format whose blocks they overfill).
+            /// Errors: as [`Self::sparsecore_spmm`].
             pub fn sparsecore_spmm_sharded(
                 &self,
                 chip: &#rt::sparsecore::chip::ChipModel,
@@ -469,12 +456,38 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 n: usize,
             ) -> Result<#sc::TileRun, #sc::TileError> {
                 let entries = self.iter().map(|(at, v)| (at, *v));
-                let (operand, table) = #sc::shard_ids(chip, self.dim_shape, entries, b, n)?;
-                let sharded = <Self as #rt::storage::FromCoo<V>>::from_coo_tensor(&operand)?;
-                sharded.sparsecore_spmm(chip, &table, c, n)
+                let (sharded, table) = #sc::shard_samples(chip, self.dim_shape, entries, b, n)?;
+                self.sparsecore_staged(chip, &sharded, &table, c, n)
             }
 
-            #spmm_rows
+            /// The staged `SparseDenseMatmul` of [`Self::sparsecore_spmm`] on `entries` (this
+            /// operand's, or their sharded form) and the table `b` they index, with this
+            /// format's bytes model.
+            fn sparsecore_staged(
+                &self,
+                chip: &#rt::sparsecore::chip::ChipModel,
+                entries: &#sc::SampleEntries<V>,
+                b: &[V],
+                c: &mut [V],
+                n: usize,
+            ) -> Result<#sc::TileRun, #sc::TileError> {
+                let (value, pos, crd) = (
+                    ::core::mem::size_of::<V>() as u64,
+                    ::core::mem::size_of::<#pos_ty>() as u64,
+                    ::core::mem::size_of::<#crd_ty>() as u64,
+                );
+                let row = (n as u64).saturating_mul(value);
+                let bytes = #sc::TileBytes {
+                    per_entry: value + crd,
+                    per_unique: row,
+                    per_unit: row.saturating_add(pos),
+                    // TileSpmem follows the staging rule, not a per-sample size
+                    spmem_per_unit: 0,
+                };
+                let run = #sc::run_staged(chip, entries, b, c, n, self.dim_shape[1], bytes)?;
+                Ok(run.with_stack(n as u64, entries.max_unique_per_sample()))
+            }
+
 
             #spmv_transpose
 

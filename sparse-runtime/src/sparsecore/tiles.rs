@@ -1,33 +1,45 @@
 //! Tile kernels of the formats `sparse_format!` declares, run on the chip model: a kernel's
-//! rows split over every tile of every SparseCore of one device, each tile running the
-//! sparsifier's row-range loops of that format on its rows, with a report of what each tile
-//! would move and how long the step would take (SparseCore reference, "Tiles" and "Memory").
+//! work split over every tile of every SparseCore of one device, with a report of what each
+//! tile would move and how long the step would take (SparseCore reference, "Tiles" and
+//! "Memory").
 //!
-//! **Split.** The output's units (rows, or block rows of a blocked format) are split into
-//! `sparsecores_per_device * tiles_per_sc` contiguous ranges of about equal stored entries
-//! ([`crate::storage::balanced_splits`], the split `spmv_par` uses); range `k` is tile
-//! `k % tiles_per_sc` of SparseCore `k / tiles_per_sc`. Each unit is computed by one tile with
-//! the same loops as the serial kernel, so the result equals it bit for bit.
+//! **SpMV** ([`run_rows`]). The output's units (rows, or block rows of a blocked format) are
+//! split into `sparsecores_per_device * tiles_per_sc` contiguous ranges of about equal stored
+//! entries ([`crate::storage::balanced_splits`], the split `spmv_par` uses); range `k` is tile
+//! `k % tiles_per_sc` of SparseCore `k / tiles_per_sc`. Each tile runs the sparsifier's
+//! row-range loops of the format on its units, so the result equals the serial kernel bit for
+//! bit. A tile holds its output rows in TileSpmem while its entries stream through; if they do
+//! not fit, the run fails with the chip's words `Fixed size allocations (N bytes) do not fit in
+//! TileSpmem (M bytes)` ([`TileError::Spmem`]). A format whose outermost level is not the rows
+//! runs whole on tile 0 ([`run_whole`]). A format without back-to-back segments on level 1
+//! counts its entries and ids through [`UnitIds`].
 //!
-//! **TileSpmem.** A tile holds its output rows in TileSpmem while its entries stream through;
-//! if a tile's rows do not fit, the run fails with the chip's words `Fixed size allocations (N
-//! bytes) do not fit in TileSpmem (M bytes)` ([`TileError::Spmem`]).
+//! **SparseDenseMatmul** ([`run_staged`]). The stored entries grouped by sample
+//! ([`SampleEntries`]), the samples split evenly over the tiles; each tile stages its entries
+//! through a TileSpmem sized by [`tile_spmem_plan`] (the rule of the runtime's lookup and of the
+//! compile-time check): gathered in chunks of `staging_rows` table rows, scaled by the gains,
+//! accumulated per sample, in the order of the entries. A chunk that cannot be staged fails with
+//! the chip's words (`Gather operand too large: ...` / `Fixed size allocations ...`).
+//! [`shard_samples`] mod-shards the ids first.
 //!
-//! **Cost.** Per tile: its stored entries are the ids it gathers (one operand element each)
-//! and its HBM bytes follow the kernel's bytes model (given by the caller: bytes per stored
-//! entry and per output unit); [`ChipModel::step`] gives each tile's, each SparseCore's and
-//! the step's modelled time. Values are modelled as `f32` lanes whatever their Rust type (the
-//! chip computes in `f32`/`bf16`; reference "Vector units").
+//! **Cost.** Per tile: its stored entries are the ids it gathers (one operand element or row
+//! each) and its HBM bytes follow the kernel's bytes model ([`TileBytes`], given by the
+//! generated code: bytes per stored entry, per distinct id and per output unit);
+//! [`ChipModel::step`] gives each tile's, each SparseCore's and the step's modelled time. Values
+//! are modelled as `f32` lanes whatever their Rust type (the chip computes in `f32`/`bf16`;
+//! reference "Vector units").
 //!
 //! **Report** ([`TileRun`]): per tile ([`TileWork`]) and per SparseCore ([`ScWork`]: its tiles'
-//! entries, HBM bytes and time, the distinct ids over its rows, its largest TileSpmem), the
-//! modelled step with its imbalance, and after [`TileRun::with_stack`] the padding waste and the
-//! reference's forward/backward HBM stack estimates.
+//! entries, HBM bytes and time, the distinct ids over its units, its largest TileSpmem), the
+//! modelled step with its imbalance, the table's padding (SparseDenseMatmul), and after
+//! [`TileRun::with_stack`] the gathered padding waste and the reference's forward/backward HBM
+//! stack estimates.
 
 use std::ops::Range;
 
 use super::chip::{ChipError, ChipModel, DType, StepCost, TileLoad};
-use super::SpmemError;
+use super::stack::padded_width;
+use super::{tile_spmem_plan, SpmemError};
 use crate::StorageError;
 
 /// What one tile of a tile kernel did.
@@ -88,6 +100,13 @@ pub struct TileRun {
     /// `f32`, reference "Memory"), so each gathered row moves `(roundup8(feature_width) -
     /// feature_width) * 4` bytes more.
     pub padding_waste_bytes: u64,
+    /// Rows of the table as the chip holds it: the vocabulary padded to a multiple of the
+    /// device's SparseCores (reference "Memory"); 0 for a kernel without a table (SpMV).
+    pub padded_vocabulary: u64,
+    /// HBM bytes of that table spent on padding: `padded_vocabulary * roundup8(feature_width) *
+    /// 4 - vocabulary * feature_width * 4` (padded columns of every row, padded rows whole); 0
+    /// for a kernel without a table.
+    pub table_padding_bytes: u64,
 }
 
 impl TileRun {
@@ -238,6 +257,35 @@ pub fn shard_ids<V: Copy + num_traits::Zero>(
     Ok((operand, shards))
 }
 
+/// [`shard_ids`] as [`run_staged`] reads it: the sharded operand's entries grouped by sample,
+/// each sample's ordered by sharded id (partition, then local id: the order of the
+/// preprocessed buffers, reference §4; stably, so entries of one id keep their order), and the
+/// sharded table (`roundup(ids, S)` rows: the vocabulary padded to a multiple of the device's
+/// SparseCores, the rows past the last id zeros). The operand is not rebuilt in any format, so
+/// every format's entries can be sharded, an n:m one's included (its blocks could not hold the
+/// permuted ids).
+///
+/// Errors: as [`shard_ids`].
+#[allow(clippy::type_complexity)]
+pub fn shard_samples<V: Copy + num_traits::Zero>(
+    chip: &ChipModel,
+    shape: [usize; 2],
+    entries: impl IntoIterator<Item = ([usize; 2], V)>,
+    table: &[V],
+    n: usize,
+) -> Result<(SampleEntries<V>, Vec<V>), TileError> {
+    let (operand, shards) = shard_ids(chip, shape, entries, table, n)?;
+    let sharded_ids = operand.shape.get(1).copied().unwrap_or(0);
+    let pairs = operand
+        .coords
+        .chunks_exact(2)
+        .zip(&operand.values)
+        .map(|(at, &v)| ([at[0], at[1]], v));
+    let mut samples = SampleEntries::new([shape[0], sharded_ids], pairs)?;
+    samples.sort_ids_within_samples();
+    Ok((samples, shards))
+}
+
 /// The bytes model of a tile kernel: HBM bytes per stored entry it reads, per distinct id it
 /// gathers and per output unit it writes, and TileSpmem bytes per output unit it holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -277,31 +325,17 @@ pub fn run_rows<V: Send>(
     run_split(chip, out, unit, &splits, before, distinct, bytes, rows)
 }
 
-/// [`run_rows`] with the units split evenly (the same count per tile, the first tiles one more
-/// when they do not divide), as SparseCore splits a step's samples over its tiles (the
-/// reference's `(sample_count * feature_width) / tiles` rule); `before` still counts each
-/// tile's stored entries for the report.
-///
-/// Errors: as [`run_rows`].
-pub fn run_rows_even<V: Send>(
-    chip: &ChipModel,
-    out: &mut [V],
-    unit: usize,
-    before: impl Fn(usize) -> usize,
-    distinct: impl Fn(usize, usize) -> u64,
-    bytes: TileBytes,
-    rows: impl Fn(&mut [V], usize) + Sync,
-) -> Result<TileRun, TileError> {
-    let tiles = chip.sparsecores_per_device as usize * chip.tiles_per_sc as usize;
-    let units = out.len() / unit.max(1);
-    let splits: Vec<usize> = (0..=tiles)
+/// `tiles + 1` boundaries splitting `units` evenly (`floor(units * k / tiles)`: counts per
+/// tile differ by at most one), as SparseCore splits a step's samples over its tiles (the
+/// reference's `(sample_count * feature_width) / tiles` rule); `[units]` alone for no tiles.
+fn even_splits(units: usize, tiles: usize) -> Vec<usize> {
+    (0..=tiles)
         .map(|k| {
             (units as u128 * k as u128)
                 .checked_div(tiles as u128)
                 .map_or(units, |b| b as usize)
         })
-        .collect();
-    run_split(chip, out, unit, &splits, before, distinct, bytes, rows)
+        .collect()
 }
 
 /// Runs `rows` per tile over the unit boundaries `splits` (`tiles + 1` of them).
@@ -316,7 +350,8 @@ fn run_split<V: Send>(
     bytes: TileBytes,
     rows: impl Fn(&mut [V], usize) + Sync,
 ) -> Result<TileRun, TileError> {
-    let (work, cost) = plan(chip, splits, &before, &distinct, bytes)?;
+    let spmem = |units: u64, _| units * bytes.spmem_per_unit;
+    let (work, cost) = plan(chip, splits, &before, &distinct, bytes, spmem, 1)?;
     let scs = sc_work(chip, splits, &work, &cost, &distinct);
     let rows = &rows;
     rayon::scope(|s| {
@@ -355,20 +390,337 @@ pub fn run_whole<V>(
     splits[0] = 0;
     let before = |r: usize| if r == 0 { 0 } else { entries };
     let distinct = |lo: usize, hi: usize| if lo < hi { unique_ids } else { 0 };
-    let (work, cost) = plan(chip, &splits, &before, &distinct, bytes)?;
+    let spmem = |units: u64, _| units * bytes.spmem_per_unit;
+    let (work, cost) = plan(chip, &splits, &before, &distinct, bytes, spmem, 1)?;
     let scs = sc_work(chip, &splits, &work, &cost, &distinct);
     all(out)?;
     Ok(report(chip, work, scs, cost))
 }
 
+/// The ids of an operand's stored entries grouped by output unit (row, or block row): unit
+/// `u` holds `ids[starts[u]..starts[u + 1]]`, in the order the entries were given. What a tile
+/// kernel counts for a format whose level 1 has no back-to-back segments (loose compressed,
+/// dense, n:m): its stored entries per unit and the distinct ids of a range of units.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnitIds {
+    /// `units + 1` boundaries into `ids`, non-decreasing from 0.
+    starts: Vec<usize>,
+    /// One id per stored entry, unit after unit.
+    ids: Vec<usize>,
+}
+
+impl UnitIds {
+    /// Groups `entries` (`(unit, id)`, one per stored entry, any order) by unit, keeping their
+    /// order within a unit (a stable counting sort: `O(entries + units)`).
+    ///
+    /// Errors: [`StorageError::CoordinateOutOfRange`] (`dim` 0) for a unit not below `units`.
+    pub fn new(
+        units: usize,
+        entries: impl IntoIterator<Item = (usize, usize)>,
+    ) -> Result<Self, StorageError> {
+        let (starts, order, pairs) = group(units, entries.into_iter())?;
+        let ids = order.iter().map(|&k| pairs[k].1).collect();
+        Ok(UnitIds { starts, ids })
+    }
+
+    /// Output units.
+    pub fn units(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    /// Stored entries in units `0..r` (`r` clamped to the units): non-decreasing, the `before`
+    /// of [`run_rows`].
+    pub fn before(&self, r: usize) -> usize {
+        self.starts[r.min(self.units())]
+    }
+
+    /// The ids of units `lo..hi` (clamped), unit after unit.
+    pub fn ids(&self, lo: usize, hi: usize) -> &[usize] {
+        let hi = self.before(hi);
+        &self.ids[self.before(lo).min(hi)..hi]
+    }
+
+    /// Distinct ids in units `lo..hi`: the operand rows (elements) a tile of those units
+    /// gathers once each.
+    pub fn distinct(&self, lo: usize, hi: usize) -> u64 {
+        let mut v = self.ids(lo, hi).to_vec();
+        v.sort_unstable();
+        v.dedup();
+        v.len() as u64
+    }
+}
+
+/// `items` (`(unit, payload)`) grouped by unit, stable: the `units + 1` boundaries, the indices
+/// of `items` in grouped order, and the items.
+#[allow(clippy::type_complexity)]
+fn group<T>(
+    units: usize,
+    items: impl Iterator<Item = (usize, T)>,
+) -> Result<(Vec<usize>, Vec<usize>, Vec<(usize, T)>), StorageError> {
+    let items: Vec<(usize, T)> = items.collect();
+    let mut starts = vec![0usize; units + 1];
+    for (entry, &(u, _)) in items.iter().enumerate() {
+        if u >= units {
+            return Err(StorageError::CoordinateOutOfRange {
+                entry,
+                dim: 0,
+                coordinate: u,
+                size: units,
+            });
+        }
+        starts[u + 1] += 1;
+    }
+    for u in 0..units {
+        starts[u + 1] += starts[u];
+    }
+    let mut next = starts.clone();
+    let mut order = vec![0usize; items.len()];
+    for (k, &(u, _)) in items.iter().enumerate() {
+        order[next[u]] = k;
+        next[u] += 1;
+    }
+    Ok((starts, order, items))
+}
+
+/// The stored entries of a `SparseDenseMatmul` operand (samples x ids, the stored values the
+/// gains) grouped by sample, as SparseCore reads them: each sample's `(id, gain)` pairs in the
+/// order given (the operand's storage order, in which its serial `spmm` sums a sample), or
+/// after [`SampleEntries::sort_ids_within_samples`] by id.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SampleEntries<V> {
+    /// Samples x ids.
+    shape: [usize; 2],
+    /// The ids, grouped by sample.
+    ids: UnitIds,
+    /// The gain of each id, in the same order.
+    gains: Vec<V>,
+}
+
+impl<V: Copy> SampleEntries<V> {
+    /// Groups `entries` (`([sample, id], gain)`, one per stored entry, any order) of an operand
+    /// of `shape` (samples x ids) by sample, keeping their order within a sample.
+    ///
+    /// Errors: [`StorageError::CoordinateOutOfRange`] for an entry outside `shape`.
+    pub fn new(
+        shape: [usize; 2],
+        entries: impl IntoIterator<Item = ([usize; 2], V)>,
+    ) -> Result<Self, StorageError> {
+        let mut pairs = Vec::new();
+        for (entry, ([i, j], v)) in entries.into_iter().enumerate() {
+            if j >= shape[1] {
+                return Err(StorageError::CoordinateOutOfRange {
+                    entry,
+                    dim: 1,
+                    coordinate: j,
+                    size: shape[1],
+                });
+            }
+            pairs.push((i, (j, v)));
+        }
+        let (starts, order, pairs) = group(shape[0], pairs.into_iter())?;
+        let ids = order.iter().map(|&k| pairs[k].1 .0).collect();
+        let gains = order.iter().map(|&k| pairs[k].1 .1).collect();
+        Ok(SampleEntries {
+            shape,
+            ids: UnitIds { starts, ids },
+            gains,
+        })
+    }
+
+    /// Orders each sample's entries by id, stably (entries of one id keep their order): the
+    /// order of the preprocessed buffers once ids are mod-sharded ([`shard_ids`]: partition,
+    /// then local id).
+    pub fn sort_ids_within_samples(&mut self) {
+        for u in 0..self.ids.units() {
+            let (lo, hi) = (self.ids.starts[u], self.ids.starts[u + 1]);
+            let mut pairs: Vec<(usize, V)> = self.ids.ids[lo..hi]
+                .iter()
+                .copied()
+                .zip(self.gains[lo..hi].iter().copied())
+                .collect();
+            pairs.sort_by_key(|p| p.0);
+            for (k, (id, gain)) in pairs.into_iter().enumerate() {
+                self.ids.ids[lo + k] = id;
+                self.gains[lo + k] = gain;
+            }
+        }
+    }
+
+    /// Samples x ids.
+    pub fn shape(&self) -> [usize; 2] {
+        self.shape
+    }
+
+    /// The ids grouped by sample (per sample entries, distinct ids).
+    pub fn ids(&self) -> &UnitIds {
+        &self.ids
+    }
+
+    /// The most distinct ids any sample holds (`max_unique_nz_per_row` of the HBM stack
+    /// estimates).
+    pub fn max_unique_per_sample(&self) -> u64 {
+        (0..self.ids.units())
+            .map(|u| self.ids.distinct(u, u + 1))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// SparseCore's `SparseDenseMatmul` on the tiles of `chip` (one device): `c = A · table` with
+/// `A` the `entries` (samples x ids, the gains), `table` `ids x n` and `c` `samples x n`, both
+/// row-major, `c` overwritten; returns the report (before [`TileRun::with_stack`]).
+///
+/// **Tiles.** The samples are split evenly over every tile of every SparseCore (tile `k %
+/// tiles_per_sc` of SparseCore `k / tiles_per_sc` takes range `k`).
+///
+/// **TileSpmem** ([`tile_spmem_plan`], the rule of the runtime's lookup and of the
+/// compile-time `sparsecore(...)` check): the table is modelled as the chip holds it, `f32`
+/// rows padded to a 32-byte line (`roundup8(n)` values, reference "Memory"); a tile holds its
+/// output rows (`ceil(samples / tiles)` of them at most) and two staging buffers of
+/// `staging_rows` rows. Each tile walks its entries (sample after sample, each sample's in the
+/// order of `entries`) in chunks of `staging_rows`: it gathers the chunk's table rows into the
+/// staging buffer, then scales each by its gain and accumulates it into its sample's output row.
+/// A sample's products are thus added in the order of `entries`, as the operand's serial
+/// `spmm` adds them: `c` equals it bit for bit. A tile's peak TileSpmem is its output rows plus
+/// two buffers of the largest chunk it staged (`min(staging_rows, its entries)` rows).
+///
+/// **Cost.** Per tile: its entries are the ids it gathers; HBM bytes `entries *
+/// bytes.per_entry + distinct ids * bytes.per_unique + samples * bytes.per_unit`;
+/// [`ChipModel::step`] with rows of `roundup8(n)` values. The report's `padded_vocabulary` is
+/// `vocabulary` (the table's ids before any padding) padded to a multiple of the device's
+/// SparseCores, and `table_padding_bytes` the padding of that `f32` table.
+/// `bytes.spmem_per_unit` is not read: TileSpmem follows the staging rule.
+///
+/// Errors: [`TileError::Storage`] (`LengthMismatch` naming `"b"` or `"c"`) when `table` is
+/// not `ids * n` or `c` not `samples * n` long; [`TileError::Chip`] for a chip without tiles;
+/// [`TileError::Spmem`] with the chip's words when a tile's output rows exceed TileSpmem
+/// (`GatherTooLarge`: `Gather operand too large: ...`) or leave no room to stage one row per
+/// buffer (`FixedAllocations`: `Fixed size allocations (N bytes) do not fit in TileSpmem (M
+/// bytes)`). Nothing is written to `c` on an error.
+pub fn run_staged<V: crate::Value>(
+    chip: &ChipModel,
+    entries: &SampleEntries<V>,
+    table: &[V],
+    c: &mut [V],
+    n: usize,
+    vocabulary: usize,
+    bytes: TileBytes,
+) -> Result<TileRun, TileError> {
+    let [samples, ids] = entries.shape;
+    for (what, rows, len) in [("b", ids, table.len()), ("c", samples, c.len())] {
+        if rows.checked_mul(n) != Some(len) {
+            return Err(StorageError::LengthMismatch {
+                operand: what,
+                expected: rows.saturating_mul(n),
+                got: len,
+            }
+            .into());
+        }
+    }
+    let tiles = chip.sparsecores_per_device as usize * chip.tiles_per_sc as usize;
+    if tiles == 0 {
+        return Err(ChipError::LoadShape {
+            what: "tiles of the device (at least one)".into(),
+            expected: 1,
+            got: 0,
+        }
+        .into());
+    }
+    let width = padded_width(u32::try_from(n).unwrap_or(u32::MAX));
+    let staging = tile_spmem_plan(
+        chip.tile_spmem_bytes,
+        chip.sparsecores_per_device
+            .saturating_mul(chip.tiles_per_sc),
+        samples as u64,
+        u64::from(width),
+    )?;
+    let splits = even_splits(samples, tiles);
+    let groups = &entries.ids;
+    let before = |r: usize| groups.before(r);
+    let distinct = |lo: usize, hi: usize| groups.distinct(lo, hi);
+    let spmem = |units: u64, ids: u64| staging.peak_bytes(units, ids);
+    let (work, cost) = plan(chip, &splits, &before, &distinct, bytes, spmem, width)?;
+    let scs = sc_work(chip, &splits, &work, &cost, &distinct);
+    // at least one row per chunk (`staging_rows` is 0 only for rows of no bytes)
+    let chunk = usize::try_from(staging.staging_rows)
+        .unwrap_or(usize::MAX)
+        .max(1);
+    if n > 0 {
+        rayon::scope(|s| {
+            let mut rest: &mut [V] = c;
+            for t in &work {
+                let (out, tail) = std::mem::take(&mut rest).split_at_mut(t.units.len() * n);
+                rest = tail;
+                let units = t.units.clone();
+                if !out.is_empty() {
+                    s.spawn(move |_| stage_tile(entries, table, out, units, n, chunk));
+                }
+            }
+        });
+    }
+    let mut run = report(chip, work, scs, cost);
+    let scs_per_device = u64::from(chip.sparsecores_per_device.max(1));
+    let padded_vocabulary = (vocabulary as u64)
+        .div_ceil(scs_per_device)
+        .saturating_mul(scs_per_device);
+    run.padded_vocabulary = padded_vocabulary;
+    run.table_padding_bytes = padded_vocabulary
+        .saturating_mul(u64::from(width))
+        .saturating_sub((vocabulary as u64).saturating_mul(n as u64))
+        .saturating_mul(4);
+    Ok(run)
+}
+
+/// One tile of [`run_staged`]: the output rows `out` of samples `units` (`n` values each)
+/// from their entries, `chunk` gathered rows at a time.
+fn stage_tile<V: crate::Value>(
+    entries: &SampleEntries<V>,
+    table: &[V],
+    out: &mut [V],
+    units: Range<usize>,
+    n: usize,
+    chunk: usize,
+) {
+    out.fill(V::zero());
+    let starts = &entries.ids.starts;
+    let (first, last) = (starts[units.start], starts[units.end]);
+    let mut staged: Vec<V> = Vec::with_capacity(chunk.min(last - first) * n);
+    let mut sample = units.start;
+    let mut lo = first;
+    while lo < last {
+        let hi = last.min(lo.saturating_add(chunk));
+        // gather the chunk's table rows into the staging buffer
+        staged.clear();
+        for &id in &entries.ids.ids[lo..hi] {
+            staged.extend_from_slice(&table[id * n..(id + 1) * n]);
+        }
+        // scale each by its gain and accumulate it into its sample's output row
+        for (row, p) in staged.chunks_exact(n).zip(lo..hi) {
+            while starts[sample + 1] <= p {
+                sample += 1;
+            }
+            let gain = entries.gains[p];
+            let at = (sample - units.start) * n;
+            for (o, &x) in out[at..at + n].iter_mut().zip(row) {
+                *o += gain * x;
+            }
+        }
+        lo = hi;
+    }
+}
+
 /// Each tile's work for the unit boundaries `splits`, checked against TileSpmem, and the
-/// modelled step.
+/// modelled step. `spmem(units, entries)` is the TileSpmem a tile of that many output units
+/// and stored entries holds at its peak; `width` the values per gathered row of the cost model.
+#[allow(clippy::too_many_arguments)]
 fn plan(
     chip: &ChipModel,
     splits: &[usize],
     before: &impl Fn(usize) -> usize,
     distinct: &impl Fn(usize, usize) -> u64,
     bytes: TileBytes,
+    spmem: impl Fn(u64, u64) -> u64,
+    width: u32,
 ) -> Result<(Vec<TileWork>, StepCost), TileError> {
     if splits.len() < 2 {
         // a chip without tiles would leave the output uncomputed
@@ -392,7 +744,7 @@ fn plan(
                 hbm_bytes: entries * bytes.per_entry
                     + unique_ids * bytes.per_unique
                     + n * bytes.per_unit,
-                spmem_bytes: n * bytes.spmem_per_unit,
+                spmem_bytes: spmem(n, entries),
             }
         })
         .collect();
@@ -414,7 +766,7 @@ fn plan(
                 .collect()
         })
         .collect();
-    let cost = chip.step(&loads, 1, DType::F32)?;
+    let cost = chip.step(&loads, width, DType::F32)?;
     Ok((work, cost))
 }
 
@@ -461,6 +813,8 @@ fn report(chip: &ChipModel, work: Vec<TileWork>, scs: Vec<ScWork>, cost: StepCos
         forward_hbm_stack_bytes: 0,
         backward_hbm_stack_bytes: 0,
         padding_waste_bytes: 0,
+        padded_vocabulary: 0,
+        table_padding_bytes: 0,
     }
 }
 
@@ -470,4 +824,58 @@ pub fn distinct<C: crate::Index>(ids: &[C]) -> u64 {
     v.sort_unstable();
     v.dedup();
     v.len() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unit_ids_group_stably_and_count() {
+        // units 2, 0, 2, 1, 0 with ids 5, 1, 5, 3, 4
+        let u = UnitIds::new(3, [(2, 5), (0, 1), (2, 5), (1, 3), (0, 4)]).unwrap();
+        assert_eq!(u.units(), 3);
+        assert_eq!(
+            (0..=4).map(|r| u.before(r)).collect::<Vec<_>>(),
+            [0, 2, 3, 5, 5]
+        );
+        assert_eq!(u.ids(0, 3), [1, 4, 3, 5, 5]);
+        assert_eq!(u.ids(2, 1), [] as [usize; 0]);
+        assert_eq!(
+            (u.distinct(0, 3), u.distinct(2, 3), u.distinct(1, 1)),
+            (4, 1, 0)
+        );
+        assert_eq!(
+            UnitIds::new(2, [(0, 0), (2, 7)]).unwrap_err(),
+            StorageError::CoordinateOutOfRange {
+                entry: 1,
+                dim: 0,
+                coordinate: 2,
+                size: 2
+            }
+        );
+    }
+
+    #[test]
+    fn sample_entries_sort_ids_within_samples_stably() {
+        let entries = [([1, 3], 1.0), ([0, 2], 2.0), ([1, 0], 3.0), ([1, 3], 4.0)];
+        let mut s = SampleEntries::new([2, 4], entries).unwrap();
+        assert_eq!(s.ids().ids(0, 2), [2, 3, 0, 3]);
+        assert_eq!(s.gains, [2.0, 1.0, 3.0, 4.0]);
+        assert_eq!(s.max_unique_per_sample(), 2);
+        s.sort_ids_within_samples();
+        assert_eq!(s.ids().ids(0, 2), [2, 0, 3, 3]);
+        assert_eq!(s.gains, [2.0, 3.0, 1.0, 4.0]);
+        for (at, dim, coordinate, size) in [([2, 0], 0, 2, 2), ([0, 4], 1, 4, 4)] {
+            assert_eq!(
+                SampleEntries::new([2, 4], [([0, 0], 1.0), (at, 1.0)]).unwrap_err(),
+                StorageError::CoordinateOutOfRange {
+                    entry: 1,
+                    dim,
+                    coordinate,
+                    size
+                }
+            );
+        }
+    }
 }
