@@ -341,7 +341,7 @@ pub fn par_rows<V: Send>(
 /// into their level-0 group, a stable sort of each group by key; `dense, compressed, dense*`
 /// encodings (CSR, CSC, BSR, BSC) then get their arrays directly, the others through
 /// `lexInsert`. Duplicates are summed in input order either way, so the arrays and values are
-/// the sorting assembly's bit for bit. From 2^17 entries on (by the iterator's lower size
+/// the sorting assembly's bit for bit. From 2^20 entries on (by the iterator's lower size
 /// bound) the entries are read into coarse groups of consecutive level-0 coordinates instead
 /// (`bucket::CoarsePlan`: about 2^14 entries a group), each group then put in order on its
 /// own by an LSD radix sort within the caches, so that no pass scatters at random over all
