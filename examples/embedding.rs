@@ -84,6 +84,8 @@ fn main() -> Result<(), Box<dyn Error>> {
         feature_width: WIDTH as usize,
         logical_replica_count: 1,
         quantization: None,
+        // the buffers' limits: TileSpmem holds each tile's share of a partition too
+        partition_limits: Some((cfg.max_ids_per_partition, cfg.max_unique_ids_per_partition)),
     };
     let (act, report) = lookup(&chip, &pre.devices[0], &table, &lcfg)?;
     let plain = reference_activations(&pre.devices[0], &table, &lcfg)?;

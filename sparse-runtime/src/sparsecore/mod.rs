@@ -18,7 +18,8 @@
 //! Work is parallel over SparseCores (rayon); the result does not depend on the thread count.
 //!
 //! - [`chip`]: [`ChipModel`](chip::ChipModel), presets `v4`, `v5p`, `v6e`, `tpu7x` (their data
-//!   and the TileSpmem rule [`tile_spmem_plan`] live in [`sparse_ir::sparsecore`], which the
+//!   and the TileSpmem rules [`tile_spmem_plan`] and [`tile_spmem_plan_with_limits`] live in
+//!   [`sparse_ir::sparsecore`], which the
 //!   compile-time `sparsecore(...)` check of `sparse_format!` reads too), cost model;
 //! - [`minibatch`]: the 64-bucket split tree and the pluggable bucket hash;
 //! - [`stack`]: table stacking (padding, row offsets in a shard, shard rotation);
@@ -37,7 +38,8 @@ pub use preprocess::{preprocess, preprocess_minibatches, preprocess_with_hash};
 /// The compile-time configuration and TileSpmem rule, shared with the code generator (defined
 /// in [`sparse_ir::sparsecore`]).
 pub use sparse_ir::sparsecore::{
-    tile_spmem_plan, SparseCoreConfig, SparseCoreConfigError, SpmemError, TileSpmemPlan,
+    partition_share, tile_spmem_plan, tile_spmem_plan_with_limits, PartitionShare,
+    SparseCoreConfig, SparseCoreConfigError, SpmemError, TileSpmemPlan,
 };
 
 /// The padding value of `embedding_ids` and `sample_ids` (`i32::MAX`, the peer's `INT_MAX`);
