@@ -571,6 +571,21 @@ pub enum PreprocessError {
         /// `max_unique_ids_per_partition`.
         limit: u32,
     },
+    /// Table stacking (§7): a table's vocabulary padded to a multiple of `8 * num_scs`, or the
+    /// stack's rows with it, beyond `u64`.
+    #[error(
+        "table {table}: vocabulary {vocab} padded to a multiple of 8 * num_scs ({num_scs}) does not fit u64 (the stack before it has {stack_vocab} rows)"
+    )]
+    VocabOverflow {
+        /// The table.
+        table: String,
+        /// Its vocabulary.
+        vocab: u64,
+        /// `num_scs`.
+        num_scs: u64,
+        /// Rows of the stack's earlier tables.
+        stack_vocab: u64,
+    },
     /// Bucket counts of a split: not a power of two in number, or more than 64.
     #[error("bucket counts: {0}")]
     SplitCounts(String),
