@@ -1,6 +1,6 @@
 //! One SparseCore embedding lookup step on real data, on the `v5p` chip model.
 //!
-//! `cargo run --release --example embedding [CRITEO.csv]`
+//! `cargo run --release --example embedding [CRITEO.csv [PNG]]`
 //!
 //! 1. The Criteo sample (`data/criteo_sample.csv`, 200 samples): each of the 26 categorical
 //!    features `C1..C26` (32-bit hex hashes, empty = missing) becomes a table of `VOCAB` rows
@@ -8,8 +8,8 @@
 //!    them (`stack_tables`: row offsets in a shard, shard rotation), their features stacked in
 //!    one batch (`row_offset` = samples of the earlier features). The batch is preprocessed
 //!    (`preprocess`) and looked up on the chip model (`lookup`), the result checked against the
-//!    plain computation, and the statistics, the report and an ASCII heat map of per-tile load
-//!    printed; the heat map is also written as a PNG (`target/embedding_tiles.png`, or the second
+//!    plain computation (a difference is an error: CI runs this example), and the statistics,
+//!    the report and an ASCII heat map of per-tile load printed; the heat map is also written as a PNG (`target/embedding_tiles.png`, or the second
 //!    argument), one cell per tile, SparseCores as rows, darker = more ids.
 //! 2. A skewed synthetic batch (Zipf ids, s = 1.2, fixed seed; labelled synthetic) with limits
 //!    low enough to force vocabulary-dimension minibatching, showing the split.
@@ -84,6 +84,8 @@ fn main() -> Result<(), Box<dyn Error>> {
         feature_width: WIDTH as usize,
         logical_replica_count: 1,
         quantization: None,
+        // the buffers' limits: TileSpmem holds each tile's share of a partition too
+        partition_limits: Some((cfg.max_ids_per_partition, cfg.max_unique_ids_per_partition)),
     };
     let (act, report) = lookup(&chip, &pre.devices[0], &table, &lcfg)?;
     let plain = reference_activations(&pre.devices[0], &table, &lcfg)?;
@@ -93,6 +95,10 @@ fn main() -> Result<(), Box<dyn Error>> {
         table.width,
         act == plain
     );
+    if act != plain {
+        // CI runs this example: a lookup that disagrees with the plain computation fails it
+        return Err("the lookup's activations differ from the plain computation".into());
+    }
     print_report(&report);
     let png = std::env::args().nth(2).unwrap_or_else(|| {
         concat!(env!("CARGO_MANIFEST_DIR"), "/target/embedding_tiles.png").into()

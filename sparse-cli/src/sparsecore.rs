@@ -15,7 +15,12 @@
 //! production HighwayHash under its fixed key).
 //!
 //! Beyond the contract, optional debug checks: CONFIG `check_id_bounds` (each id below its
-//! feature's `vocab_size`) and `check_nan` (finite weights and gains), both default false.
+//! feature's `vocab_size`) and `check_nan` (finite weights and gains), both default false; and
+//! `max_host_bytes`, the most host memory the buffers the configuration sizes may take
+//! (default 1 GiB, `sparse_runtime::sparsecore::DEFAULT_MAX_HOST_BYTES`): a config with huge
+//! counts (`global_device_count`, `num_sc_per_device`, `max_ids_per_partition`,
+//! `suggested_coo_buffer_size`, with minibatching's factor 64) is an `error:` naming the sizes
+//! and the keys they come from, not an out-of-memory kill.
 //!
 //! Errors: `error: MESSAGE` on stderr, exit status 1; unknown keys are ignored.
 
@@ -40,7 +45,7 @@ pub enum Command {
         /// `global_device_count`, `max_ids_per_partition`, `max_unique_ids_per_partition`;
         /// optional `allow_id_dropping`, `minibatching`, `combiner`,
         /// `suggested_coo_buffer_size`, `table`, `minibatch_hash`, `check_id_bounds`,
-        /// `check_nan`); `-` reads standard input.
+        /// `check_nan`, `max_host_bytes`); `-` reads standard input.
         config: PathBuf,
         /// The batch: `{"features": [...]}` or, with minibatching, `{"minibatches":
         /// [{"features": [...]}, ...]}`; `-` reads standard input.
@@ -108,6 +113,8 @@ struct ConfigJson {
     check_id_bounds: bool,
     #[serde(default)]
     check_nan: bool,
+    #[serde(default)]
+    max_host_bytes: Option<u64>,
 }
 
 /// BATCH.json: features, or minibatches of features.
@@ -231,6 +238,9 @@ fn config(c: ConfigJson) -> Result<(PreprocessConfig, Hash), String> {
     cfg.suggested_coo_buffer_size = c.suggested_coo_buffer_size;
     cfg.check_id_bounds = c.check_id_bounds;
     cfg.check_nan = c.check_nan;
+    if let Some(m) = c.max_host_bytes {
+        cfg.max_host_bytes = m;
+    }
     if let Some(t) = c.table {
         cfg.table = t;
     }

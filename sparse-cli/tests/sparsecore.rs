@@ -499,3 +499,167 @@ fn preprocess_reads_standard_input_and_feature_keys() {
         "standard input can be read only once",
     );
 }
+
+/// Runs `preprocess` with the address space limited to 4 GiB (`sh -c 'ulimit -v ...'`), so a
+/// configuration that slipped past the host-memory check aborts here (status -1 or 134)
+/// instead of taking the test machine's memory; returns (status, stdout, stderr).
+fn preprocess_limited(test: &str, config: &str, batch: &str) -> (i32, String, String) {
+    let d = dir(test);
+    let c = file(&d, "config.json", config);
+    let b = file(&d, "batch.json", batch);
+    let out = Command::new("sh")
+        .args([
+            "-c",
+            "ulimit -v 4194304 && exec \"$0\" sparsecore preprocess \"$1\" \"$2\"",
+            env!("CARGO_BIN_EXE_sparse"),
+            &c,
+            &b,
+        ])
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+/// Huge counts in CONFIG (issue 10: `global_device_count` 134217728 was an out-of-memory kill,
+/// status 137 and nothing on stderr): each is `error: ` naming the bytes and the keys they
+/// come from, exit status 1, at once.
+#[test]
+fn preprocess_huge_configs_are_errors_not_out_of_memory() {
+    let batch = r#"{"features": [{"name": "f", "samples": [[1], [2]]}]}"#;
+    let cfg = |s: u64, l: u64, g: u64, max_ids: u64, extra: &str| {
+        format!(
+            r#"{{"num_sc_per_device": {s}, "local_device_count": {l}, "global_device_count": {g},
+                "max_ids_per_partition": {max_ids}, "max_unique_ids_per_partition": 8{extra}}}"#
+        )
+    };
+    let head = |needed: u64| {
+        format!(
+            "table table: preprocessing would allocate {needed} bytes of host memory, more than \
+             max_host_bytes = 1073741824: "
+        )
+    };
+    let cases: Vec<(String, String)> =
+        vec![
+        // the issue's case: 2^27 devices, buffers of 2^30 entries
+        (
+            cfg(1, 1, 1 << 27, 8, ""),
+            format!(
+                "{}12884901888 bytes of output buffers (local_device_count 1 x buffer length \
+                 1073741824 x 12 bytes; buffer length = roundup8(max_ids_per_partition = 8) x \
+                 num_sc_per_device x num_scs), 536870912 bytes of row pointers",
+                head(15_569_256_448)
+            ),
+        ),
+        // minibatching's factor 64 on 2^20 SparseCores
+        (
+            cfg(1, 1, 1 << 20, 8, r#", "minibatching": true"#),
+            format!(
+                "{}6442450944 bytes of output buffers (local_device_count 1 x buffer length \
+                 536870912 x 12 bytes; buffer length = roundup8(max_ids_per_partition = 8) x \
+                 num_sc_per_device x num_scs x minibatches 64)",
+                head(6_442_450_944 + 268_435_456 + 545_259_520)
+            ),
+        ),
+        // num_sc_per_device 4096 (checked before the batch's 4096 slices)
+        (
+            cfg(4096, 1, 1, 8, ""),
+            format!(
+                "{}1610612736 bytes of output buffers (local_device_count 1 x buffer length \
+                 134217728 x 12 bytes",
+                head(1_610_612_736 + 4096 * 4096 * 4 + 4096 * 8 * 4097)
+            ),
+        ),
+        // max_ids_per_partition 2 * 10^8 on one SparseCore
+        (
+            cfg(1, 1, 1, 200_000_000, ""),
+            format!(
+                "{}2400000000 bytes of output buffers (local_device_count 1 x buffer length \
+                 200000000 x 12 bytes; buffer length = roundup8(max_ids_per_partition = \
+                 200000000) x num_sc_per_device x num_scs), 32 bytes of row pointers",
+                head(2_400_000_048)
+            ),
+        ),
+        // max_ids_per_partition 8 * 10^6 with minibatching
+        (
+            cfg(1, 1, 1, 8_000_000, r#", "minibatching": true"#),
+            format!(
+                "{}6144000000 bytes of output buffers (local_device_count 1 x buffer length \
+                 512000000 x 12 bytes",
+                head(6_144_000_000 + 64 * 8 * 4 + 8 * 65)
+            ),
+        ),
+        // a suggested size within the theoretical max (2^16 * 2048) is still 1.2 GB
+        (
+            cfg(1, 1, 1 << 16, 2048, r#", "suggested_coo_buffer_size": 100000000"#),
+            "1200000000 bytes of output buffers (local_device_count 1 x buffer length \
+             100000000 x 12 bytes; buffer length = suggested_coo_buffer_size = 100000000 \
+             rounded up to 8 x num_sc_per_device)"
+                .to_string(),
+        ),
+        // 2^16 local devices
+        (
+            cfg(1, 1 << 16, 1 << 16, 8, ""),
+            "412316860416 bytes of output buffers (local_device_count 65536 x buffer length \
+             524288 x 12 bytes"
+                .to_string(),
+        ),
+        // caller minibatches multiply by their number
+        (
+            cfg(1, 1, 1 << 25, 8, r#", "minibatching": true"#),
+            "bytes of output buffers (local_device_count 1 x buffer length 805306368 x 12 bytes; \
+             buffer length = roundup8(max_ids_per_partition = 8) x num_sc_per_device x num_scs x \
+             minibatches 3)"
+                .to_string(),
+        ),
+        // the cap is a CONFIG key: the 1-SparseCore batch needs 8 * 12 + 8 * 4 + 8 * 2 bytes
+        (
+            cfg(1, 1, 1, 8, r#", "max_host_bytes": 143"#),
+            "table table: preprocessing would allocate 144 bytes of host memory, more than \
+             max_host_bytes = 143: 96 bytes of output buffers"
+                .to_string(),
+        ),
+    ];
+    let one = r#"{"features": [{"name": "f", "samples": [[1]]}]}"#;
+    let three = format!(r#"{{"minibatches": [{one}, {one}, {one}]}}"#);
+    for (i, (c, want)) in cases.into_iter().enumerate() {
+        let b = if c.contains("33554432") {
+            three.as_str()
+        } else {
+            batch
+        };
+        let start = std::time::Instant::now();
+        fails(preprocess_limited(&format!("huge{i}"), &c, b), &want);
+        assert!(
+            start.elapsed().as_secs() < 10,
+            "case {i}: {:?}",
+            start.elapsed()
+        );
+    }
+    // ... and just enough is enough
+    let (code, out, err) = preprocess(
+        "huge-ok",
+        &cfg(1, 1, 1, 8, r#", "max_host_bytes": 144"#),
+        batch,
+    );
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(
+        out,
+        format!(
+            concat!(
+                r#"{{"devices":[{{"row_pointers":[2,8,8,8,8,8,8,8],"#,
+                r#""embedding_ids":[1,2,{p},{p},{p},{p},{p},{p}],"#,
+                r#""sample_ids":[0,1,{p},{p},{p},{p},{p},{p}],"#,
+                r#""gains":[1.0,1.0,null,null,null,null,null,null],"#,
+                r#""coo":[[[0,1,1.0],[1,2,1.0]]],"#,
+                r#""max_ids_per_partition":[2],"max_unique_ids_per_partition":[2],"#,
+                r#""required_buffer_size":[8]}}],"dropped_id_count":0,"num_minibatches":1}}"#,
+                "\n"
+            ),
+            p = P
+        )
+    );
+}

@@ -3,7 +3,8 @@
 //!
 //! The runtime's chip model (`sparse_runtime::sparsecore::chip::ChipModel`) is built from
 //! [`ChipPreset`]s and its lookup (`sparse_runtime::sparsecore::lookup`) sizes a tile's
-//! TileSpmem with [`tile_spmem_plan`]; the code generator (`sparse-dsl`) reads the same presets
+//! TileSpmem with [`tile_spmem_plan`] (or [`tile_spmem_plan_with_limits`] when it knows the
+//! partition limits); the code generator (`sparse-dsl`) reads the same presets
 //! and the same rule at compile time for a declaration's `sparsecore(...)` clause
 //! ([`SparseCoreConfig`]), so a configuration the macro accepts is one the lookup accepts, with
 //! the same numbers and the same words when it does not fit.
@@ -23,6 +24,33 @@
 //!   allocations (N bytes) do not fit in TileSpmem (M bytes)`);
 //! - `staging_rows = (M - gather_operand_bytes) / (2 * row_bytes)`: the largest buffers that fit.
 //!
+//! # The limits-aware rule ([`tile_spmem_plan_with_limits`])
+//!
+//! The reference ("Memory"): *SPMEM buffers are sized from `max_ids_per_partition` and
+//! `max_unique_ids_per_partition` at compile time, so that all data of one partition's ids fits
+//! for non-elementwise work such as dedup or building a CSR of the partition.* The rule above
+//! leaves those buffers out; [`tile_spmem_plan_with_limits`] adds them to the fixed allocations.
+//! The model (ours: the chip's allocator is not published), with `T` tiles per SparseCore:
+//!
+//! - a partition's work is shared by the SparseCore's tiles as its samples are, so each tile
+//!   holds a `1 / T` share of one partition, rounded up to whole vector registers of 8 entries
+//!   (the buffers' alignment, reference §5): `entries = roundup8(ceil(max_ids_per_partition /
+//!   T))` and `unique_ids = roundup8(ceil(max_unique_ids_per_partition / T))`; together the
+//!   tiles hold the whole partition;
+//! - an entry is what the preprocessed buffers hold for it, a row (sample) id, a column
+//!   (embedding) id and a gain: [`PARTITION_ENTRY_BYTES`] = 4 + 4 + 4 bytes; a unique id is one
+//!   column id: [`UNIQUE_ID_BYTES`] = 4 bytes (the deduplicated columns, the CSR's column array);
+//! - `partition_bytes = entries * 12 + unique_ids * 4` ([`partition_share`]);
+//!   `fixed_allocation_bytes = gather_operand_bytes + 2 * row_bytes + partition_bytes`, and
+//!   `staging_rows = (M - gather_operand_bytes - partition_bytes) / (2 * row_bytes)`.
+//!
+//! The example (v5p, limits 256 and 64, width 128, batch 4096): `entries =
+//! roundup8(16) = 16`, `unique_ids = roundup8(4) = 8`, `partition_bytes = 16 * 12 + 8 * 4 = 224`,
+//! fixed allocations `131072 + 1024 + 224 = 132320` bytes, `383` staging rows.
+//! [`SparseCoreConfig::new`] (the compile-time check of `sparsecore(...)`) and the runtime
+//! lookup, when its configuration carries the limits, use this rule; [`tile_spmem_plan`] is the
+//! same rule with `partition_bytes = 0`.
+//!
 //! All arithmetic saturates at `u64::MAX` (no overflow, whatever the inputs).
 
 use std::fmt;
@@ -32,6 +60,17 @@ pub const ASSUMED_CLOCK_HZ: f64 = 1.0e9;
 
 /// Bytes of one `f32` value (the lookup gathers and accumulates `f32` rows).
 pub const F32_BYTES: u64 = 4;
+
+/// Bytes of one partition entry in TileSpmem: a row (sample) id, a column (embedding) id and
+/// a gain, `i32` + `i32` + `f32`, as the preprocessed buffers hold them (module docs).
+pub const PARTITION_ENTRY_BYTES: u64 = 12;
+
+/// Bytes of one unique id of a partition in TileSpmem: one `i32` column id (module docs).
+pub const UNIQUE_ID_BYTES: u64 = 4;
+
+/// Entries per vector register: a tile's partition share is rounded up to a multiple of it
+/// (reference §5's alignment).
+const REGISTER_ENTRIES: u64 = 8;
 
 /// Bytes in a KiB.
 const KIB: u64 = 1024;
@@ -167,25 +206,30 @@ pub struct TileSpmemPlan {
     pub row_bytes: u64,
     /// The gather operand: `samples_per_tile * row_bytes`.
     pub gather_operand_bytes: u64,
-    /// The fixed allocations: `gather_operand_bytes + 2 * row_bytes`.
+    /// The fixed allocations: `gather_operand_bytes + 2 * row_bytes + partition_bytes`.
     pub fixed_allocation_bytes: u64,
-    /// Rows of each of the two staging buffers: `(M - gather_operand_bytes) / (2 *
-    /// max(row_bytes, 1))` (rows; at least 1 when `row_bytes > 0`).
+    /// Rows of each of the two staging buffers: `(M - gather_operand_bytes - partition_bytes)
+    /// / (2 * max(row_bytes, 1))` (rows; at least 1 when `row_bytes > 0`).
     pub staging_rows: u64,
+    /// A tile's share of one partition's data ([`partition_share`]), part of the fixed
+    /// allocations; 0 from [`tile_spmem_plan`], which does not know the limits.
+    pub partition_bytes: u64,
 }
 
 impl TileSpmemPlan {
     /// Peak TileSpmem of a tile holding `samples` output rows that looks up `entries` ids: its
-    /// output rows and two staging buffers of `min(staging_rows, entries)` rows.
+    /// output rows, two staging buffers of `min(staging_rows, entries)` rows and its partition
+    /// share (`partition_bytes`, allocated whatever the tile's load).
     pub fn peak_bytes(&self, samples: u64, entries: u64) -> u64 {
         let chunk = self.staging_rows.min(entries);
         samples
             .saturating_mul(self.row_bytes)
             .saturating_add(chunk.saturating_mul(2).saturating_mul(self.row_bytes))
+            .saturating_add(self.partition_bytes)
     }
 
     /// The largest peak any tile can reach: `gather_operand_bytes + 2 * staging_rows *
-    /// row_bytes` (`<= tile_spmem_bytes`).
+    /// row_bytes + partition_bytes` (`<= tile_spmem_bytes`).
     pub fn max_peak_bytes(&self) -> u64 {
         self.peak_bytes(self.samples_per_tile, self.staging_rows)
     }
@@ -201,7 +245,8 @@ pub enum SpmemError {
         /// TileSpmem bytes.
         available: u64,
     },
-    /// Output rows plus one staged row per buffer exceed TileSpmem.
+    /// Output rows plus one staged row per buffer (plus the partition buffers, with limits)
+    /// exceed TileSpmem.
     FixedAllocations {
         /// Bytes needed (`fixed_allocation_bytes`).
         needed: u64,
@@ -242,10 +287,82 @@ pub fn tile_spmem_plan(
     samples: u64,
     width: u64,
 ) -> Result<TileSpmemPlan, SpmemError> {
+    plan(tile_spmem_bytes, tiles, samples, width, 0)
+}
+
+/// A tile's share of one partition's data (module docs, the limits-aware rule).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartitionShare {
+    /// Entries a tile holds: `roundup8(ceil(max_ids_per_partition / tiles))`.
+    pub entries: u64,
+    /// Unique ids a tile holds: `roundup8(ceil(max_unique_ids_per_partition / tiles))`.
+    pub unique_ids: u64,
+    /// `entries * PARTITION_ENTRY_BYTES + unique_ids * UNIQUE_ID_BYTES` bytes.
+    pub bytes: u64,
+}
+
+/// The share of one partition a tile of a SparseCore with `tiles` tiles holds under the
+/// limits `max_ids_per_partition` and `max_unique_ids_per_partition` (module docs; `tiles =
+/// 0` counts as 1; saturating). Example: 16 tiles, limits 256 and 64: 16 entries and 8 unique
+/// ids, 224 bytes.
+pub fn partition_share(
+    tiles: u32,
+    max_ids_per_partition: u32,
+    max_unique_ids_per_partition: u32,
+) -> PartitionShare {
+    let t = u64::from(tiles.max(1));
+    let share = |n: u32| {
+        u64::from(n)
+            .div_ceil(t)
+            .div_ceil(REGISTER_ENTRIES)
+            .saturating_mul(REGISTER_ENTRIES)
+    };
+    let entries = share(max_ids_per_partition);
+    let unique_ids = share(max_unique_ids_per_partition);
+    PartitionShare {
+        entries,
+        unique_ids,
+        bytes: entries
+            .saturating_mul(PARTITION_ENTRY_BYTES)
+            .saturating_add(unique_ids.saturating_mul(UNIQUE_ID_BYTES)),
+    }
+}
+
+/// [`tile_spmem_plan`] with the partition buffers the limits size (module docs, the
+/// limits-aware rule): the fixed allocations add [`partition_share`]`(tiles,
+/// max_ids_per_partition, max_unique_ids_per_partition).bytes`, and the staging buffers get what
+/// is left. `tiles = 0` counts as 1. With both limits 0 it equals [`tile_spmem_plan`].
+///
+/// # Errors
+/// [`SpmemError::GatherTooLarge`] when the output rows alone exceed TileSpmem (the partition
+/// buffers do not change it), else [`SpmemError::FixedAllocations`] when the output rows, one
+/// staged row per buffer and the partition share exceed it.
+pub fn tile_spmem_plan_with_limits(
+    tile_spmem_bytes: u64,
+    tiles: u32,
+    samples: u64,
+    width: u64,
+    max_ids_per_partition: u32,
+    max_unique_ids_per_partition: u32,
+) -> Result<TileSpmemPlan, SpmemError> {
+    let share = partition_share(tiles, max_ids_per_partition, max_unique_ids_per_partition);
+    plan(tile_spmem_bytes, tiles, samples, width, share.bytes)
+}
+
+/// The rule of the module docs with `partition_bytes` of fixed partition buffers.
+fn plan(
+    tile_spmem_bytes: u64,
+    tiles: u32,
+    samples: u64,
+    width: u64,
+    partition_bytes: u64,
+) -> Result<TileSpmemPlan, SpmemError> {
     let row_bytes = width.saturating_mul(F32_BYTES);
     let samples_per_tile = samples.div_ceil(u64::from(tiles.max(1)));
     let gather_operand_bytes = samples_per_tile.saturating_mul(row_bytes);
-    let fixed_allocation_bytes = gather_operand_bytes.saturating_add(row_bytes.saturating_mul(2));
+    let fixed_allocation_bytes = gather_operand_bytes
+        .saturating_add(row_bytes.saturating_mul(2))
+        .saturating_add(partition_bytes);
     if gather_operand_bytes > tile_spmem_bytes {
         return Err(SpmemError::GatherTooLarge {
             needed: gather_operand_bytes,
@@ -264,8 +381,10 @@ pub fn tile_spmem_plan(
         row_bytes,
         gather_operand_bytes,
         fixed_allocation_bytes,
-        staging_rows: (tile_spmem_bytes - gather_operand_bytes)
+        // fixed_allocation_bytes <= M, so neither subtraction wraps
+        staging_rows: (tile_spmem_bytes - gather_operand_bytes - partition_bytes)
             / row_bytes.max(1).saturating_mul(2),
+        partition_bytes,
     })
 }
 
@@ -276,10 +395,11 @@ pub struct SparseCoreConfig {
     /// The chip (one of [`PRESETS`]).
     pub chip: &'static ChipPreset,
     /// Ids (duplicates counted) one partition may receive per step; preprocessing's limit
-    /// (`PreprocessConfig::max_ids_per_partition`). Not part of the TileSpmem rule.
+    /// (`PreprocessConfig::max_ids_per_partition`); sizes the tiles' partition buffers
+    /// ([`tile_spmem_plan_with_limits`]).
     pub max_ids_per_partition: u32,
-    /// Distinct ids one partition may receive per step; preprocessing's limit. Not part of the
-    /// TileSpmem rule.
+    /// Distinct ids one partition may receive per step; preprocessing's limit; sizes the
+    /// tiles' partition buffers.
     pub max_unique_ids_per_partition: u32,
     /// Values per embedding row before padding (`LookupConfig::feature_width`).
     pub feature_width: u32,
@@ -287,8 +407,8 @@ pub struct SparseCoreConfig {
     pub padded_width: u32,
     /// Samples one SparseCore looks up per step (`LookupConfig::batch_size_per_sc`).
     pub batch: u32,
-    /// TileSpmem of one tile for this configuration ([`tile_spmem_plan`] on the chip's tiles
-    /// and TileSpmem, `batch` samples, `padded_width`).
+    /// TileSpmem of one tile for this configuration ([`tile_spmem_plan_with_limits`] on the
+    /// chip's tiles and TileSpmem, `batch` samples, `padded_width` and the two limits).
     pub tile_spmem: TileSpmemPlan,
 }
 
@@ -322,7 +442,8 @@ impl std::error::Error for SparseCoreConfigError {}
 
 impl SparseCoreConfig {
     /// The configuration of `chip` with these limits, `feature_width` (values per row before
-    /// padding) and `batch` (samples per SparseCore per step), sized by [`tile_spmem_plan`].
+    /// padding) and `batch` (samples per SparseCore per step), sized by
+    /// [`tile_spmem_plan_with_limits`] (the limits size the tiles' partition buffers).
     ///
     /// # Errors
     /// [`SparseCoreConfigError::NotPositive`] for a zero (checked in argument order), then
@@ -345,11 +466,13 @@ impl SparseCoreConfig {
             }
         }
         let padded = padded_width(feature_width);
-        let tile_spmem = tile_spmem_plan(
+        let tile_spmem = tile_spmem_plan_with_limits(
             chip.tile_spmem_bytes,
             chip.tiles_per_sc,
             u64::from(batch),
             u64::from(padded),
+            max_ids_per_partition,
+            max_unique_ids_per_partition,
         )
         .map_err(SparseCoreConfigError::Spmem)?;
         Ok(SparseCoreConfig {
@@ -431,6 +554,69 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn limits_size_the_partition_buffers() {
+        // 16 tiles, limits 256 and 64: roundup8(16) = 16 entries, roundup8(4) = 8 unique ids
+        assert_eq!(
+            partition_share(16, 256, 64),
+            PartitionShare {
+                entries: 16,
+                unique_ids: 8,
+                bytes: 16 * 12 + 8 * 4
+            }
+        );
+        // shares round up: 17 ids over 16 tiles is 2 per tile, one register of 8
+        assert_eq!(partition_share(16, 17, 1).entries, 8);
+        assert_eq!(partition_share(0, 3, 3), partition_share(1, 3, 3));
+        assert_eq!(partition_share(1, 0, 0).bytes, 0);
+        // the example on v5p: 131072 + 1024 + 224 bytes fixed, 383 staging rows
+        let p = tile_spmem_plan_with_limits(524_288, 16, 4096, 128, 256, 64).unwrap();
+        assert_eq!(p.partition_bytes, 224);
+        assert_eq!(p.fixed_allocation_bytes, 132_320);
+        assert_eq!(p.staging_rows, 383);
+        assert_eq!(p.max_peak_bytes(), 131_072 + 2 * 383 * 512 + 224);
+        assert_eq!(p.peak_bytes(0, 0), 224);
+        // limits of 0 are the plain rule
+        assert_eq!(
+            tile_spmem_plan_with_limits(524_288, 16, 4096, 128, 0, 0),
+            tile_spmem_plan(524_288, 16, 4096, 128)
+        );
+        // large limits no longer fit: 2^20 ids and 2^16 unique ids over 16 tiles are 65536
+        // entries (786432 bytes) and 4096 unique ids (16384 bytes) per tile
+        assert_eq!(
+            tile_spmem_plan_with_limits(524_288, 16, 4096, 128, 1 << 20, 1 << 16).unwrap_err(),
+            SpmemError::FixedAllocations {
+                needed: 131_072 + 1024 + 786_432 + 16_384,
+                available: 524_288
+            }
+        );
+        assert_eq!(
+            SparseCoreConfig::new(&V5P, 1 << 20, 1 << 16, 128, 4096)
+                .unwrap_err()
+                .to_string(),
+            "Fixed size allocations (934912 bytes) do not fit in TileSpmem (524288 bytes)"
+        );
+        // just fitting: the room beside the output rows and two staged rows is 524288 -
+        // 132096 = 392192 bytes, filled exactly by 32680 entries (392160 bytes, a multiple of
+        // 8 entries) and 8 unique ids (32 bytes); one register of entries more does not fit
+        let fit = tile_spmem_plan_with_limits(524_288, 16, 4096, 128, 32_680 * 16, 8 * 16);
+        assert_eq!(fit.unwrap().fixed_allocation_bytes, 524_288);
+        assert_eq!(fit.unwrap().staging_rows, 1);
+        assert!(tile_spmem_plan_with_limits(524_288, 16, 4096, 128, 32_681 * 16, 8 * 16).is_err());
+        // the gather operand is checked first, and nothing overflows
+        assert!(matches!(
+            tile_spmem_plan_with_limits(163_840, 16, 8192, 128, u32::MAX, u32::MAX),
+            Err(SpmemError::GatherTooLarge {
+                needed: 262_144,
+                ..
+            })
+        ));
+        assert_eq!(
+            partition_share(1, u32::MAX, u32::MAX).bytes,
+            u64::from(u32::MAX).div_ceil(8) * 8 * 16
+        );
     }
 
     #[test]

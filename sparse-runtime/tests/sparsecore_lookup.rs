@@ -28,6 +28,7 @@ fn config(s: u32, num_scs: u32, bs: u32, width: usize) -> LookupConfig {
         feature_width: width,
         logical_replica_count: 1,
         quantization: None,
+        partition_limits: None,
     }
 }
 
@@ -97,6 +98,26 @@ fn tile_spmem_failures_use_the_chips_words() {
         err.to_string(),
         "Fixed size allocations (96 bytes) do not fit in TileSpmem (64 bytes)"
     );
+    // With the limits the buffers were preprocessed with (256, 256), each tile also holds its
+    // share of one partition: roundup8(ceil(256 / 16)) = 16 entries of 12 bytes and 16 unique
+    // ids of 4 bytes, 256 bytes. 1 output row (32) + 2 staged rows (64) + 256 = 352 bytes.
+    c.tile_spmem_bytes = 351;
+    let limited = LookupConfig {
+        partition_limits: Some((256, 256)),
+        ..config(4, 4, 16, 8)
+    };
+    assert!(lookup(&c, &pre.devices[0], &t, &config(4, 4, 16, 8)).is_ok());
+    assert_eq!(
+        lookup(&c, &pre.devices[0], &t, &limited)
+            .unwrap_err()
+            .to_string(),
+        "Fixed size allocations (352 bytes) do not fit in TileSpmem (351 bytes)"
+    );
+    // one byte more fits: one staging row per buffer, and every tile's peak counts the share
+    c.tile_spmem_bytes = 352;
+    let (_, report) = lookup(&c, &pre.devices[0], &t, &limited).unwrap();
+    // tile 0 of SparseCore 0 holds sample 0 (ids 0 and 1, 1 staged row per buffer): 32 + 64 + 256
+    assert_eq!(report.scs[0].tiles[0].peak_spmem_bytes, 352);
 }
 
 #[test]

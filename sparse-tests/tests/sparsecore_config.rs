@@ -49,14 +49,18 @@ fn the_issue_example_has_these_numbers() {
                 row_bytes: 512,
                 // 256 * 512
                 gather_operand_bytes: 131_072,
-                // + 2 * 512
-                fixed_allocation_bytes: 132_096,
-                // (524288 - 131072) / 1024
-                staging_rows: 384,
+                // + 2 * 512 + the partition share
+                fixed_allocation_bytes: 132_320,
+                // (524288 - 131072 - 224) / 1024
+                staging_rows: 383,
+                // each tile's share of a partition: roundup8(ceil(256 / 16)) = 16 entries of 12
+                // bytes, roundup8(ceil(64 / 16)) = 8 unique ids of 4 bytes
+                partition_bytes: 224,
             },
         }
     );
-    assert_eq!(LOOKUP.tile_spmem.max_peak_bytes(), 524_288);
+    // 131072 + 2 * 383 * 512 + 224: the staging rows are whole, 800 bytes stay free
+    assert_eq!(LOOKUP.tile_spmem.max_peak_bytes(), 523_488);
     assert_eq!(
         Ok(LOOKUP),
         SparseCoreConfig::new(&V5P, 256, 64, 128, 4096),
@@ -70,8 +74,10 @@ fn every_preset_and_form() {
     assert_eq!(v4.chip, &V4);
     assert_eq!(v4.padded_width, 104);
     assert_eq!(v4.tile_spmem.row_bytes, 416);
-    // 1024 / 16 = 64 rows of 416 bytes; (163840 - 26624) / 832 = 164 staging rows
+    // 1024 / 16 = 64 rows of 416 bytes; partition share roundup8(2) = 8 entries and
+    // roundup8(1) = 8 unique ids, 128 bytes; (163840 - 26624 - 128) / 832 = 164 staging rows
     assert_eq!(v4.tile_spmem.gather_operand_bytes, 26_624);
+    assert_eq!(v4.tile_spmem.partition_bytes, 128);
     assert_eq!(v4.tile_spmem.staging_rows, 164);
     assert_eq!(Ok(v4), SparseCoreConfig::new(&V4, 32, 16, 100, 1024));
     assert_eq!(OnV6e::SPARSECORE.chip, &V6E);
@@ -115,17 +121,19 @@ fn the_runtime_lookup_uses_the_same_sizes() {
     };
     let lcfg = LookupConfig::from_sparsecore(&cfg, 1);
     assert_eq!((lcfg.num_sc_per_device, lcfg.num_scs), (4, 4));
+    assert_eq!(lcfg.partition_limits, Some((256, 64)));
     assert_eq!(lcfg.batch_size_per_sc, 4096);
     let (act, report) = lookup(&chip, &pre.devices[0], &table, &lcfg).unwrap();
     assert_eq!(act.len(), 4 * 4096 * width);
     let t0 = report.scs[0].tiles[0];
     assert_eq!(t0.ids, 512);
-    // 512 entries >= 384 staging rows: the tile reaches the compile-time peak exactly
+    // 512 entries >= 383 staging rows: the tile reaches the compile-time peak exactly (the
+    // lookup sizes TileSpmem with the declared limits, as the macro did)
     assert_eq!(t0.peak_spmem_bytes, cfg.tile_spmem.max_peak_bytes());
-    assert_eq!(t0.peak_spmem_bytes, cfg.tile_spmem.tile_spmem_bytes);
-    // the other tiles hold their output rows only
+    assert_eq!(t0.peak_spmem_bytes, 523_488);
+    // the other tiles hold their output rows and their partition share only
     let t1 = report.scs[0].tiles[1];
-    assert_eq!(t1.peak_spmem_bytes, cfg.tile_spmem.gather_operand_bytes);
+    assert_eq!(t1.peak_spmem_bytes, 131_072 + 224);
     for sc in &report.scs {
         for t in &sc.tiles {
             assert!(t.peak_spmem_bytes <= cfg.tile_spmem.tile_spmem_bytes);

@@ -1,7 +1,9 @@
 //! `SPARSECORE`: the associated constant of a declaration with a `sparsecore(...)` clause.
 //!
 //! The parser has already read the clause and checked it with the runtime lookup's TileSpmem
-//! rule (`sparse_ir::sparsecore::tile_spmem_plan`, a compile error when it does not fit); this
+//! rule with the partition buffers its limits size
+//! (`sparse_ir::sparsecore::tile_spmem_plan_with_limits`, a compile error when it does not
+//! fit); this
 //! module spells the resulting [`SparseCoreConfig`] out as a constant of the runtime's
 //! re-exported type, numbers as literals and the chip as a reference to its preset constant, on
 //! the struct at its default value type (`impl Name { ... }`, so `Name::SPARSECORE` needs no
@@ -31,13 +33,14 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
     } = c;
     // the preset constants are named after the presets: `v5p` is `V5P`
     let preset = format_ident!("{}", chip.name.to_ascii_uppercase());
-    let (spmem, spt, row, gather, fixed, staging) = (
+    let (spmem, spt, row, gather, fixed, staging, partition) = (
         t.tile_spmem_bytes,
         t.samples_per_tile,
         t.row_bytes,
         t.gather_operand_bytes,
         t.fixed_allocation_bytes,
         t.staging_rows,
+        t.partition_bytes,
     );
     let docs = [
         format!(
@@ -51,10 +54,11 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
         ),
         String::new(),
         format!(
-            " TileSpmem of one tile, the runtime lookup's rule (`tile_spmem_plan`): {spt} output \
-             rows, {gather} bytes (the gather operand); fixed allocations {fixed} bytes (the \
-             output rows and one staged row per buffer); two staging buffers of {staging} rows; \
-             peak {} of {spmem} bytes.",
+            " TileSpmem of one tile, the runtime lookup's rule with the limits \
+             (`tile_spmem_plan_with_limits`): {spt} output rows, {gather} bytes (the gather \
+             operand); the tile's share of one partition, {partition} bytes; fixed allocations \
+             {fixed} bytes (the output rows, one staged row per buffer and the partition share); \
+             two staging buffers of {staging} rows; peak {} of {spmem} bytes.",
             t.max_peak_bytes()
         ),
         String::new(),
@@ -81,6 +85,7 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
                         gather_operand_bytes: #gather,
                         fixed_allocation_bytes: #fixed,
                         staging_rows: #staging,
+                        partition_bytes: #partition,
                     },
                 };
         }

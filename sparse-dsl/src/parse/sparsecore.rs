@@ -6,8 +6,9 @@
 //!            feature_width = 128, batch = 4096)
 //! ```
 //!
-//! read into a [`SparseCoreConfig`] and checked by the runtime lookup's own TileSpmem rule
-//! ([`sparse_ir::sparsecore::tile_spmem_plan`]) on the chip preset's numbers. Every option is
+//! read into a [`SparseCoreConfig`] and checked by the runtime lookup's own TileSpmem rule with
+//! the partition buffers the limits size ([`sparse_ir::sparsecore::tile_spmem_plan_with_limits`])
+//! on the chip preset's numbers. Every option is
 //! required, once: `chip` (a preset name, `v4`, `v5p`, `v6e`, `tpu7x`, or `trillium` /
 //! `ironwood`), then unsigned 32-bit integers (decimal or `0x` hexadecimal), all positive:
 //! `max_ids_per_partition`, `max_unique_ids_per_partition` (preprocessing's limits per
@@ -20,11 +21,13 @@
 //! `K must be positive, got 0.`, `missing sparsecore option: K` (at `sparsecore`); when all
 //! options are valid, the TileSpmem rule's `Gather operand too large: ...` or `Fixed size
 //! allocations (N bytes) do not fit in TileSpmem (M bytes)` over the whole clause, with the
-//! computation as help.
+//! computation as help (the output rows; for the fixed allocations also the partition share the
+//! limits size).
 
 use super::*;
 use sparse_ir::sparsecore::{
-    padded_width, preset, tile_spmem_plan, SparseCoreConfig, SparseCoreConfigError, PRESET_NAMES,
+    padded_width, partition_share, preset, tile_spmem_plan, SparseCoreConfig,
+    SparseCoreConfigError, SpmemError, PRESET_NAMES,
 };
 
 /// The options of the clause, in the order [`SparseCoreConfig::new`] takes them.
@@ -114,16 +117,15 @@ impl<'t> Cx<'t> {
                 self.error_at(at.0, at.1, rank, e.to_string());
                 None
             }
-            Err(e @ SparseCoreConfigError::Spmem(_)) => {
+            Err(e @ SparseCoreConfigError::Spmem(spmem)) => {
                 // the same rule without a TileSpmem bound: the sizes the message is about
                 let padded = padded_width(width.0);
                 let tiles = chip.tiles_per_sc;
                 let p = tile_spmem_plan(u64::MAX, tiles, batch.0.into(), padded.into()).ok()?;
-                let help = format!(
+                let rows = format!(
                     "{} has {tiles} tiles per SparseCore with {} bytes of TileSpmem each: a tile \
                      holds ceil(batch {} / {tiles}) = {} output rows of {} bytes (feature_width \
-                     {} padded to {padded} f32) and stages 2 more rows; lower batch or \
-                     feature_width",
+                     {} padded to {padded} f32)",
                     chip.name,
                     chip.tile_spmem_bytes,
                     batch.0,
@@ -131,6 +133,24 @@ impl<'t> Cx<'t> {
                     p.row_bytes,
                     width.0,
                 );
+                let help = match spmem {
+                    // the output rows alone: the limits play no part
+                    SpmemError::GatherTooLarge { .. } => {
+                        format!("{rows} and stages 2 more rows; lower batch or feature_width")
+                    }
+                    SpmemError::FixedAllocations { .. } => {
+                        let share = partition_share(tiles, ids.0, unique.0);
+                        format!(
+                            "{rows}, stages 2 more rows and holds its share of one partition, \
+                             roundup8(ceil(max_ids_per_partition {} / {tiles})) = {} entries \
+                             of 12 bytes (row id, column id, gain) and \
+                             roundup8(ceil(max_unique_ids_per_partition {} / {tiles})) = {} \
+                             unique ids of 4 bytes ({} bytes); lower batch, feature_width or \
+                             the limits",
+                            ids.0, share.entries, unique.0, share.unique_ids, share.bytes,
+                        )
+                    }
+                };
                 self.error_help(whole, rank, &e.to_string(), help);
                 None
             }

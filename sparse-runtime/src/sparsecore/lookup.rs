@@ -19,8 +19,11 @@
 //! alone do not fit, the lookup fails with the chip's words `Gather operand too large`; if not
 //! even one row can be staged beside them, with `Fixed size allocations (N bytes) do not fit in
 //! TileSpmem (M bytes)`. `chunk` is the largest that fits, at most the tile's entries. The rule
-//! is [`tile_spmem_plan`] (in `sparse-ir`, where the compile-time `sparsecore(...)` check of
-//! `sparse_format!` applies the same rule to the same chip presets).
+//! is [`tile_spmem_plan`] (in `sparse-ir`); when the configuration carries the partition limits
+//! ([`LookupConfig::partition_limits`], set by [`LookupConfig::from_sparsecore`]), the fixed
+//! allocations also hold each tile's share of one partition
+//! ([`tile_spmem_plan_with_limits`], the rule the compile-time `sparsecore(...)` check of
+//! `sparse_format!` applies to the same chip presets).
 //!
 //! **Report.** Per tile and SparseCore: ids (entries), unique ids (distinct columns), HBM bytes
 //! (`unique ids * width * 4` gathered, `12` bytes per entry read from the buffers, `samples *
@@ -32,7 +35,7 @@ use rayon::prelude::*;
 
 use super::chip::{ChipError, ChipModel, DType, StepCost, TileLoad};
 use super::{round_up, DeviceBuffers, ALIGNMENT, PAD};
-use super::{tile_spmem_plan, SparseCoreConfig, SpmemError};
+use super::{tile_spmem_plan, tile_spmem_plan_with_limits, SparseCoreConfig, SpmemError};
 
 /// An embedding table as the lookup reads it: row `col_id` (the stacked id space, after shift
 /// and offset) at `data[col_id * width..(col_id + 1) * width]`, `width` padded to a multiple of
@@ -89,6 +92,11 @@ pub struct LookupConfig {
     pub logical_replica_count: u64,
     /// Simulated quantization of the gathered rows, if any.
     pub quantization: Option<LookupQuantization>,
+    /// The limits the buffers were preprocessed with, `(max_ids_per_partition,
+    /// max_unique_ids_per_partition)`, when known: TileSpmem is then sized with the partition
+    /// buffers they need ([`tile_spmem_plan_with_limits`], the compile-time rule of
+    /// `sparsecore(...)`); `None`: [`tile_spmem_plan`], without them.
+    pub partition_limits: Option<(u32, u32)>,
 }
 
 impl LookupConfig {
@@ -96,7 +104,8 @@ impl LookupConfig {
     /// (its generated `SPARSECORE` constant) on `global_device_count` devices: `S` the chip's
     /// `sparsecores_per_device`, `num_scs = S * global_device_count`, `batch_size_per_sc =
     /// cfg.batch`, `feature_width = cfg.feature_width`, `logical_replica_count =
-    /// global_device_count`, one minibatch, no minibatching, no quantization (set those fields
+    /// global_device_count`, `partition_limits` the clause's two limits (so TileSpmem is sized
+    /// as at compile time), one minibatch, no minibatching, no quantization (set those fields
     /// afterwards when the buffers were preprocessed otherwise). The table must be
     /// `cfg.padded_width` values wide for the compile-time TileSpmem sizes to be the lookup's.
     pub fn from_sparsecore(cfg: &SparseCoreConfig, global_device_count: u32) -> LookupConfig {
@@ -110,6 +119,7 @@ impl LookupConfig {
             feature_width: cfg.feature_width as usize,
             logical_replica_count: u64::from(global_device_count),
             quantization: None,
+            partition_limits: Some((cfg.max_ids_per_partition, cfg.max_unique_ids_per_partition)),
         }
     }
 }
@@ -123,7 +133,8 @@ pub struct TileReport {
     pub unique_ids: u64,
     /// HBM bytes moved: gathered rows, buffer entries read, output rows written.
     pub hbm_bytes: u64,
-    /// Peak TileSpmem bytes: output rows plus the two staging buffers.
+    /// Peak TileSpmem bytes: output rows plus the two staging buffers (plus the partition
+    /// share when the limits are known).
     pub peak_spmem_bytes: u64,
     /// Modelled seconds ([`ChipModel::tile_seconds`]).
     pub seconds: f64,
@@ -396,12 +407,22 @@ pub fn lookup(
     let bs = cfg.batch_size_per_sc as usize;
     let w = table.width;
     let tiles = chip.tiles_per_sc as usize;
-    let spmem = tile_spmem_plan(
-        chip.tile_spmem_bytes,
-        chip.tiles_per_sc,
-        bs as u64,
-        w as u64,
-    )?;
+    let spmem = match cfg.partition_limits {
+        None => tile_spmem_plan(
+            chip.tile_spmem_bytes,
+            chip.tiles_per_sc,
+            bs as u64,
+            w as u64,
+        )?,
+        Some((max_ids, max_unique)) => tile_spmem_plan_with_limits(
+            chip.tile_spmem_bytes,
+            chip.tiles_per_sc,
+            bs as u64,
+            w as u64,
+            max_ids,
+            max_unique,
+        )?,
+    };
     let row_bytes = spmem.row_bytes;
 
     // decode serially (segments chain across SparseCores with minibatching), compute in parallel

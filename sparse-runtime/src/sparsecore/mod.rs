@@ -18,7 +18,8 @@
 //! Work is parallel over SparseCores (rayon); the result does not depend on the thread count.
 //!
 //! - [`chip`]: [`ChipModel`](chip::ChipModel), presets `v4`, `v5p`, `v6e`, `tpu7x` (their data
-//!   and the TileSpmem rule [`tile_spmem_plan`] live in [`sparse_ir::sparsecore`], which the
+//!   and the TileSpmem rules [`tile_spmem_plan`] and [`tile_spmem_plan_with_limits`] live in
+//!   [`sparse_ir::sparsecore`], which the
 //!   compile-time `sparsecore(...)` check of `sparse_format!` reads too), cost model;
 //! - [`minibatch`]: the 64-bucket split tree and the pluggable bucket hash;
 //! - [`stack`]: table stacking (padding, row offsets in a shard, shard rotation);
@@ -37,7 +38,8 @@ pub use preprocess::{preprocess, preprocess_minibatches, preprocess_with_hash};
 /// The compile-time configuration and TileSpmem rule, shared with the code generator (defined
 /// in [`sparse_ir::sparsecore`]).
 pub use sparse_ir::sparsecore::{
-    tile_spmem_plan, SparseCoreConfig, SparseCoreConfigError, SpmemError, TileSpmemPlan,
+    partition_share, tile_spmem_plan, tile_spmem_plan_with_limits, PartitionShare,
+    SparseCoreConfig, SparseCoreConfigError, SpmemError, TileSpmemPlan,
 };
 
 /// The padding value of `embedding_ids` and `sample_ids` (`i32::MAX`, the peer's `INT_MAX`);
@@ -47,6 +49,20 @@ pub const PAD: i32 = i32::MAX;
 /// Alignment of partitions and segments in the buffers: one vector register of 8 entries
 /// (the peer's `TPU_VECTOR_REGISTER_ALIGNMENT_SIZE`).
 pub const ALIGNMENT: usize = 8;
+
+/// The default of [`PreprocessConfig::max_host_bytes`]: 1 GiB (2^30 bytes).
+///
+/// Why this number: the configuration alone sizes the output buffers (`roundup8(max_ids) * S *
+/// num_scs` entries per device, 64 times more with minibatching), so a few large integers in a
+/// config would otherwise ask for terabytes and get the process killed by the kernel's
+/// out-of-memory killer (Linux overcommits, so `try_reserve` succeeds and the first write is
+/// fatal). 1 GiB holds every configuration of the reference's examples many times over (the
+/// public 8 x [0, 1, 2, 3] check needs 1,824 bytes; a 1024-SparseCore system with `S = 4`,
+/// `max_ids_per_partition = 256` and minibatching needs 0.8 GB for one local device) and
+/// leaves room on a small host for the command line's JSON text, about twice the buffers.
+/// Raise it per configuration ([`PreprocessConfig::max_host_bytes`], CONFIG key
+/// `max_host_bytes`) on a larger host.
+pub const DEFAULT_MAX_HOST_BYTES: u64 = 1 << 30;
 
 /// `n` rounded up to a multiple of `m` (`m > 0`), saturating at `u64::MAX` (a suggested buffer
 /// size near `u64::MAX` is then too large, not an overflow).
@@ -172,6 +188,12 @@ pub struct PreprocessConfig {
     /// Debug check: every weight and every gain finite (a NaN or infinity, e.g. a mean over
     /// weights summing to 0, is [`PreprocessError::NonFinite`]).
     pub check_nan: bool,
+    /// The most host memory, in bytes, the allocations sized by the configuration alone may
+    /// take (output buffers, row pointers, per-partition counters and statistics; the model is
+    /// [`PreprocessError::HostMemory`]'s); more is that error, checked before anything is
+    /// allocated. Default [`DEFAULT_MAX_HOST_BYTES`]. Memory proportional to the batch itself
+    /// (the extracted and sorted entries) is not counted: the batch is already in memory.
+    pub max_host_bytes: u64,
 }
 
 impl PreprocessConfig {
@@ -197,6 +219,7 @@ impl PreprocessConfig {
             table: "table".to_string(),
             check_id_bounds: false,
             check_nan: false,
+            max_host_bytes: DEFAULT_MAX_HOST_BYTES,
         }
     }
 
@@ -548,9 +571,47 @@ pub enum PreprocessError {
         /// `max_unique_ids_per_partition`.
         limit: u32,
     },
+    /// Table stacking (§7): a table's vocabulary padded to a multiple of `8 * num_scs`, or the
+    /// stack's rows with it, beyond `u64`.
+    #[error(
+        "table {table}: vocabulary {vocab} padded to a multiple of 8 * num_scs ({num_scs}) does not fit u64 (the stack before it has {stack_vocab} rows)"
+    )]
+    VocabOverflow {
+        /// The table.
+        table: String,
+        /// Its vocabulary.
+        vocab: u64,
+        /// `num_scs`.
+        num_scs: u64,
+        /// Rows of the stack's earlier tables.
+        stack_vocab: u64,
+    },
     /// Bucket counts of a split: not a power of two in number, or more than 64.
     #[error("bucket counts: {0}")]
     SplitCounts(String),
+    /// The allocations the configuration sizes exceed [`PreprocessConfig::max_host_bytes`]
+    /// (checked, exactly in `u128`, before anything is allocated). With `L` local devices, `S`
+    /// SparseCores per device, `num_scs = S * global_device_count`, `LEN` the buffer length per
+    /// device and `F` the minibatch factor (64 with computed minibatching, the number of
+    /// minibatches when the caller gives them, else 1), the bytes are
+    /// - output buffers: `L * LEN * 12` (`embedding_ids`, `sample_ids` as `i32`, `gains` as
+    ///   `f32`), `LEN = roundup8(max_ids_per_partition) * S * num_scs * F` or the suggested size;
+    /// - row pointers: `L * S * F * max(num_scs, 8) * 4` (`F` the most minibatches there can be);
+    /// - counters: `L * num_scs * 8 * (S * F + 1)`: per local SparseCore two `u32` counts (ids,
+    ///   unique ids) per (partition, bucket or minibatch), and the per-device statistics.
+    #[error(
+        "table {table}: preprocessing would allocate {needed} bytes of host memory, more than max_host_bytes = {limit}: {detail}"
+    )]
+    HostMemory {
+        /// The table.
+        table: String,
+        /// The bytes the configuration sizes (the sum of the three parts).
+        needed: u128,
+        /// [`PreprocessConfig::max_host_bytes`].
+        limit: u64,
+        /// Each part with the configuration keys and values it comes from.
+        detail: String,
+    },
     /// An output buffer could not be allocated.
     #[error("cannot allocate {what}: {len} entries")]
     Alloc {

@@ -51,7 +51,9 @@ pub fn preprocess(cfg: &PreprocessConfig, features: &[Feature]) -> Result<Prepro
 /// [`UnevenSamples`](PreprocessError::UnevenSamples),
 /// [`BatchTooSmall`](PreprocessError::BatchTooSmall), [`RowOffset`](PreprocessError::RowOffset),
 /// [`ColOffset`](PreprocessError::ColOffset), [`NegativeId`](PreprocessError::NegativeId),
-/// [`ColIdRange`](PreprocessError::ColIdRange)); limits exceeded without dropping
+/// [`ColIdRange`](PreprocessError::ColIdRange)); a configuration whose buffers exceed
+/// `cfg.max_host_bytes` ([`HostMemory`](PreprocessError::HostMemory), before anything is
+/// allocated); limits exceeded without dropping
 /// ([`MaxIdsExceeded`](PreprocessError::MaxIdsExceeded), checked first, then
 /// [`MaxUniqueIdsExceeded`](PreprocessError::MaxUniqueIdsExceeded), the observed value the
 /// largest); [`Alloc`](PreprocessError::Alloc).
@@ -67,6 +69,7 @@ pub fn preprocess_with_hash<H: MinibatchHash + Sync + ?Sized>(
         1
     };
     let len = geo.buffer_len(cfg, factor)?;
+    geo.check_host_memory(cfg, len, factor)?;
     let stack = Stack::new(cfg, &geo, features)?;
     let extracted = extract_all(&geo, &stack)?;
 
@@ -194,6 +197,7 @@ pub fn preprocess_minibatches(
         return Err(PreprocessError::NoMinibatches);
     }
     let len = geo.buffer_len(cfg, minibatches.len() as u64)?;
+    geo.check_host_memory(cfg, len, minibatches.len() as u64)?;
     let n_tasks = geo.tasks();
     let mut segments: Vec<Vec<Segment>> = (0..n_tasks).map(|_| Vec::new()).collect();
     let mut passes = Vec::with_capacity(minibatches.len());
@@ -340,6 +344,52 @@ impl Geometry {
             });
         }
         Ok(size as usize)
+    }
+
+    /// The bytes the configuration sizes (the model of [`PreprocessError::HostMemory`], exact
+    /// in `u128`: no product can overflow) for buffers `len` entries long per device and
+    /// minibatch factor `factor`; more than `cfg.max_host_bytes` is that error.
+    fn check_host_memory(&self, cfg: &PreprocessConfig, len: usize, factor: u64) -> Result<()> {
+        let l = self.local as u128;
+        let s = self.s as u128;
+        let ns = u128::from(self.num_scs);
+        let f = u128::from(factor);
+        let buffers = l * len as u128 * 12;
+        let row_pointers = l * s * f * ns.max(ALIGNMENT as u128) * 4;
+        let counters = l * ns * 8 * (s * f + 1);
+        let needed = buffers + row_pointers + counters;
+        if needed <= u128::from(cfg.max_host_bytes) {
+            return Ok(());
+        }
+        let mb_key = if cfg.minibatching {
+            format!(" x minibatches {factor}")
+        } else {
+            String::new()
+        };
+        let len_rule = match cfg.suggested_coo_buffer_size {
+            Some(sug) => {
+                format!("suggested_coo_buffer_size = {sug} rounded up to 8 x num_sc_per_device")
+            }
+            None => format!(
+                "roundup8(max_ids_per_partition = {}) x num_sc_per_device x num_scs{mb_key}",
+                cfg.max_ids_per_partition
+            ),
+        };
+        let detail = format!(
+            "{buffers} bytes of output buffers (local_device_count {l} x buffer length {len} x \
+             12 bytes; buffer length = {len_rule}), {row_pointers} bytes of row pointers \
+             (local_device_count x num_sc_per_device{mb_key} x max(num_scs, 8) x 4 bytes), \
+             {counters} bytes of partition counters and statistics (local_device_count x \
+             num_scs x 8 x (num_sc_per_device{mb_key} + 1) bytes); num_sc_per_device = {s}, \
+             num_scs = num_sc_per_device x global_device_count = {s} x {g} = {ns}",
+            g = self.global,
+        );
+        Err(PreprocessError::HostMemory {
+            table: cfg.table.clone(),
+            needed,
+            limit: cfg.max_host_bytes,
+            detail,
+        })
     }
 }
 

@@ -552,3 +552,84 @@ fn shared_rows_take_the_last_divisor_without_weights() {
         "feature e, sample 0: gain is inf (NaN check)"
     );
 }
+
+/// Configurations whose buffers would take gigabytes are refused before anything is allocated
+/// (no out-of-memory kill), with the bytes of each part and the keys they come from.
+#[test]
+fn host_memory_is_capped_before_allocating() {
+    let f = feature(&[vec![1], vec![2]]);
+    // global_device_count 2^27: buffers of 8 * 2^27 = 2^30 entries (12 GiB), row pointers
+    // 2^27 * 4 bytes, counters 2^27 * 8 * (1 + 1) bytes.
+    let mut c = PreprocessConfig::new(1, 1, 1 << 27, 8, 8);
+    let e = preprocess(&c, std::slice::from_ref(&f)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "table table: preprocessing would allocate 15569256448 bytes of host memory, more than \
+         max_host_bytes = 1073741824: 12884901888 bytes of output buffers (local_device_count 1 \
+         x buffer length 1073741824 x 12 bytes; buffer length = roundup8(max_ids_per_partition \
+         = 8) x num_sc_per_device x num_scs), 536870912 bytes of row pointers \
+         (local_device_count x num_sc_per_device x max(num_scs, 8) x 4 bytes), 2147483648 bytes \
+         of partition counters and statistics (local_device_count x num_scs x 8 x \
+         (num_sc_per_device + 1) bytes); num_sc_per_device = 1, num_scs = num_sc_per_device x \
+         global_device_count = 1 x 134217728 = 134217728"
+    );
+    let needed = |c: &PreprocessConfig| match preprocess(c, std::slice::from_ref(&f)) {
+        Err(PreprocessError::HostMemory { needed, limit, .. }) => (needed, limit),
+        other => panic!("{other:?}"),
+    };
+    // minibatching multiplies everything by 64: 2^20 SparseCores
+    c.global_device_count = 1 << 20;
+    c.minibatching = true;
+    assert_eq!(
+        needed(&c),
+        (
+            (8 << 20) * 64 * 12 + 64 * (1 << 20) * 4 + (1 << 20) * 8 * 65,
+            1 << 30
+        )
+    );
+    // a huge max_ids_per_partition on one SparseCore: 2 * 10^8 entries
+    let big = PreprocessConfig::new(1, 1, 1, 200_000_000, 8);
+    assert_eq!(needed(&big).0, 2_400_000_000 + 32 + 16);
+    // many local devices: 2^16 devices of 8 * 2^16 entries (exact, no overflow)
+    let many = PreprocessConfig::new(1, 1 << 16, 1 << 16, 8, 8);
+    assert_eq!(
+        needed(&many).0,
+        (1u128 << 16) * ((8 << 16) * 12 + (1 << 16) * 4 + (1 << 16) * 8 * 2)
+    );
+    // the suggested size is what is allocated: 10^8 entries of 2^16 * 2048 allowed
+    let mut sug = PreprocessConfig::new(1, 1, 1 << 16, 2048, 8);
+    sug.suggested_coo_buffer_size = Some(100_000_000);
+    let e = preprocess(&sug, std::slice::from_ref(&f)).unwrap_err();
+    assert!(
+        e.to_string().contains(
+            "1200000000 bytes of output buffers (local_device_count 1 x buffer length \
+             100000000 x 12 bytes; buffer length = suggested_coo_buffer_size = 100000000 \
+             rounded up to 8 x num_sc_per_device)"
+        ),
+        "{e}"
+    );
+    // caller minibatches multiply by their number: 3 minibatches of 8 * 2^25 entries
+    let mut mb = PreprocessConfig::new(1, 1, 1 << 25, 8, 8);
+    mb.minibatching = true;
+    let e = preprocess_minibatches(&mb, &[vec![f.clone()], vec![f.clone()], vec![f.clone()]])
+        .unwrap_err();
+    assert!(
+        matches!(e, PreprocessError::HostMemory { needed, .. }
+            if needed == (8u128 << 25) * 3 * 12 + 3 * (1 << 25) * 4 + (1 << 25) * 8 * 4),
+        "{e:?}"
+    );
+    // the cap is the config's: the public check needs exactly 1824 bytes
+    // (128 * 12 + 4 * 8 * 4 + 4 * 8 * 5)
+    let eight = feature(&vec![vec![0, 1, 2, 3]; 8]);
+    let mut small = cfg(4, 8, 8);
+    small.max_host_bytes = 1824;
+    assert!(preprocess(&small, std::slice::from_ref(&eight)).is_ok());
+    small.max_host_bytes = 1823;
+    assert_eq!(
+        match preprocess(&small, std::slice::from_ref(&eight)) {
+            Err(PreprocessError::HostMemory { needed, limit, .. }) => (needed, limit),
+            other => panic!("{other:?}"),
+        },
+        (1824, 1823)
+    );
+}

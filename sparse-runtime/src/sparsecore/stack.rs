@@ -55,16 +55,25 @@ pub struct TableStack {
 /// where the compile-time `sparsecore(...)` check reads it too.
 pub use sparse_ir::sparsecore::padded_width;
 
-/// Vocabulary padded to a multiple of `8 * num_scs`.
+/// Vocabulary padded to a multiple of `8 * num_scs` (reference §7; `num_scs = 0` counts as
+/// 1), saturating: when the padded size (or `8 * num_scs` itself) does not fit `u64`, the result
+/// is `u64::MAX`, which is then not a multiple of `8 * num_scs` ([`stack_tables`] reports such a
+/// table as [`PreprocessError::VocabOverflow`]). Never overflows, whatever the inputs.
 pub fn padded_vocab(vocab: u64, num_scs: u64) -> u64 {
-    round_up(vocab, 8 * num_scs.max(1))
+    match 8u64.checked_mul(num_scs.max(1)) {
+        Some(m) => round_up(vocab, m),
+        None if vocab == 0 => 0,
+        None => u64::MAX,
+    }
 }
 
 /// Groups tables by padded width (groups in ascending width) and stacks each group in name
 /// order, for `S = num_sc_per_device` and `num_scs` SparseCores.
 ///
 /// Errors: [`PreprocessError::NotPowerOfTwo`] when `num_scs` is not a power of two,
-/// [`PreprocessError::NumScPerDevice`] when `num_sc_per_device` is 0.
+/// [`PreprocessError::NumScPerDevice`] when `num_sc_per_device` is 0,
+/// [`PreprocessError::VocabOverflow`] when a table's padded vocabulary, or the stack's rows
+/// with it, do not fit `u64` (checked arithmetic throughout).
 pub fn stack_tables(
     tables: &[TableSpec],
     num_sc_per_device: u32,
@@ -93,8 +102,20 @@ pub fn stack_tables(
             continue;
         };
         let i = s.tables.len() as u64;
-        let pv = padded_vocab(t.vocab, num_scs);
+        let overflow = || PreprocessError::VocabOverflow {
+            table: t.name.clone(),
+            vocab: t.vocab,
+            num_scs,
+            stack_vocab: s.stack_vocab,
+        };
+        let pv = 8u64
+            .checked_mul(num_scs)
+            .and_then(|m| t.vocab.checked_next_multiple_of(m))
+            .ok_or_else(overflow)?;
+        let stack_vocab = s.stack_vocab.checked_add(pv).ok_or_else(overflow)?;
+        // stack_vocab is a multiple of num_scs, so col_offset <= the old stack_vocab: no overflow
         let row_offset_in_shard = s.stack_vocab / num_scs;
+        // i * S < 2^64 (fewer than 2^32 tables of at most 2^32 - 1 SparseCores)
         let rotation = (i * u64::from(num_sc_per_device)) % num_scs;
         s.tables.push(StackedTable {
             name: t.name.clone(),
@@ -104,7 +125,7 @@ pub fn stack_tables(
             col_offset: row_offset_in_shard * num_scs,
             col_shift: rotation,
         });
-        s.stack_vocab += pv;
+        s.stack_vocab = stack_vocab;
     }
     Ok(stacks)
 }
@@ -112,15 +133,17 @@ pub fn stack_tables(
 impl TableStack {
     /// The physical row of `id` of table `table` in the stacked table:
     /// `((id % num_scs + rotation) % num_scs) * (stack_vocab / num_scs) + id / num_scs +
-    /// row_offset_in_shard` (reference §7); `None` for an unknown table index.
+    /// row_offset_in_shard` (reference §7); `None` for an unknown table index, `num_scs = 0`
+    /// or a row beyond `u64` (checked arithmetic: an id past the table's vocabulary may get
+    /// there).
     pub fn physical_row(&self, table: usize, id: u64) -> Option<u64> {
         let t = self.tables.get(table)?;
         let n = self.num_scs;
-        Some(
-            ((id % n + t.shard_rotation) % n) * (self.stack_vocab / n)
-                + id / n
-                + t.row_offset_in_shard,
-        )
+        let partition = (id.checked_rem(n)? + t.shard_rotation % n) % n;
+        partition
+            .checked_mul(self.stack_vocab / n)?
+            .checked_add(id / n)?
+            .checked_add(t.row_offset_in_shard)
     }
 }
 
@@ -136,6 +159,54 @@ mod tests {
         assert_eq!(padded_width(9), 16);
         assert_eq!(padded_vocab(100, 4), 128);
         assert_eq!(padded_vocab(0, 4), 0);
+        assert_eq!(padded_vocab(5, 0), 8);
+        // near u64::MAX: saturates instead of overflowing (a panic in debug builds before)
+        assert_eq!(padded_vocab(u64::MAX - 31, 4), u64::MAX - 31);
+        assert_eq!(padded_vocab(u64::MAX - 30, 4), u64::MAX);
+        assert_eq!(padded_vocab(u64::MAX, 1), u64::MAX);
+        // 8 * num_scs itself beyond u64
+        assert_eq!(padded_vocab(1, 1 << 62), u64::MAX);
+        assert_eq!(padded_vocab(0, u64::MAX), 0);
+    }
+
+    #[test]
+    fn stacking_huge_vocabularies_is_an_error_not_an_overflow() {
+        let t = |name: &str, vocab: u64| TableSpec {
+            name: name.into(),
+            vocab,
+            width: 8,
+        };
+        // one table that cannot be padded
+        assert_eq!(
+            stack_tables(&[t("a", u64::MAX - 30)], 1, 4)
+                .unwrap_err()
+                .to_string(),
+            "table a: vocabulary 18446744073709551585 padded to a multiple of 8 * num_scs (4) \
+             does not fit u64 (the stack before it has 0 rows)"
+        );
+        // two that can, but not together
+        let half = 1u64 << 63;
+        assert_eq!(
+            stack_tables(&[t("a", half), t("b", half)], 1, 4).unwrap_err(),
+            PreprocessError::VocabOverflow {
+                table: "b".into(),
+                vocab: half,
+                num_scs: 4,
+                stack_vocab: half,
+            }
+        );
+        // the largest stack that fits: 2^63 + (2^63 - 32) rows
+        let s = stack_tables(&[t("a", half), t("b", half - 32)], 1, 4).unwrap();
+        assert_eq!(s[0].stack_vocab, u64::MAX - 31);
+        assert_eq!(s[0].tables[1].col_offset, half);
+        // physical rows are checked too: b's rotation is 1, so id 2 is in partition 3
+        assert_eq!(
+            s[0].physical_row(1, 2),
+            Some(3 * ((u64::MAX - 31) / 4) + (half / 4))
+        );
+        assert_eq!(s[0].physical_row(1, 3), Some(half / 4));
+        // partition 3, local id 2^62 - 1: 3 * (2^62 - 8) + 2^62 - 1 + 2^61 is beyond u64
+        assert_eq!(s[0].physical_row(1, u64::MAX - 1), None);
     }
 
     #[test]
