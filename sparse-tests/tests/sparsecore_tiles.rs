@@ -794,17 +794,17 @@ fn staged_chunks_set_the_peak_tile_spmem() {
     assert_eq!(tiles[0].hbm_bytes, 128 * 12 + 4 * 40 + 32 * 44);
     assert_eq!(tiles[1].hbm_bytes, 2 * 12 + 2 * 40 + 32 * 44);
     // padding: 3 of 8 columns of every gathered row; the 4-row table padded to 8 columns
-    // (one SparseCore: no padded rows) holds 4 * (8 - 5) padded f32
+    // and to 8 rows (a multiple of 8 * 1 SparseCore, §7) holds 8 * 8 - 4 * 5 padded f32
     assert_eq!(run.padding_waste_bytes, (4 + 2) * 3 * 4);
-    assert_eq!(run.padded_vocabulary, 4);
-    assert_eq!(run.table_padding_bytes, 4 * 3 * 4);
-    // on 3 SparseCores the vocabulary pads to 6 rows: 2 whole padded rows more
+    assert_eq!(run.padded_vocabulary, 8);
+    assert_eq!(run.table_padding_bytes, (8 * 8 - 4 * 5) * 4);
+    // on 3 SparseCores the vocabulary pads to 24 rows (8 * 3)
     chip.sparsecores_per_device = 3;
     chip.tile_spmem_bytes = 512 * 1024;
     let mut c = vec![0.0; 64 * n];
     let run = a.sparsecore_spmm(&chip, &table, &mut c, n).unwrap();
-    assert_eq!(run.padded_vocabulary, 6);
-    assert_eq!(run.table_padding_bytes, (6 * 8 - 4 * 5) * 4);
+    assert_eq!(run.padded_vocabulary, 24);
+    assert_eq!(run.table_padding_bytes, (24 * 8 - 4 * 5) * 4);
     // the step is modelled on gathered rows of 8 values: on 2 lanes and a 1 Hz clock a tile
     // takes 4 cycles (seconds) per id
     chip.f32_lanes = 2;
@@ -874,6 +874,6 @@ proptest! {
         // 2 stored per block of 4: 6 per sample, padding included
         prop_assert_eq!(run.entries(), 120);
         prop_assert_eq!(run.tiles.len(), s);
-        prop_assert_eq!(run.padded_vocabulary, ids.div_ceil(s) as u64 * s as u64);
+        prop_assert_eq!(run.padded_vocabulary, ids.div_ceil(8 * s) as u64 * 8 * s as u64);
     }
 }

@@ -100,8 +100,10 @@ pub struct TileRun {
     /// `f32`, reference "Memory"), so each gathered row moves `(roundup8(feature_width) -
     /// feature_width) * 4` bytes more.
     pub padding_waste_bytes: u64,
-    /// Rows of the table as the chip holds it: the vocabulary padded to a multiple of the
-    /// device's SparseCores (reference "Memory"); 0 for a kernel without a table (SpMV).
+    /// Rows of the table as the chip holds it: the vocabulary padded to a multiple of `8 *
+    /// num_scs`, `num_scs` the device's SparseCores (preprocessing reference §7, which makes it
+    /// the multiple of the SparseCores the SparseCore reference's "Memory" asks for); 0 for a
+    /// kernel without a table (SpMV).
     pub padded_vocabulary: u64,
     /// HBM bytes of that table spent on padding: `padded_vocabulary * roundup8(feature_width) *
     /// 4 - vocabulary * feature_width * 4` (padded columns of every row, padded rows whole); 0
@@ -194,7 +196,8 @@ pub fn quantized_table(
 /// `l = j / num_scs`). Id `j` of `entries` (samples x ids, `shape`) becomes column
 /// `p * per + l` with `per = ceil(ids / num_scs)`, and `table` (`ids x n`, row-major) is laid
 /// out partition by partition the same way, each SparseCore's HBM shard contiguous (the rows of
-/// ids past the last are zeros). A kernel that runs a sample's entries in column order then
+/// ids past the last are zeros: never gathered, so §7's NaN padding is not needed, and value
+/// types without a NaN work alike). A kernel that runs a sample's entries in column order then
 /// gathers partition by partition, local ids ascending: the order of the preprocessed buffers
 /// (`(partition, local id, row)`, reference §4), so the products are summed in that order.
 /// `num_scs` is `chip.sparsecores_per_device` (the model runs one device).
@@ -587,8 +590,9 @@ impl<V: Copy> SampleEntries<V> {
 /// **Cost.** Per tile: its entries are the ids it gathers; HBM bytes `entries *
 /// bytes.per_entry + distinct ids * bytes.per_unique + samples * bytes.per_unit`;
 /// [`ChipModel::step`] with rows of `roundup8(n)` values. The report's `padded_vocabulary` is
-/// `vocabulary` (the table's ids before any padding) padded to a multiple of the device's
-/// SparseCores, and `table_padding_bytes` the padding of that `f32` table.
+/// `vocabulary` (the table's ids before any padding) padded to a multiple of `8 * S` for the
+/// device's `S` SparseCores (`stack::padded_vocab`, preprocessing reference §7), and
+/// `table_padding_bytes` the padding of that `f32` table.
 /// `bytes.spmem_per_unit` is not read: TileSpmem follows the staging rule.
 ///
 /// Errors: [`TileError::Storage`] (`LengthMismatch` naming `"b"` or `"c"`) when `table` is
@@ -660,9 +664,7 @@ pub fn run_staged<V: crate::Value>(
     }
     let mut run = report(chip, work, scs, cost);
     let scs_per_device = u64::from(chip.sparsecores_per_device.max(1));
-    let padded_vocabulary = (vocabulary as u64)
-        .div_ceil(scs_per_device)
-        .saturating_mul(scs_per_device);
+    let padded_vocabulary = super::stack::padded_vocab(vocabulary as u64, scs_per_device);
     run.padded_vocabulary = padded_vocabulary;
     run.table_padding_bytes = padded_vocabulary
         .saturating_mul(u64::from(width))
