@@ -228,6 +228,42 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         }
         None => quote!(self.spmv(x, y)?;),
     };
+    // SparseDenseMatmul's row-range form, rows `row0 ..` of a row-major `c`, when the
+    // outermost level is the samples one by one (a BSR block row holds several samples, which
+    // the even split of samples over tiles may cut)
+    let spmm_rows = if unit0 == 1 && rows.is_some() {
+        method(
+            cx,
+            Spec {
+                name: "spmm_rows",
+                public: false,
+                statement: "c(i, k) = a(i, j) * b(j, k)",
+                rows: true,
+                doc: &["`C = A · B` (row-major) for the rows `row0 ..` that `c` holds."],
+            },
+            vec![
+                matrix("b", false, false, quote!(self.dim_shape[1])),
+                matrix("c", true, false, quote!(self.dim_shape[0])),
+            ],
+            vec![quote!(n: usize)],
+        )
+        .ok()
+    } else {
+        None
+    };
+    // the staged run of `sparsecore_spmm`: the row loops per tile when there are some
+    let spmm_staged = match &spmm_rows {
+        Some(_) => quote! {
+            let bytes = self.sparsecore_bytes(n);
+            let run = #rt::sparsecore::tiles::run_staged_rows(chip, &entries, b, c, n, self.dim_shape[1], bytes, |chunk, row0| {
+                // the row-range form checks nothing and converts nothing: it cannot fail
+                let done = self.spmm_rows(b, chunk, n, row0);
+                debug_assert!(done.is_ok());
+            })?;
+            Ok(run.with_stack(n as u64, entries.max_unique_per_sample()))
+        },
+        None => quote!(self.sparsecore_staged(chip, &entries, b, c, n)),
+    };
     // what a tile of units `lo..hi` counts: with back-to-back segments of plain coordinates on
     // level 1 (CSR, BSR) its entries are level 1's positions `pos[lo]..pos[hi]` and its ids
     // their coordinates; any other format's entries are its stored values, grouped by unit
@@ -346,6 +382,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         spmv_sizes.extend(quote!(let crd = ::core::mem::size_of::<#crd_ty>() as u64;));
     }
     let rows = rows.unwrap_or_default();
+    let spmm_rows = spmm_rows.unwrap_or_default();
     let name = &cx.name;
     Ok(quote! {
         impl<V: #rt::Value> #name<V> {
@@ -363,6 +400,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             }
 
             #rows
+            #spmm_rows
 
             /// `y = A · x` as a tile kernel on the SparseCore model `chip` (one device): the
             /// rows of `y` split over every tile of every SparseCore by stored entries, each
@@ -405,15 +443,22 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             /// runtime's lookup uses (`sparse_runtime::sparsecore::tile_spmem_plan`, the table
             /// modelled as `f32` rows padded to a multiple of 8 values): `staging_rows` table
             /// rows at a time are gathered, scaled by their gains and accumulated into their
-            /// samples' output rows, in parallel over the tiles. A sample's products are added
+            /// samples' output rows, in parallel over the tiles. When this format's outermost
+            /// level is the samples one by one (CSR, loose CSR, 2:4, all-dense) each tile
+            /// computes with the sparsifier's row-range loops of `c(i, k) = a(i, j) * b(j, k)`
+            /// on its samples instead, the staging then modelled in the report alone (the same
+            /// chunks and peak); other formats (BSR, whose block rows the split may cut, COO,
+            /// CSC, DCSR, ELL) are read in sample order, as the sparsifier converts an operand
+            /// whose levels conflict, and staged by the runtime's gather loop
+            /// (`sparse_runtime::sparsecore::tiles::run_staged`). A sample's products are added
             /// in storage order, as [`Self::spmm`] adds them, so `c` equals `spmm`'s bit for
             /// bit. Returns per tile and SparseCore the stored entries (ids gathered), distinct
             /// ids, HBM bytes (per entry its gain and id, per distinct id its row of `n`
             /// values, per sample a position and its output row), peak TileSpmem (output rows
             /// and two buffers of the largest chunk staged), the modelled step, the
             /// reference's forward/backward HBM stack estimates, the gathered bytes of padded
-            /// columns and the table's padding (vocabulary to a multiple of the SparseCores)
-            /// for a feature width of `n` (`sparse_runtime::sparsecore::tiles::run_staged`).
+            /// columns and the table's padding (vocabulary to a multiple of `8 * S`, reference
+            /// §7) for a feature width of `n`.
             ///
             /// Errors: `TileError::Storage` (`LengthMismatch` naming `"b"` or `"c"`) when a
             /// length is not its rows times `n`; `TileError::Spmem` with the chip's words when
@@ -428,7 +473,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 n: usize,
             ) -> Result<#sc::TileRun, #sc::TileError> {
                 let entries = #sc::SampleEntries::new(self.dim_shape, self.iter().map(|(at, v)| (at, *v)))?;
-                self.sparsecore_staged(chip, &entries, b, c, n)
+                #spmm_staged
             }
 
             /// [`Self::sparsecore_spmm`] with the ids mod-sharded over the SparseCores of `chip`
@@ -437,7 +482,8 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             /// summed partition by partition, local ids `j / S` ascending, the order of the
             /// preprocessed buffers. `sparse_runtime::sparsecore::tiles::shard_samples` moves
             /// the stored entries to their sharded ids and orders each sample's by them, and
-            /// lays the table out shard by shard (the vocabulary padded to a multiple of `S`).
+            /// lays the table out shard by shard. The sharded entries are staged by the
+            /// runtime's gather loop, as a converted operand is.
             /// The sharded operand is not rebuilt in this format: an n:m format's blocks could
             /// not hold the permuted ids (ids `0..4` of a 2:4 block land in up to four
             /// partitions, so a rebuilt block may hold more than 2), and the entries as a
@@ -471,21 +517,28 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 c: &mut [V],
                 n: usize,
             ) -> Result<#sc::TileRun, #sc::TileError> {
+                let bytes = self.sparsecore_bytes(n);
+                let run = #sc::run_staged(chip, entries, b, c, n, self.dim_shape[1], bytes)?;
+                Ok(run.with_stack(n as u64, entries.max_unique_per_sample()))
+            }
+
+            /// The bytes model of the `SparseDenseMatmul` tile kernels with rows of `n`
+            /// values: per entry its gain and id, per distinct id its row, per sample a
+            /// position and its output row.
+            fn sparsecore_bytes(&self, n: usize) -> #sc::TileBytes {
                 let (value, pos, crd) = (
                     ::core::mem::size_of::<V>() as u64,
                     ::core::mem::size_of::<#pos_ty>() as u64,
                     ::core::mem::size_of::<#crd_ty>() as u64,
                 );
                 let row = (n as u64).saturating_mul(value);
-                let bytes = #sc::TileBytes {
+                #sc::TileBytes {
                     per_entry: value + crd,
                     per_unique: row,
                     per_unit: row.saturating_add(pos),
                     // TileSpmem follows the staging rule, not a per-sample size
                     spmem_per_unit: 0,
-                };
-                let run = #sc::run_staged(chip, entries, b, c, n, self.dim_shape[1], bytes)?;
-                Ok(run.with_stack(n as u64, entries.max_unique_per_sample()))
+                }
             }
 
 

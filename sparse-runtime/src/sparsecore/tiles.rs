@@ -610,6 +610,48 @@ pub fn run_staged<V: crate::Value>(
     vocabulary: usize,
     bytes: TileBytes,
 ) -> Result<TileRun, TileError> {
+    staged(chip, entries, table, c, n, vocabulary, bytes, None)
+}
+
+/// [`run_staged`] whose tiles compute with the operand's own row loops: `rows(out, row0)`
+/// computes the output rows `row0 ..` that `out` holds (`n` values each), as the sparsifier's
+/// row-range form of `c(i, k) = a(i, j) * b(j, k)` does (`spmm_rows` of a generated format
+/// whose outermost level is the samples). `entries` must be the same operand's entries
+/// grouped by sample in storage order: they give the report (entries, distinct ids, the
+/// chunks of `staging_rows` each tile stages, its peak TileSpmem) and the split, so the
+/// report equals [`run_staged`]'s; the row loops add each sample's products in storage order,
+/// so `c` does as well, bit for bit.
+///
+/// Errors: as [`run_staged`]; nothing is written to `c` on an error.
+#[allow(clippy::too_many_arguments)]
+pub fn run_staged_rows<V: crate::Value>(
+    chip: &ChipModel,
+    entries: &SampleEntries<V>,
+    table: &[V],
+    c: &mut [V],
+    n: usize,
+    vocabulary: usize,
+    bytes: TileBytes,
+    rows: impl Fn(&mut [V], usize) + Sync,
+) -> Result<TileRun, TileError> {
+    staged(chip, entries, table, c, n, vocabulary, bytes, Some(&rows))
+}
+
+/// A tile's row loops in [`run_staged_rows`]: `rows(out, row0)` fills the output rows `row0 ..`.
+type RowLoops<'a, V> = &'a (dyn Fn(&mut [V], usize) + Sync);
+
+/// [`run_staged`] and [`run_staged_rows`]: each tile stages its entries, or runs `rows`.
+#[allow(clippy::too_many_arguments)]
+fn staged<V: crate::Value>(
+    chip: &ChipModel,
+    entries: &SampleEntries<V>,
+    table: &[V],
+    c: &mut [V],
+    n: usize,
+    vocabulary: usize,
+    bytes: TileBytes,
+    rows: Option<RowLoops<'_, V>>,
+) -> Result<TileRun, TileError> {
     let [samples, ids] = entries.shape;
     for (what, rows, len) in [("b", ids, table.len()), ("c", samples, c.len())] {
         if rows.checked_mul(n) != Some(len) {
@@ -656,8 +698,10 @@ pub fn run_staged<V: crate::Value>(
                 let (out, tail) = std::mem::take(&mut rest).split_at_mut(t.units.len() * n);
                 rest = tail;
                 let units = t.units.clone();
-                if !out.is_empty() {
-                    s.spawn(move |_| stage_tile(entries, table, out, units, n, chunk));
+                match rows {
+                    _ if out.is_empty() => {}
+                    Some(rows) => s.spawn(move |_| rows(out, units.start)),
+                    None => s.spawn(move |_| stage_tile(entries, table, out, units, n, chunk)),
                 }
             }
         });
