@@ -14,6 +14,7 @@ use std::path::Path;
 use sparse_dsl::parse::{parse_declaration, Declared};
 use sparse_runtime::frostt::{read_frostt, TnsError};
 use sparse_runtime::mmio::{read_matrix_market, MmError};
+use sparse_runtime::num_complex::Complex;
 use sparse_runtime::{CooTensor, DynamicStorage};
 use sparse_sparsifier::interp::{run, Num, Operand, Output};
 use sparse_sparsifier::{compile, print, Program, TensorDecl, ValueType};
@@ -103,6 +104,21 @@ impl Read for u32 {
         s.trim().parse().ok()
     }
 }
+/// Complex values: a real value read from a file is `x + 0i`; on the command line num-complex's
+/// form (`1.5`, `2i`, `1.5-2i`); printed the same way (`1.5-2i`, as the storage prints them).
+macro_rules! complex_read {
+    ($($t:ty),*) => {$(
+        impl Read for Complex<$t> {
+            fn from_f64(x: f64) -> Option<Self> {
+                Some(Complex::new(x as $t, 0.0))
+            }
+            fn parse(s: &str) -> Option<Self> {
+                s.trim().parse().ok()
+            }
+        }
+    )*};
+}
+complex_read!(f64, f32);
 
 /// A value type `sparse eval` stores in its tensors: read from files and the command line,
 /// widened to the type the kernel computes in ([`ValueType::compute`]), stored back and
@@ -243,7 +259,7 @@ fn declare(arg: &str) -> Result<TensorDecl, String> {
     };
     let value = ValueType::from_element(&t.element).ok_or_else(|| {
         format!(
-            "{from}: value type {} is not supported by sparse eval (f64, f32, f16, bf16, i64, i32, i16, i8, ui64, ui32, ui16, ui8)",
+            "{from}: value type {} is not supported by sparse eval (f64, f32, f16, bf16, i64, i32, i16, i8, ui64, ui32, ui16, ui8, complex<f32>, complex<f64>)",
             t.element
         )
     })?;
@@ -402,11 +418,8 @@ pub fn eval(
         ValueType::U32 => typed::<u32>(&program, &inputs, dense_print)?,
         ValueType::U16 => typed::<u16>(&program, &inputs, dense_print)?,
         ValueType::U8 => typed::<u8>(&program, &inputs, dense_print)?,
-        // `ValueType::from_element` does not give these yet: only `sparse_format!` kernels
-        // compute complex values
-        ValueType::C32 | ValueType::C64 => {
-            return Err("complex values are not supported by sparse eval".into())
-        }
+        ValueType::C64 => typed::<Complex<f64>>(&program, &inputs, dense_print)?,
+        ValueType::C32 => typed::<Complex<f32>>(&program, &inputs, dense_print)?,
     };
     write_stdout(&text)
 }

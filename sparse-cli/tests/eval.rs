@@ -606,11 +606,11 @@ fn narrow_and_unsigned_value_types() {
         ]),
         format!("error: --input A: {n}: value -7 is not an exact ui8")
     );
-    // complex values are not computed yet: the error lists the types that are
-    let tz = format!("C=tensor<3x3xcomplex<f64>, {CSR}>");
+    // a type the interpreter does not compute: the error lists the types it does
+    let tz = format!("C=tensor<3x3xcomplex<f16>, {CSR}>");
     assert_eq!(
         fails(&["eval", "C(i,j) = C(i,j) * 3", "--tensor", &tz]),
-        "error: --tensor C: value type complex<f64> is not supported by sparse eval (f64, f32, f16, bf16, i64, i32, i16, i8, ui64, ui32, ui16, ui8)"
+        "error: --tensor C: value type complex<f16> is not supported by sparse eval (f64, f32, f16, bf16, i64, i32, i16, i8, ui64, ui32, ui16, ui8, complex<f32>, complex<f64>)"
     );
     // the Rust back end computes narrow kernels as the interpreter does: loads widen to f32, the
     // sparse output's values are stored back rounded once
@@ -637,5 +637,104 @@ fn narrow_and_unsigned_value_types() {
     assert!(
         rust.contains(".map(|w| ::sparse::runtime::half::f16::from_f32(w))"),
         "{rust}"
+    );
+}
+
+#[test]
+fn complex_values() {
+    // A's real values are read as x + 0i; alpha = 1+2i and beta = 1-1i on the command line
+    let a = file("complex", "a.mtx", A_MTX);
+    let ia = format!("A={a}");
+    let ta = format!("A=tensor<2x3xcomplex<f64>, {CSR}>");
+    let tc = format!("C=tensor<2x3xcomplex<f64>, {DCSR}>");
+    // A = [[1, 0, 2], [0, 3, 4]]: row sums 3 and 7, times 1+2i
+    assert_eq!(
+        ok(&[
+            "eval",
+            "y(i) = A(i,j) * alpha",
+            "--tensor",
+            &ta,
+            "--tensor",
+            "y=tensor<2xcomplex<f64>>",
+            "--tensor",
+            "alpha=tensor<complex<f64>>",
+            "--input",
+            &ia,
+            "--input",
+            "alpha=1+2i"
+        ]),
+        "( 3+6i, 7+14i )\n"
+    );
+    // a sparse output in its own format: (1+2i) / (1-1i) = -0.5+1.5i, times 1, 2, 3, 4
+    assert_eq!(
+        ok(&[
+            "eval",
+            "C(i,j) = A(i,j) * alpha / beta",
+            "--tensor",
+            &ta,
+            "--tensor",
+            &tc,
+            "--tensor",
+            "alpha=tensor<complex<f64>>",
+            "--tensor",
+            "beta=tensor<complex<f64>>",
+            "--input",
+            &ia,
+            "--input",
+            "alpha=1+2i",
+            "--input",
+            "beta=1-1i"
+        ]),
+        "---- Sparse Tensor ----\nnse = 4\ndim = ( 2, 3 )\nlvl = ( 2, 3 )\npos[0] : ( 0, 2 )\ncrd[0] : ( 0, 1 )\npos[1] : ( 0, 2, 4 )\ncrd[1] : ( 0, 2, 1, 2 )\nvalues : ( -0.5+1.5i, -1+3i, -1.5+4.5i, -2+6i )\n----\n"
+    );
+    // complex<f32> as well; 0-d output
+    assert_eq!(
+        ok(&[
+            "eval",
+            "s = sum(i j, A(i,j)) * alpha",
+            "--tensor",
+            "A=tensor<2x3xcomplex<f32>, #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>>",
+            "--tensor",
+            "s=tensor<complex<f32>>",
+            "--tensor",
+            "alpha=tensor<complex<f32>>",
+            "--input",
+            &ia,
+            "--input",
+            "alpha=0.5i"
+        ]),
+        "0+5i\n"
+    );
+    // not ordered: min and max refuse complex values; a malformed complex number
+    assert_eq!(
+        fails(&[
+            "eval",
+            "m(i) = min(j, A(i,j))",
+            "--tensor",
+            &ta,
+            "--tensor",
+            "m=tensor<2xcomplex<f64>>",
+            "--input",
+            &ia
+        ]),
+        "error: <statement>:1:8: the reduction `min` needs ordered values, but `m` holds complex<f64>"
+    );
+    let bad = fails(&[
+        "eval",
+        "y(i) = A(i,j) * alpha",
+        "--tensor",
+        &ta,
+        "--tensor",
+        "y=tensor<2xcomplex<f64>>",
+        "--tensor",
+        "alpha=tensor<complex<f64>>",
+        "--input",
+        &ia,
+        "--input",
+        "alpha=1+2x",
+    ]);
+    assert_eq!(
+        bad,
+        "error: --input alpha=1+2x: not a number of type complex<f64>"
     );
 }

@@ -56,9 +56,9 @@ pub enum ValueType {
 
 impl ValueType {
     /// The value type of an MLIR element type: `f64`, `f32`, `f16`, `bf16`; `i64`/`si64`,
-    /// `i32`, `i16`, `i8` (signless and signed alike); `ui64`, `ui32`, `ui16`, `ui8`. `None`
-    /// for the others (index, other widths; complex, which only `sparse_format!` kernels
-    /// compute so far: the interpreter behind `sparse eval` does not).
+    /// `i32`, `i16`, `i8` (signless and signed alike); `ui64`, `ui32`, `ui16`, `ui8`;
+    /// `complex<f32>`, `complex<f64>`. `None` for the others (index, other widths, complex of
+    /// another element type, quantized types).
     pub fn from_element(e: &ElementType) -> Option<ValueType> {
         use sparse_ir::types::Signedness;
         Some(match e {
@@ -80,6 +80,11 @@ impl ValueType {
                     _ => return None,
                 }
             }
+            ElementType::Complex(t) => match **t {
+                ElementType::Float(FloatKind::F64) => ValueType::C64,
+                ElementType::Float(FloatKind::F32) => ValueType::C32,
+                _ => return None,
+            },
             _ => return None,
         })
     }

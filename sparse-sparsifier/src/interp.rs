@@ -8,6 +8,7 @@
 //! Arithmetic: floats as IEEE; integers wrap (MLIR's `arith` ops), an integer division by zero
 //! is an [`Error`], never a panic.
 
+use sparse_runtime::num_complex::Complex;
 use sparse_runtime::{CooTensor, DynamicStorage, SparseStorage, Value};
 
 use crate::check::Expr;
@@ -16,9 +17,10 @@ use crate::loops::{Combine, Driver, Loop, Program, Stmt, Strategy, Target};
 use crate::notation::{BinOp, Literal, ReduceOp};
 use crate::order::{Extent, IndexLoops};
 
-/// A value type the interpreter computes in: `f64`, `f32`, `i64`, `i32`, `u64`, `u32`
-/// ([`crate::ValueType::compute`]: the narrower types are computed in `f32` or `i32`).
-pub trait Num: Value + PartialOrd {
+/// A value type the interpreter computes in: `f64`, `f32`, `i64`, `i32`, `u64`, `u32`,
+/// `Complex<f64>`, `Complex<f32>` ([`crate::ValueType::compute`]: the narrower types are
+/// computed in `f32` or `i32`).
+pub trait Num: Value {
     /// The literal as a value. Errors: a float literal for an integer type, or an integer
     /// literal out of the type's range.
     fn literal(l: &Literal) -> Result<Self, Error>;
@@ -34,6 +36,8 @@ pub trait Num: Value + PartialOrd {
     fn negate(self) -> Self;
     /// Bitwise `&`, `|`, `^` (integers; the checks reject them for floats).
     fn bit(self, op: BinOp, b: Self) -> Self;
+    /// `a < b` (`min`/`max`; `false` for complex values, which the checks refuse there).
+    fn less(self, b: Self) -> bool;
 }
 
 macro_rules! float_num {
@@ -63,11 +67,50 @@ macro_rules! float_num {
             fn bit(self, _op: BinOp, _b: Self) -> Self {
                 self
             }
+            fn less(self, b: Self) -> bool {
+                self < b
+            }
         }
     };
 }
 float_num!(f64);
 float_num!(f32);
+
+macro_rules! complex_num {
+    ($t:ty) => {
+        impl Num for Complex<$t> {
+            /// A real literal: `2` is `2 + 0i`.
+            fn literal(l: &Literal) -> Result<Self, Error> {
+                Ok(Complex::new(<$t as Num>::literal(l)?, 0.0))
+            }
+            fn plus(self, b: Self) -> Self {
+                self + b
+            }
+            fn minus(self, b: Self) -> Self {
+                self - b
+            }
+            fn times(self, b: Self) -> Self {
+                self * b
+            }
+            /// num-complex's division (a zero divisor gives NaN or infinite parts, as a float
+            /// division does).
+            fn over(self, b: Self) -> Result<Self, Error> {
+                Ok(self / b)
+            }
+            fn negate(self) -> Self {
+                -self
+            }
+            fn bit(self, _op: BinOp, _b: Self) -> Self {
+                self
+            }
+            fn less(self, _b: Self) -> bool {
+                false
+            }
+        }
+    };
+}
+complex_num!(f64);
+complex_num!(f32);
 
 macro_rules! int_num {
     ($t:ty) => {
@@ -108,6 +151,9 @@ macro_rules! int_num {
                     BinOp::Or => self | b,
                     _ => self ^ b,
                 }
+            }
+            fn less(self, b: Self) -> bool {
+                self < b
             }
         }
     };
@@ -226,14 +272,14 @@ fn combine<V: Num>(op: ReduceOp, a: V, b: V) -> V {
         ReduceOp::Sum => a.plus(b),
         ReduceOp::Prod => a.times(b),
         ReduceOp::Min => {
-            if b < a {
+            if b.less(a) {
                 b
             } else {
                 a
             }
         }
         ReduceOp::Max => {
-            if b > a {
+            if a.less(b) {
                 b
             } else {
                 a
