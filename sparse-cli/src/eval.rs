@@ -13,7 +13,7 @@ use std::path::Path;
 
 use sparse_dsl::parse::{parse_declaration, Declared};
 use sparse_runtime::frostt::{read_frostt, TnsError};
-use sparse_runtime::mmio::{read_matrix_market, MmError};
+use sparse_runtime::mmio::{read_matrix_market, read_matrix_market_complex, MmError};
 use sparse_runtime::num_complex::Complex;
 use sparse_runtime::{CooTensor, DynamicStorage};
 use sparse_sparsifier::interp::{run, Num, Operand, Output};
@@ -53,6 +53,11 @@ trait Read: Num {
     fn from_f64(x: f64) -> Option<Self>;
     /// A number written on the command line.
     fn parse(s: &str) -> Option<Self>;
+    /// A complex value read from a file, for a complex type (`None` for the others, which a
+    /// complex file never reaches: it is read only into complex tensors).
+    fn from_complex(_re: f64, _im: f64) -> Option<Self> {
+        None
+    }
 }
 
 impl Read for f64 {
@@ -115,6 +120,9 @@ macro_rules! complex_read {
             fn parse(s: &str) -> Option<Self> {
                 s.trim().parse().ok()
             }
+            fn from_complex(re: f64, im: f64) -> Option<Self> {
+                Some(Complex::new(re as $t, im as $t))
+            }
         }
     )*};
 }
@@ -131,6 +139,10 @@ trait Stored: Copy {
     fn from_f64(x: f64) -> Option<Self>;
     /// A number written on the command line.
     fn parse(s: &str) -> Option<Self>;
+    /// A complex value read from a file (`None` unless this type is complex).
+    fn from_complex(_re: f64, _im: f64) -> Option<Self> {
+        None
+    }
     /// The value in the compute type (exact).
     fn widen(self) -> Self::Compute;
     /// A computed value stored in this type: rounded to nearest for floats, wrapping for
@@ -147,6 +159,9 @@ impl<T: Read> Stored for T {
     }
     fn parse(s: &str) -> Option<Self> {
         <T as Read>::parse(s)
+    }
+    fn from_complex(re: f64, im: f64) -> Option<Self> {
+        <T as Read>::from_complex(re, im)
     }
     fn widen(self) -> T {
         self
@@ -424,7 +439,12 @@ pub fn eval(
     write_stdout(&text)
 }
 
-fn read_entries(path: &str, decl: &TensorDecl) -> Result<CooTensor<f64>, String> {
+/// The entries of `path` for tensor `decl`: the real parts, and the imaginary parts (one per
+/// entry) of a complex Matrix Market file read into a complex tensor.
+fn read_entries(
+    path: &str,
+    decl: &TensorDecl,
+) -> Result<(CooTensor<f64>, Option<Vec<f64>>), String> {
     let p = Path::new(path);
     let ext = p
         .extension()
@@ -437,15 +457,22 @@ fn read_entries(path: &str, decl: &TensorDecl) -> Result<CooTensor<f64>, String>
             decl.shape.len()
         ));
     }
+    let mm_error = |e: MmError| match e {
+        MmError::Open { .. } => e.to_string(),
+        _ => format!("{path}: {e}"),
+    };
+    let mut imaginary = None;
     let coo = match ext.as_deref() {
-        Some("mtx") => {
-            read_matrix_market(p)
-                .map_err(|e| match e {
-                    MmError::Open { .. } => e.to_string(),
-                    _ => format!("{path}: {e}"),
-                })?
-                .tensor
+        Some("mtx") if decl.value.is_complex() => {
+            let t = read_matrix_market_complex(p).map_err(mm_error)?.tensor;
+            imaginary = Some(t.values.iter().map(|v| v.im).collect());
+            CooTensor {
+                shape: t.shape,
+                coords: t.coords,
+                values: t.values.iter().map(|v| v.re).collect(),
+            }
         }
+        Some("mtx") => read_matrix_market(p).map_err(mm_error)?.tensor,
         Some("npz") => {
             // SciPy's save_npz (CSR, CSC, COO, BSR); its message names the path
             sparse_runtime::npz::read_npz(p)
@@ -504,7 +531,7 @@ fn read_entries(path: &str, decl: &TensorDecl) -> Result<CooTensor<f64>, String>
             ));
         }
     }
-    Ok(coo)
+    Ok((coo, imaginary))
 }
 
 /// Entries of a tensor: coordinates and value.
@@ -528,10 +555,14 @@ fn operand<S: Stored>(
             (Vec::new(), vec![(Vec::new(), v)])
         }
         Some(path) => {
-            let coo = read_entries(path, decl)?;
+            let (coo, imaginary) = read_entries(path, decl)?;
             let mut entries = Vec::with_capacity(coo.len());
-            for (c, x) in coo.iter() {
-                let v = S::from_f64(*x).map(S::widen).ok_or_else(|| {
+            for (k, (c, x)) in coo.iter().enumerate() {
+                let v = match imaginary.as_ref().and_then(|im| im.get(k)) {
+                    Some(&im) => S::from_complex(*x, im),
+                    None => S::from_f64(*x),
+                };
+                let v = v.map(S::widen).ok_or_else(|| {
                     format!(
                         "--input {name}: {path}: value {x} is not an exact {}",
                         decl.value.name()

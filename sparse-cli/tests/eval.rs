@@ -737,4 +737,46 @@ fn complex_values() {
         bad,
         "error: --input alpha=1+2x: not a number of type complex<f64>"
     );
+    // a complex Matrix Market file (hermitian: (1, 2) mirrors (2, 1) conjugated) into a
+    // complex tensor: A = [[1, 2i], [-2i, 0]], times 1i
+    let h = file(
+        "complex",
+        "h.mtx",
+        "%%MatrixMarket matrix coordinate complex hermitian\n2 2 2\n1 1 1 0\n2 1 0 -2\n",
+    );
+    let ih = format!("A={h}");
+    let th = format!("A=tensor<2x2xcomplex<f64>, {CSR}>");
+    assert_eq!(
+        ok(&[
+            "eval",
+            "y(i) = A(i,j) * alpha",
+            "--tensor",
+            &th,
+            "--tensor",
+            "y=tensor<2xcomplex<f64>>",
+            "--tensor",
+            "alpha=tensor<complex<f64>>",
+            "--input",
+            &ih,
+            "--input",
+            "alpha=1i"
+        ]),
+        "( -2+1i, 2+0i )\n"
+    );
+    // into a real tensor it is refused, as before
+    let tr = format!("A=tensor<2x2xf64, {CSR}>");
+    let e = fails(&[
+        "eval",
+        "y(i) = A(i,j) * 2",
+        "--tensor",
+        &tr,
+        "--tensor",
+        "y=tensor<2xf64>",
+        "--input",
+        &ih,
+    ]);
+    assert!(
+        e.contains("unsupported Matrix Market field `complex`"),
+        "{e}"
+    );
 }

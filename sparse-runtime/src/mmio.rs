@@ -1,21 +1,27 @@
 //! Matrix Market reader: `coordinate` matrices of `real`, `integer` or `pattern` values with
-//! `general`, `symmetric` or `skew-symmetric` symmetry, read into a rank-2 [`CooTensor<f64>`].
+//! `general`, `symmetric` or `skew-symmetric` symmetry, read into a rank-2 [`CooTensor<f64>`];
+//! and, for complex tensors, `complex` values (and `hermitian` symmetry) as well, read into a
+//! [`CooTensor<Complex<f64>>`].
 //!
 //! Entry points: [`read_matrix_market`] (a path) and [`parse_matrix_market`] (any
-//! [`BufRead`]). Both return a [`MatrixMarket`] or an [`MmError`] that names the 1-based line
-//! of the problem.
+//! [`BufRead`]); [`read_matrix_market_complex`] and [`parse_matrix_market_complex`] for complex
+//! values. They return a [`MatrixMarket`] or an [`MmError`] that names the 1-based line of the
+//! problem.
 //!
 //! # What is accepted
 //!
 //! - Line 1: the banner `%%MatrixMarket matrix coordinate FIELD SYMMETRY`, every word
 //!   case-insensitive; FIELD is `real` (or its synonym `double`), `integer` or `pattern`;
-//!   SYMMETRY is `general`, `symmetric` or `skew-symmetric`. `complex`, `hermitian`, `array`
-//!   and objects other than `matrix` give [`MmError::Unsupported`].
+//!   SYMMETRY is `general`, `symmetric` or `skew-symmetric`. `array` and objects other than
+//!   `matrix` give [`MmError::Unsupported`], and so do `complex` and `hermitian` except to the
+//!   complex readers, which take every field (a real value `x` is `x + 0i`); `hermitian` needs
+//!   the `complex` field.
 //! - Then any number of comment lines (first non-blank character `%`) and blank lines, before
 //!   the size line, among the entries and after them.
 //! - The size line `ROWS COLS NNZ` (three non-negative integers); symmetric and
 //!   skew-symmetric matrices must be square.
-//! - Exactly NNZ entry lines `I J` (pattern) or `I J VALUE` (real, integer), 1-based,
+//! - Exactly NNZ entry lines `I J` (pattern), `I J VALUE` (real, integer) or `I J RE IM`
+//!   (complex), 1-based,
 //!   `1 <= I <= ROWS`, `1 <= J <= COLS`, fields separated by ASCII whitespace (so CRLF files
 //!   read too).
 //! - Real values parse like SciPy's `mmread`: Rust's `f64` parser, so `1E1`, `-1.06`, `.5`,
@@ -30,7 +36,8 @@
 //! entries of the tensor are the file's entries in file order. For `symmetric` and
 //! `skew-symmetric` files, the mirror `(j, i)` of every off-diagonal stored entry `(i, j)` is
 //! then appended, in the file order of the entries they mirror, with value `v` (symmetric) or
-//! `-v` (skew-symmetric). Any off-diagonal entry is mirrored, in the lower or the upper
+//! `-v` (skew-symmetric) or the conjugate of `v` (hermitian). Any off-diagonal entry is
+//! mirrored, in the lower or the upper
 //! triangle (as SciPy does); a file that lists both `(i, j)` and `(j, i)` thus yields
 //! duplicates. A diagonal entry in a skew-symmetric file is an error.
 //!
@@ -84,6 +91,8 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
+use num_complex::Complex;
+
 use crate::coo::CooTensor;
 
 /// Most entries reserved up front from the size line's entry count; beyond it the vectors grow
@@ -102,6 +111,9 @@ pub enum Field {
     Integer,
     /// `pattern`: no value in the file; every entry gets `1.0`.
     Pattern,
+    /// `complex`: two floating-point values per entry, the real and the imaginary part (only
+    /// to [`read_matrix_market_complex`] and [`parse_matrix_market_complex`]).
+    Complex,
 }
 
 /// The symmetry named in the banner (its SYMMETRY word).
@@ -114,11 +126,15 @@ pub enum Symmetry {
     /// `skew-symmetric`: every entry `(i, j, v)` also stands for `(j, i, -v)`; the diagonal
     /// must not be listed.
     SkewSymmetric,
+    /// `hermitian` (complex field, complex readers only): every off-diagonal entry `(i, j, v)`
+    /// also stands for `(j, i, conj(v))`; diagonal entries are taken as listed.
+    Hermitian,
 }
 
-/// A Matrix Market matrix as read: the banner's field and symmetry, and the entries.
+/// A Matrix Market matrix as read: the banner's field and symmetry, and the entries (`f64`
+/// values, or `Complex<f64>` from the complex readers).
 #[derive(Clone, Debug, PartialEq)]
-pub struct MatrixMarket {
+pub struct MatrixMarket<V = f64> {
     /// Value kind from the banner.
     pub field: Field,
     /// Symmetry from the banner.
@@ -127,9 +143,56 @@ pub struct MatrixMarket {
     /// of `tensor` are exactly these, in file order; for symmetric and skew-symmetric files,
     /// `tensor.len() - stored` mirrored entries follow.
     pub stored: usize,
-    /// Rank-2 tensor, shape `[rows, cols]`, 0-based coordinates `[row, col]` per entry, values
-    /// as `f64` (see the module doc for the order of mirrored entries).
-    pub tensor: CooTensor<f64>,
+    /// Rank-2 tensor, shape `[rows, cols]`, 0-based coordinates `[row, col]` per entry (see
+    /// the module doc for the order of mirrored entries).
+    pub tensor: CooTensor<V>,
+}
+
+/// A value the reader stores: `f64`, or `Complex<f64>` (which also takes the `complex` field
+/// and `hermitian` symmetry).
+pub trait MmValue: Copy {
+    /// Whether the `complex` field and `hermitian` symmetry are read.
+    const COMPLEX: bool;
+    /// A real value.
+    fn real(x: f64) -> Self;
+    /// A complex value (only called when [`MmValue::COMPLEX`]).
+    fn complex(re: f64, im: f64) -> Self;
+    /// `-v`, the mirror of a skew-symmetric entry.
+    fn negate(self) -> Self;
+    /// The conjugate, the mirror of a hermitian entry.
+    fn conjugate(self) -> Self;
+}
+
+impl MmValue for f64 {
+    const COMPLEX: bool = false;
+    fn real(x: f64) -> Self {
+        x
+    }
+    fn complex(re: f64, _im: f64) -> Self {
+        re
+    }
+    fn negate(self) -> Self {
+        -self
+    }
+    fn conjugate(self) -> Self {
+        self
+    }
+}
+
+impl MmValue for Complex<f64> {
+    const COMPLEX: bool = true;
+    fn real(x: f64) -> Self {
+        Complex::new(x, 0.0)
+    }
+    fn complex(re: f64, im: f64) -> Self {
+        Complex::new(re, im)
+    }
+    fn negate(self) -> Self {
+        -self
+    }
+    fn conjugate(self) -> Self {
+        self.conj()
+    }
 }
 
 /// Which coordinate of an entry an index error is about.
@@ -182,9 +245,9 @@ pub enum MmError {
         /// What is wrong.
         reason: String,
     },
-    /// The banner names a valid Matrix Market kind this reader does not support (`complex`,
-    /// `hermitian`, `array`, an object other than `matrix`).
-    #[error("line {line}: unsupported Matrix Market {what} `{word}` (supported: matrix coordinate real|integer|pattern general|symmetric|skew-symmetric)")]
+    /// The banner names a valid Matrix Market kind this reader does not support (`array`, an
+    /// object other than `matrix`; `complex` and `hermitian` to the readers of `f64` values).
+    #[error("line {line}: unsupported Matrix Market {what} `{word}` (supported: matrix coordinate real|integer|pattern general|symmetric|skew-symmetric; complex and hermitian into complex values)")]
     Unsupported {
         /// Always 1.
         line: usize,
@@ -303,12 +366,39 @@ impl MmError {
 ///
 /// [`MmError::Open`] if the file cannot be opened; otherwise as [`parse_matrix_market`].
 pub fn read_matrix_market(path: impl AsRef<Path>) -> Result<MatrixMarket, MmError> {
-    let path = path.as_ref();
+    read_values(path.as_ref())
+}
+
+/// [`read_matrix_market`] into complex values: every field (`complex` as `RE IM`, the others
+/// as `x + 0i`) and every symmetry (`hermitian` mirrors the conjugate).
+///
+/// # Errors
+///
+/// As [`read_matrix_market`].
+pub fn read_matrix_market_complex(
+    path: impl AsRef<Path>,
+) -> Result<MatrixMarket<Complex<f64>>, MmError> {
+    read_values(path.as_ref())
+}
+
+/// [`read_matrix_market`] for values `V`.
+fn read_values<V: MmValue>(path: &Path) -> Result<MatrixMarket<V>, MmError> {
     let file = File::open(path).map_err(|source| MmError::Open {
         path: path.to_path_buf(),
         source,
     })?;
-    parse_matrix_market(BufReader::with_capacity(READ_BUFFER, file))
+    parse_values(BufReader::with_capacity(READ_BUFFER, file))
+}
+
+/// [`parse_matrix_market`] into complex values, as [`read_matrix_market_complex`].
+///
+/// # Errors
+///
+/// As [`parse_matrix_market`].
+pub fn parse_matrix_market_complex<R: BufRead>(
+    reader: R,
+) -> Result<MatrixMarket<Complex<f64>>, MmError> {
+    parse_values(reader)
 }
 
 /// Parses a Matrix Market matrix from `reader`. See the module doc for the accepted format and
@@ -322,6 +412,11 @@ pub fn read_matrix_market(path: impl AsRef<Path>) -> Result<MatrixMarket, MmErro
 /// [`MmError::BadValue`], [`MmError::SkewDiagonal`], [`MmError::TooManyEntries`],
 /// [`MmError::TooFewEntries`].
 pub fn parse_matrix_market<R: BufRead>(reader: R) -> Result<MatrixMarket, MmError> {
+    parse_values(reader)
+}
+
+/// [`parse_matrix_market`] for values `V`.
+fn parse_values<V: MmValue, R: BufRead>(reader: R) -> Result<MatrixMarket<V>, MmError> {
     let mut lines = Lines {
         reader,
         buf: Vec::with_capacity(256),
@@ -335,7 +430,7 @@ pub fn parse_matrix_market<R: BufRead>(reader: R) -> Result<MatrixMarket, MmErro
             reason: "empty input".into(),
         });
     }
-    let (field, symmetry) = parse_banner(&lines.buf)?;
+    let (field, symmetry) = parse_banner(&lines.buf, V::COMPLEX)?;
 
     // Size line.
     if !lines.next_content()? {
@@ -351,10 +446,11 @@ pub fn parse_matrix_market<R: BufRead>(reader: R) -> Result<MatrixMarket, MmErro
     let want = if mirrored { nnz.saturating_mul(2) } else { nnz };
     let reserve = want.min(RESERVE_CAP);
     let mut coords: Vec<usize> = Vec::with_capacity(2 * reserve);
-    let mut values: Vec<f64> = Vec::with_capacity(reserve);
+    let mut values: Vec<V> = Vec::with_capacity(reserve);
     let (expected, layout) = match field {
         Field::Pattern => (2, "I J"),
         Field::Real | Field::Integer => (3, "I J VALUE"),
+        Field::Complex => (4, "I J RE IM"),
     };
 
     let mut found = 0usize;
@@ -372,8 +468,13 @@ pub fn parse_matrix_market<R: BufRead>(reader: R) -> Result<MatrixMarket, MmErro
             .split(u8::is_ascii_whitespace)
             .filter(|f| !f.is_empty());
         let (fi, fj, fv) = (fields.next(), fields.next(), fields.next());
+        let fw = if field == Field::Complex {
+            fields.next()
+        } else {
+            None
+        };
         let extra = fields.count();
-        let count = [fi, fj, fv].iter().filter(|f| f.is_some()).count() + extra;
+        let count = [fi, fj, fv, fw].iter().filter(|f| f.is_some()).count() + extra;
         if count != expected {
             return Err(MmError::FieldCount {
                 line,
@@ -393,11 +494,14 @@ pub fn parse_matrix_market<R: BufRead>(reader: R) -> Result<MatrixMarket, MmErro
         };
         let i = parse_index(fi, line, Axis::Row, rows)?;
         let j = parse_index(fj, line, Axis::Column, cols)?;
-        let v = match (field, fv) {
-            (Field::Pattern, _) => 1.0,
-            (Field::Real, Some(t)) => parse_real(t, line)?,
-            (Field::Integer, Some(t)) => parse_integer(t, line)?,
-            (_, None) => {
+        let v = match (field, fv, fw) {
+            (Field::Pattern, _, _) => V::real(1.0),
+            (Field::Real, Some(t), _) => V::real(parse_real(t, line)?),
+            (Field::Integer, Some(t), _) => V::real(parse_integer(t, line)?),
+            (Field::Complex, Some(re), Some(im)) => {
+                V::complex(parse_real(re, line)?, parse_real(im, line)?)
+            }
+            _ => {
                 return Err(MmError::FieldCount {
                     line,
                     expected,
@@ -425,14 +529,17 @@ pub fn parse_matrix_market<R: BufRead>(reader: R) -> Result<MatrixMarket, MmErro
 
     // Mirrors of the off-diagonal entries, in file order.
     if mirrored {
-        let negate = symmetry == Symmetry::SkewSymmetric;
         for e in 0..nnz {
             let (r, c) = (coords[2 * e], coords[2 * e + 1]);
             if r != c {
                 let v = values[e];
                 coords.push(c);
                 coords.push(r);
-                values.push(if negate { -v } else { v });
+                values.push(match symmetry {
+                    Symmetry::SkewSymmetric => v.negate(),
+                    Symmetry::Hermitian => v.conjugate(),
+                    _ => v,
+                });
             }
         }
     }
@@ -491,7 +598,7 @@ impl<R: BufRead> Lines<R> {
 }
 
 /// Parses the banner line (line 1).
-fn parse_banner(line: &[u8]) -> Result<(Field, Symmetry), MmError> {
+fn parse_banner(line: &[u8], complex: bool) -> Result<(Field, Symmetry), MmError> {
     let bad = |reason: String| MmError::Banner { line: 1, reason };
     let unsupported = |what: &'static str, word: &str| MmError::Unsupported {
         line: 1,
@@ -537,6 +644,7 @@ fn parse_banner(line: &[u8]) -> Result<(Field, Symmetry), MmError> {
         "real" | "double" => Field::Real,
         "integer" => Field::Integer,
         "pattern" => Field::Pattern,
+        "complex" if complex => Field::Complex,
         "complex" => return Err(unsupported("field", words[3])),
         _ => {
             return Err(bad(format!(
@@ -549,6 +657,14 @@ fn parse_banner(line: &[u8]) -> Result<(Field, Symmetry), MmError> {
         "general" => Symmetry::General,
         "symmetric" => Symmetry::Symmetric,
         "skew-symmetric" => Symmetry::SkewSymmetric,
+        "hermitian" if complex && field == Field::Complex => Symmetry::Hermitian,
+        "hermitian" if complex => {
+            return Err(bad(format!(
+                "symmetry `{}` needs the complex field, not `{}`",
+                shorten(words[4]),
+                shorten(words[3])
+            )))
+        }
         "hermitian" => return Err(unsupported("symmetry", words[4])),
         _ => {
             return Err(bad(format!(
@@ -607,6 +723,7 @@ fn symmetry_word(s: Symmetry) -> &'static str {
         Symmetry::General => "general",
         Symmetry::Symmetric => "symmetric",
         Symmetry::SkewSymmetric => "skew-symmetric",
+        Symmetry::Hermitian => "hermitian",
     }
 }
 

@@ -37,6 +37,66 @@ mod mmio {
 
     const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/");
 
+    /// Complex files into complex values: `RE IM` per entry, the mirrors of symmetric,
+    /// skew-symmetric and hermitian files (the conjugate), real fields as `x + 0i`; the
+    /// `hermitian` symmetry of a real field and a short complex entry are errors.
+    #[test]
+    fn complex_fields_and_hermitian_mirrors() {
+        use sparse_runtime::mmio::parse_matrix_market_complex;
+        use sparse_runtime::num_complex::Complex;
+        let c = |re: f64, im: f64| Complex::new(re, im);
+        let read = |s: &str| parse_matrix_market_complex(s.as_bytes());
+        let m = read(
+            "%%MatrixMarket matrix coordinate complex hermitian\n3 3 3\n1 1 2 0\n2 1 1.5 -2\n3 2 0 1e1\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (m.field, m.symmetry, m.stored),
+            (Field::Complex, Symmetry::Hermitian, 3)
+        );
+        assert_eq!(m.tensor.coords, [0, 0, 1, 0, 2, 1, 0, 1, 1, 2]);
+        assert_eq!(
+            m.tensor.values,
+            [
+                c(2.0, 0.0),
+                c(1.5, -2.0),
+                c(0.0, 10.0),
+                c(1.5, 2.0),
+                c(0.0, -10.0)
+            ]
+        );
+        let sym =
+            read("%%MatrixMarket matrix coordinate complex symmetric\n2 2 1\n2 1 1 2\n").unwrap();
+        assert_eq!(sym.tensor.values, [c(1.0, 2.0), c(1.0, 2.0)]);
+        let skew =
+            read("%%MatrixMarket matrix coordinate complex skew-symmetric\n2 2 1\n2 1 1 2\n")
+                .unwrap();
+        assert_eq!(skew.tensor.values, [c(1.0, 2.0), c(-1.0, -2.0)]);
+        let real =
+            read("%%MatrixMarket matrix coordinate integer general\n1 2 1\n1 2 -7\n").unwrap();
+        assert_eq!(
+            (real.field, real.tensor.values),
+            (Field::Integer, vec![c(-7.0, 0.0)])
+        );
+        let e = read("%%MatrixMarket matrix coordinate real hermitian\n1 1 0\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "line 1: bad banner: symmetry `hermitian` needs the complex field, not `real`"
+        );
+        let e =
+            read("%%MatrixMarket matrix coordinate complex general\n1 1 1\n1 1 3\n").unwrap_err();
+        assert_eq!(e.line(), Some(3));
+        assert!(e.to_string().contains("I J RE IM"), "{e}");
+        // the real readers still refuse complex files, naming the complex readers' support
+        let e = parse("%%MatrixMarket matrix coordinate complex general\n1 1 1\n1 1 1 0\n")
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("complex and hermitian into complex values"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn general_real_exact() {
         let m = ok("%%MatrixMarket matrix coordinate real general\n\
