@@ -128,19 +128,176 @@ pub fn to_coo<const D: usize, V: Value, S: Entries<D, Value = V>>(
 }
 
 /// `s` in another format `T`, re-assembled from the stored entries that are not zero (explicit
-/// zeros of `s` are not carried over, as in `DynamicStorage::convert`).
+/// zeros of `s` are not carried over, as in `DynamicStorage::convert`), through
+/// [`FromCoo::from_entries`] (for a generated `T`, [`assemble_entries`]).
 ///
 /// Errors: as `T::from_coo_tensor`.
 pub fn convert<const D: usize, V: Value, S: Entries<D, Value = V>, T: FromCoo<V>>(
     s: &S,
 ) -> Result<T, StorageError> {
+    T::from_entries(s)
+}
+
+/// The stored entries of `s` that are not zero as a COO tensor, in `s`'s order (the default
+/// of [`FromCoo::from_entries`]).
+pub fn nonzero_coo<const D: usize, V: Value, S: Entries<D, Value = V>>(s: &S) -> CooTensor<V> {
     let mut coo = CooTensor::new(s.shape_array().to_vec());
     s.visit(|c, v| {
         if !v.is_zero() {
             coo.push(&c, *v);
         }
     });
-    T::from_coo_tensor(&coo)
+    coo
+}
+
+/// [`assemble`] from the stored entries of `s` that are not zero, in `s`'s order: what a
+/// conversion into a generated format runs. For a `dense, compressed` encoding (CSR, CSC:
+/// level 0 dense, level 1 compressed, unique and ordered, owning its coordinates) `s` is
+/// visited twice, as a transposition by counting sort (sprs's and SciPy's CSR-to-CSC
+/// algorithm): once to count the entries of each level-0 coordinate, once to scatter each
+/// entry's level-1 coordinate and value to its slot, into the final arrays with nothing in
+/// between. When a segment then turns out not strictly increasing (`s` visits the entries of a
+/// level-0 coordinate out of level-1 order, or holds duplicates), when a width cannot hold a
+/// position or coordinate, or for any other encoding, the entries are collected in `s`'s
+/// order and assembled by [`assemble`], so the arrays and errors are `assemble`'s either way.
+///
+/// Errors: as [`assemble`].
+pub fn assemble_entries<
+    const D: usize,
+    const R: usize,
+    const L: usize,
+    V: Value,
+    S: Entries<D, Value = V>,
+>(
+    encoding: Encoding,
+    shape: [usize; R],
+    lvl_sizes: [usize; L],
+    s: &S,
+    dim_to_lvl: impl Fn(&[usize; R]) -> [usize; L],
+) -> Result<Assembled<V>, StorageError> {
+    if D != R {
+        return Err(StorageError::RankMismatch {
+            expected: R,
+            got: D,
+        });
+    }
+    // `s`'s coordinates as the format's (the same rank, checked above)
+    let at = |c: [usize; D]| -> [usize; R] { std::array::from_fn(|d| c[d]) };
+    let map = |c: &[usize; D]| dim_to_lvl(&at(*c));
+    if L == 2 && transposes_by_counting(&encoding) {
+        if let Some(a) = counted(&encoding, lvl_sizes, s, &map) {
+            return Ok(a);
+        }
+    }
+    let mut entries = Vec::new();
+    s.visit(|c, v| {
+        if !v.is_zero() {
+            entries.push((at(c), *v));
+        }
+    });
+    assemble(encoding, shape, lvl_sizes, entries, dim_to_lvl)
+}
+
+/// Whether [`assemble_entries`] may count: two levels, `dense` then `compressed`, ordered and
+/// unique, level 1 owning a byte-aligned coordinate buffer, no ELL symbols or slices.
+fn transposes_by_counting(enc: &Encoding) -> bool {
+    use sparse_ir::ir::LevelFormat;
+    let t = &enc.lvl_types;
+    t.len() == 2
+        && t[0].format == LevelFormat::Dense
+        && t[1].format == LevelFormat::Compressed
+        && t.iter().all(|x| x.is_ordered() && x.is_unique())
+        && enc.owns_crd_buffer(1)
+        && matches!(enc.crd_width, 0 | 8 | 16 | 32 | 64)
+        && matches!(enc.pos_width, 0 | 8 | 16 | 32 | 64)
+        && enc.dim_to_lvl.num_symbols == 0
+        && enc.dim_slices.is_none()
+}
+
+/// The counting transposition of [`assemble_entries`]; `None` where it does not apply.
+fn counted<const D: usize, const L: usize, V: Value, S: Entries<D, Value = V>>(
+    enc: &Encoding,
+    lvl_sizes: [usize; L],
+    s: &S,
+    dim_to_lvl: &impl Fn(&[usize; D]) -> [usize; L],
+) -> Option<Assembled<V>> {
+    let (n0, n1) = (lvl_sizes[0], lvl_sizes[1]);
+    let mut pos = vec![0usize; n0.checked_add(1)?];
+    let mut n = 0usize;
+    let mut outside = false;
+    s.visit(|c, v| {
+        if v.is_zero() {
+            return;
+        }
+        let lc = dim_to_lvl(&c);
+        match pos.get_mut(lc[0] + 1) {
+            Some(p) if lc[1] < n1 => {
+                *p += 1;
+                n += 1;
+            }
+            _ => outside = true,
+        }
+    });
+    let fits = |width: u32, x: usize| width == 0 || width == 64 || (x as u64) < (1u64 << width);
+    if outside || !fits(enc.pos_width, n) || !fits(enc.crd_width, n1.saturating_sub(1)) {
+        return None;
+    }
+    for g in 0..n0 {
+        pos[g + 1] += pos[g];
+    }
+    let (coordinates, values) = match enc.crd_width {
+        8 => scatter::<D, L, u8, V, S>(&pos, n, s, dim_to_lvl)?,
+        16 => scatter::<D, L, u16, V, S>(&pos, n, s, dim_to_lvl)?,
+        32 => scatter::<D, L, u32, V, S>(&pos, n, s, dim_to_lvl)?,
+        64 => scatter::<D, L, u64, V, S>(&pos, n, s, dim_to_lvl)?,
+        _ => scatter::<D, L, usize, V, S>(&pos, n, s, dim_to_lvl)?,
+    };
+    let positions = IndexBuffer::from_native(enc.pos_width, pos)?.ok()?;
+    Some(Assembled {
+        positions: vec![None, Some(positions)],
+        coordinates: vec![None, Some(CrdBuffer::Plain(coordinates))],
+        values,
+    })
+}
+
+/// The second pass of [`counted`]: each entry's level-1 coordinate (as `C`, which holds every
+/// one: checked by the caller) and value to the next free slot of its level-0 coordinate, then
+/// `None` unless every segment of `pos` is strictly increasing.
+fn scatter<const D: usize, const L: usize, C: Index, V: Value, S: Entries<D, Value = V>>(
+    pos: &[usize],
+    n: usize,
+    s: &S,
+    dim_to_lvl: &impl Fn(&[usize; D]) -> [usize; L],
+) -> Option<(IndexBuffer, Vec<V>)> {
+    let mut next = pos.to_vec();
+    let mut crd = vec![C::default(); n];
+    let mut values = vec![V::zero(); n];
+    s.visit(|c, v| {
+        if v.is_zero() {
+            return;
+        }
+        let lc = dim_to_lvl(&c);
+        let slot = &mut next[lc[0]];
+        // fits: the caller checked the largest coordinate against the width
+        crd[*slot] = C::from_usize(lc[1]).unwrap_or_default();
+        values[*slot] = *v;
+        *slot += 1;
+    });
+    let increasing = pos
+        .windows(2)
+        .all(|g| crd[g[0]..g[1]].windows(2).all(|w| w[0] < w[1]));
+    if !increasing {
+        return None;
+    }
+    let any: Box<dyn Any> = Box::new(crd);
+    let buffer = match () {
+        _ if C::WIDTH == 8 => IndexBuffer::U8(*any.downcast().ok()?),
+        _ if C::WIDTH == 16 => IndexBuffer::U16(*any.downcast().ok()?),
+        _ if C::WIDTH == 32 => IndexBuffer::U32(*any.downcast().ok()?),
+        _ if C::WIDTH == 64 => IndexBuffer::U64(*any.downcast().ok()?),
+        _ => IndexBuffer::Native(*any.downcast().ok()?),
+    };
+    Some((buffer, values))
 }
 
 /// Checks `shape` (dimension sizes) against a declared static shape (`None` entries are

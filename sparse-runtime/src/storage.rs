@@ -423,6 +423,21 @@ pub trait FromCoo<V>: Sized {
     /// Errors: as the format's `from_coo` ([`StorageError::RankMismatch`],
     /// [`StorageError::CoordinateOutOfRange`], [`StorageError::WidthOverflow`], ...).
     fn from_coo_tensor(coo: &crate::coo::CooTensor<V>) -> Result<Self, StorageError>;
+
+    /// Builds the storage of the stored entries of `s` that are not zero (a conversion; see
+    /// [`crate::generated::convert`]). The default goes through a COO tensor in `s`'s order
+    /// ([`crate::generated::nonzero_coo`]); generated formats assemble straight from `s`
+    /// ([`crate::generated::assemble_entries`]).
+    ///
+    /// Errors: as [`FromCoo::from_coo_tensor`].
+    fn from_entries<const D: usize, S: crate::generated::Entries<D, Value = V>>(
+        s: &S,
+    ) -> Result<Self, StorageError>
+    where
+        V: crate::Value,
+    {
+        Self::from_coo_tensor(&crate::generated::nonzero_coo(s))
+    }
 }
 
 /// Global stored positions per level of `s` (over all batches), read off its arrays: dense and

@@ -7,6 +7,7 @@ use sparse::runtime::{CooTensor, DynamicStorage, Index};
 sparse::sparse_format! {
     Csr = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>;
     Csc = #sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed), posWidth = 16, crdWidth = 16 }>;
+    Csr8 = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 8, crdWidth = 8 }>;
     Dcsr = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed, j : compressed), crdWidth = 8 }>;
     Dcsc = #sparse_tensor.encoding<{ map = (i, j) -> (j : compressed, i : compressed), posWidth = 32, crdWidth = 8 }>;
     Coo = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton) }>;
@@ -319,6 +320,60 @@ proptest! {
         via!(Bsr22);
         via!(Bsc23);
         via!(LooseCsr);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// Conversions into CSR and CSC count and scatter straight from the source
+    /// (`generated::assemble_entries`): the arrays and values equal `from_coo` of the source's
+    /// nonzero entries in its storage order, from sources visited in and out of the target's
+    /// order, with duplicates (COO nonunique: the fallback to `assemble`), and with widths that
+    /// overflow (`Csr8`'s 8-bit coordinates: the same error as `from_coo`).
+    #[test]
+    fn counting_conversions_equal_the_assembly((shape, entries) in matrix(), wide in 0usize..3) {
+        // column indices past 8 bits now and then, for Csr8's width error
+        let shape = if wide == 0 { [shape[0], 70_000] } else { shape };
+        let entries: Vec<([usize; 2], f64)> = entries
+            .into_iter()
+            .map(|([i, j], v)| ([i, if wide == 0 { j * 5_000 } else { j }], v))
+            .collect();
+        let dup = CooDup::<f64>::from_coo(shape, entries.iter().cloned()).unwrap();
+        let csr = Csr::<f64>::from_coo(shape, entries.iter().cloned()).unwrap();
+        let dcsc = Dcsc::<f64>::from_coo(shape, entries.iter().cloned());
+        macro_rules! same {
+            ($src:expr, $ty:ident) => {{
+                let src = &$src;
+                let got = src.convert::<$ty<f64>>();
+                let mut nonzero = Vec::new();
+                src.for_each(|c, v| {
+                    if *v != 0.0 {
+                        nonzero.push((c, *v));
+                    }
+                });
+                let want = $ty::<f64>::from_coo(shape, nonzero);
+                match (got, want) {
+                    (Ok(g), Ok(w)) => {
+                        prop_assert_eq!(arrays(&g), arrays(&w), "{}", stringify!($ty));
+                        prop_assert_eq!(
+                            g.values().iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                            w.values().iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+                        );
+                    }
+                    (Err(g), Err(w)) => prop_assert_eq!(g, w),
+                    (g, w) => prop_assert!(false, "{:?} vs {:?}", g.err(), w.err()),
+                }
+            }};
+        }
+        same!(csr, Csc);
+        same!(csr, Csr);
+        same!(dup, Csr);
+        same!(dup, Csc);
+        same!(csr, Csr8);
+        if let Ok(d) = dcsc {
+            same!(d, Csr);
+        }
     }
 }
 

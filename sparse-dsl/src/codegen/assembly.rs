@@ -182,6 +182,25 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             fn from_coo_tensor(coo: &#rt::CooTensor<V>) -> Result<Self, StorageError> {
                 #name::from_coo_tensor(coo)
             }
+
+            fn from_entries<const D: usize, S: #rt::generated::Entries<D, Value = V>>(
+                s: &S,
+            ) -> Result<Self, StorageError> {
+                let from = s.shape_array();
+                if D != #dim_rank {
+                    return Err(StorageError::RankMismatch { expected: #dim_rank, got: D });
+                }
+                let shape: [usize; #dim_rank] = ::core::array::from_fn(|d| from[d]);
+                #shape_check
+                let a = #rt::generated::assemble_entries(
+                    Self::encoding(),
+                    shape,
+                    Self::lvl_sizes_for(&shape),
+                    s,
+                    Self::dim_to_lvl,
+                )?;
+                Self::from_assembled(shape, a)
+            }
         }
     })
 }
