@@ -381,59 +381,87 @@ pub(crate) fn read<P: Word, V: Value, const D: usize, const L: usize>(
     dim_to_lvl: impl Fn(&[usize; D]) -> [usize; L],
     coarse: Option<CoarsePlan>,
 ) -> Result<Read<P, V, L>, StorageError> {
-    if let Some(plan) = coarse {
-        return read_coarse(layout, shape, lvl_sizes, entries, dim_to_lvl, plan);
-    }
-    let check = |entry: usize, c: &[usize; D]| match (0..D).find(|&d| c[d] >= shape[d]) {
-        Some(dim) => Err(StorageError::CoordinateOutOfRange {
-            entry,
-            dim,
-            coordinate: c[dim],
-            size: shape[dim],
-        }),
-        None => Ok(()),
-    };
-    let mut it = entries.into_iter().enumerate();
-    let cap = it.size_hint().0.min(u32::MAX as usize);
-    let mut k0: Vec<u32> = Vec::with_capacity(cap);
-    let mut rest: Vec<P> = Vec::with_capacity(cap);
-    let mut vals: Vec<V> = Vec::with_capacity(cap);
-    let limit = u32::MAX as usize - 1;
-    let mut pending = None;
-    for (entry, (c, v)) in it.by_ref() {
-        check(entry, &c)?;
-        let lc = dim_to_lvl(&c);
-        if k0.len() == limit || lc.iter().zip(&lvl_sizes).any(|(&x, &s)| x >= s) {
-            pending = Some((lc, v));
-            break;
+    let entries = entries.into_iter();
+    let cap = entries.size_hint().0.min(u32::MAX as usize);
+    match coarse {
+        Some(plan) => read_into(
+            layout,
+            shape,
+            lvl_sizes,
+            entries,
+            dim_to_lvl,
+            Coarse::new(plan, cap),
+        ),
+        None => {
+            let flat = Collected {
+                k0: Vec::with_capacity(cap),
+                rest: Vec::with_capacity(cap),
+                vals: Vec::with_capacity(cap),
+            };
+            read_into(layout, shape, lvl_sizes, entries, dim_to_lvl, flat)
         }
-        k0.push(lc[0] as u32);
-        rest.push(layout.pack(&lc));
-        vals.push(v);
     }
-    let Some(first) = pending else {
-        return Ok(Read::Fast(Collected { k0, rest, vals }));
-    };
-    // the sorting assembly's keys: what was read so far, then the rest of the entries
-    let (mut keys, mut vals) = Collected { k0, rest, vals }.into_keys::<L>(layout);
-    keys.push(first.0);
-    vals.push(first.1);
-    for (entry, (c, v)) in it {
-        check(entry, &c)?;
-        keys.push(dim_to_lvl(&c));
-        vals.push(v);
-    }
-    Ok(Read::Keys(keys, vals))
 }
 
-/// [`read`] into coarse groups ([`Coarse`]); the same errors and the same fallback to keys.
-fn read_coarse<P: Word, V: Value, const D: usize, const L: usize>(
+/// Where [`read`] puts the entries it can bucket: flat arrays ([`Collected`]) or coarse groups
+/// ([`Coarse`]).
+trait Sink<P, V>: Sized {
+    /// Entries taken.
+    fn taken(&self) -> usize;
+    /// Takes an entry of level-0 coordinate `k0` and key `rest` of levels `1..`.
+    fn take(&mut self, k0: usize, rest: P, v: V);
+    /// What was taken, for the counting sort.
+    fn read<const L: usize>(self) -> Read<P, V, L>;
+    /// What was taken as level keys, each level-0 coordinate's entries in input order.
+    fn keys<const L: usize>(self, layout: &KeyLayout) -> (Vec<[usize; L]>, Vec<V>);
+}
+
+impl<P: Word, V: Value> Sink<P, V> for Collected<P, V> {
+    fn taken(&self) -> usize {
+        self.k0.len()
+    }
+    #[inline(always)]
+    fn take(&mut self, k0: usize, rest: P, v: V) {
+        self.k0.push(k0 as u32);
+        self.rest.push(rest);
+        self.vals.push(v);
+    }
+    fn read<const L: usize>(self) -> Read<P, V, L> {
+        Read::Fast(self)
+    }
+    fn keys<const L: usize>(self, layout: &KeyLayout) -> (Vec<[usize; L]>, Vec<V>) {
+        self.into_keys(layout)
+    }
+}
+
+impl<P: Word, V: Value> Sink<P, V> for Coarse<P, V> {
+    fn taken(&self) -> usize {
+        self.len
+    }
+    #[inline(always)]
+    fn take(&mut self, k0: usize, rest: P, v: V) {
+        self.push(k0, rest, v);
+    }
+    fn read<const L: usize>(mut self) -> Read<P, V, L> {
+        self.seal();
+        Read::Coarse(self)
+    }
+    fn keys<const L: usize>(mut self, layout: &KeyLayout) -> (Vec<[usize; L]>, Vec<V>) {
+        self.seal();
+        self.into_keys(layout)
+    }
+}
+
+/// [`read`] into `sink`: each entry's dimension coordinates checked against `shape`, mapped
+/// with `dim_to_lvl` and taken; at the first level coordinate past its level size (or past
+/// `u32::MAX - 1` entries) what was taken and the rest become the sorting assembly's keys.
+fn read_into<P: Word, V: Value, const D: usize, const L: usize, S: Sink<P, V>>(
     layout: &KeyLayout,
     shape: [usize; D],
     lvl_sizes: [usize; L],
-    entries: impl IntoIterator<Item = ([usize; D], V)>,
+    entries: impl Iterator<Item = ([usize; D], V)>,
     dim_to_lvl: impl Fn(&[usize; D]) -> [usize; L],
-    plan: CoarsePlan,
+    mut sink: S,
 ) -> Result<Read<P, V, L>, StorageError> {
     let check = |entry: usize, c: &[usize; D]| match (0..D).find(|&d| c[d] >= shape[d]) {
         Some(dim) => Err(StorageError::CoordinateOutOfRange {
@@ -444,25 +472,23 @@ fn read_coarse<P: Word, V: Value, const D: usize, const L: usize>(
         }),
         None => Ok(()),
     };
-    let mut it = entries.into_iter().enumerate();
-    let cap = it.size_hint().0.min(u32::MAX as usize);
-    let mut out: Coarse<P, V> = Coarse::new(plan, cap);
+    let mut it = entries.enumerate();
     let limit = u32::MAX as usize - 1;
     let mut pending = None;
     for (entry, (c, v)) in it.by_ref() {
         check(entry, &c)?;
         let lc = dim_to_lvl(&c);
-        if out.len == limit || lc.iter().zip(&lvl_sizes).any(|(&x, &s)| x >= s) {
+        if sink.taken() == limit || lc.iter().zip(&lvl_sizes).any(|(&x, &s)| x >= s) {
             pending = Some((lc, v));
             break;
         }
-        out.push(lc[0], layout.pack(&lc), v);
+        sink.take(lc[0], layout.pack(&lc), v);
     }
-    out.seal();
     let Some(first) = pending else {
-        return Ok(Read::Coarse(out));
+        return Ok(sink.read());
     };
-    let (mut keys, mut vals) = out.into_keys::<L>(layout);
+    // the sorting assembly's keys: what was read so far, then the rest of the entries
+    let (mut keys, mut vals) = sink.keys::<L>(layout);
     keys.push(first.0);
     vals.push(first.1);
     for (entry, (c, v)) in it {
