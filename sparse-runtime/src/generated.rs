@@ -811,6 +811,14 @@ pub const SORT_TOUCHED_DIRECT: usize = 32;
 /// they are sorted.
 #[inline]
 pub fn sort_touched(touched: &mut [usize], visited: &[bool]) {
+    sort_touched_where(touched, |j| visited.get(j).copied().unwrap_or(false));
+}
+
+/// [`sort_touched`] for a workspace that marks its touched coordinates itself: `is_touched(j)`
+/// must be `true` exactly for the coordinates in `touched` (a generated kernel's workspace of
+/// floats, whose untouched slots hold a marker value).
+#[inline]
+pub fn sort_touched_where(touched: &mut [usize], is_touched: impl Fn(usize) -> bool) {
     let n = touched.len();
     if n <= SORT_TOUCHED_DIRECT {
         touched.sort_unstable();
@@ -819,21 +827,56 @@ pub fn sort_touched(touched: &mut [usize], visited: &[bool]) {
     let (lo, hi) = touched
         .iter()
         .fold((usize::MAX, 0), |(lo, hi), &j| (lo.min(j), hi.max(j)));
-    let scan = hi - lo < n * (n.ilog2() as usize + 4);
-    match visited.get(lo..=hi) {
-        Some(range) if scan => {
-            // every coordinate below `hi` is written before the count reaches `n`
-            let mut k = 0;
-            for (j, &seen) in (lo..).zip(range) {
-                if let Some(slot) = touched.get_mut(k) {
-                    *slot = j;
-                }
-                k += usize::from(seen);
+    if hi - lo < n * (n.ilog2() as usize + 4) {
+        // every coordinate below `hi` is written before the count reaches `n`
+        let mut k = 0;
+        for j in lo..=hi {
+            if let Some(slot) = touched.get_mut(k) {
+                *slot = j;
             }
-            debug_assert_eq!(k, n, "`visited` marks exactly the touched coordinates");
+            k += usize::from(is_touched(j));
         }
-        _ => touched.sort_unstable(),
+        debug_assert_eq!(k, n, "`is_touched` marks exactly the touched coordinates");
+    } else {
+        touched.sort_unstable();
     }
+}
+
+/// A signaling NaN that no value of `inputs` has, for a generated kernel's workspace of `f64`
+/// to mark its untouched slots (in place of an array of visited flags). Arithmetic yields a
+/// signaling NaN only when an operand is one, and then one of its operands' (Rust's float
+/// semantics, RFC 3514), so a slot computed from `inputs` never holds the marker. The marker
+/// is the first of `0x7ff0_dead_0000_0000 + k` (`k < 2^32`) that no input holds: one pass over
+/// the inputs, then a sort of the few inputs in that range.
+pub fn untouched_marker(inputs: &[&[f64]]) -> f64 {
+    const BASE: u64 = 0x7ff0_dead_0000_0000;
+    let mut taken: Vec<u64> = Vec::new();
+    for values in inputs {
+        for chunk in values.chunks(256) {
+            // a branch-free test per chunk, the rare hits collected after
+            let hit = chunk
+                .iter()
+                .fold(false, |h, v| h | (v.to_bits() >> 32 == BASE >> 32));
+            if hit {
+                taken.extend(
+                    chunk
+                        .iter()
+                        .map(|v| v.to_bits())
+                        .filter(|b| b >> 32 == BASE >> 32)
+                        .map(|b| b - BASE),
+                );
+            }
+        }
+    }
+    taken.sort_unstable();
+    taken.dedup();
+    // the first k not taken: fewer than 2^32 values cannot take them all
+    let k = taken
+        .iter()
+        .enumerate()
+        .find(|&(i, &t)| t != i as u64)
+        .map_or(taken.len() as u64, |(i, _)| i as u64);
+    f64::from_bits(BASE + k)
 }
 
 /// Names the safety argument of the `unsafe` block that follows it in generated code (the

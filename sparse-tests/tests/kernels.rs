@@ -387,6 +387,45 @@ fn sparse_output_width_overflow_is_an_error() {
     assert_eq!(c.nse(), 1, "the output is left as it was");
 }
 
+/// The Gustavson workspace of an `f64` SpGEMM marks untouched slots with a signaling NaN no
+/// operand holds (`generated::untouched_marker`): operands holding the first candidates of
+/// that marker (and other NaNs) still give every product once, in place.
+#[test]
+fn spgemm_operands_holding_the_workspace_marker() {
+    let marker = |k: u64| f64::from_bits(0x7ff0_dead_0000_0000 + k);
+    // a = [[m0, 1], [2, m1]], b = [[1, m2], [NaN, 3]]
+    let a = csr(
+        [2, 2],
+        &[
+            (0, 0, marker(0)),
+            (0, 1, 1.0),
+            (1, 0, 2.0),
+            (1, 1, marker(1)),
+        ],
+    );
+    let b = csr(
+        [2, 2],
+        &[
+            (0, 0, 1.0),
+            (0, 1, marker(2)),
+            (1, 0, f64::NAN),
+            (1, 1, 3.0),
+        ],
+    );
+    let mut c = csr([2, 2], &[]);
+    spgemm(&mut c, &a, &b).unwrap();
+    let got = entries(&c);
+    // every product once: four entries in order, each a NaN but c[1][0] = 2 * 1 + m1 * NaN
+    let coords: Vec<Vec<usize>> = got.iter().map(|(c, _)| c.clone()).collect();
+    assert_eq!(coords, [vec![0, 0], vec![0, 1], vec![1, 0], vec![1, 1]]);
+    assert!(got.iter().all(|(_, v)| f64::from_bits(*v).is_nan()));
+    assert_eq!(
+        sparse::runtime::generated::untouched_marker(&[&[marker(0), marker(1)], &[marker(2)]])
+            .to_bits(),
+        marker(3).to_bits()
+    );
+}
+
 #[test]
 fn spgemm_shape_mismatch_is_an_error() {
     let a = csr([2, 3], &[(0, 1, 2.0)]);

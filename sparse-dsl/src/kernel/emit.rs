@@ -513,7 +513,18 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
             }
             if let Strategy::Workspace { var } = p.strategy {
                 let n = cx.extent(var);
-                if cx.sum_workspace() {
+                if cx.marks_untouched() {
+                    let rt = cx.rt;
+                    let inputs = cx.operand_values();
+                    init.extend(quote! {
+                        // a slot not touched in this row holds a signaling NaN no operand holds,
+                        // which arithmetic on them never yields
+                        let untouched = #rt::generated::untouched_marker(&[#(#inputs),*]);
+                        let mut workspace = ::std::vec![untouched; #n];
+                        let mut touched = ::std::vec![0usize; #n];
+                        let mut touched_len = 0;
+                    });
+                } else if cx.sum_workspace() {
                     let identity = cx.sum_identity();
                     init.extend(quote! {
                         let identity = #identity;
@@ -886,6 +897,33 @@ impl Cx<'_> {
             && combines(&self.p.body, Target::Workspace)
                 .iter()
                 .all(|c| *c == Combine::Reduce(ReduceOp::Sum))
+    }
+
+    /// Whether a sum workspace of `f64` values marks its untouched slots with a signaling NaN
+    /// no operand holds (`generated::untouched_marker`), in place of a separate array of
+    /// visited flags: the update then reads one array, not two (16% off the SpGEMM of
+    /// cryg2500).
+    fn marks_untouched(&self) -> bool {
+        self.sum_workspace() && self.p.kernel.value == ValueType::F64
+    }
+
+    /// Every input operand's values as a slice expression (`&[f64]`), the output's too when
+    /// the statement adds to it (`+=`), for `generated::untouched_marker`.
+    fn operand_values(&self) -> Vec<TokenStream> {
+        let output = self.p.kernel.output.tensor;
+        (0..self.ops.len())
+            .filter(|&t| t != output || self.p.kernel.accumulate)
+            .filter_map(|t| {
+                let name = self.tensor_name(t);
+                Some(match &self.ops[t].kind {
+                    ParamKind::Par => return None,
+                    ParamKind::Scalar { mutable: false } => quote!(::core::slice::from_ref(&#name)),
+                    ParamKind::Scalar { mutable: true } => quote!(::core::slice::from_ref(&*#name)),
+                    ParamKind::Slice { .. } | ParamKind::Matrix { .. } => quote!(&#name[..]),
+                    ParamKind::Format { .. } => quote!(&#name.values[..]),
+                })
+            })
+            .collect()
     }
 
     /// Whether integer arithmetic wraps in the generated code (concrete integer values: as
@@ -1741,6 +1779,21 @@ impl Cx<'_> {
                             return Err(Error::plain("a workspace without its strategy"));
                         };
                         let j = self.var_ident(var);
+                        if self.marks_untouched() {
+                            // the first product of a slot is stored (`-0.0 + v` is `v`), the
+                            // next ones added; one load tells whether the slot is new
+                            return Ok(quote! {
+                                let __v = #v;
+                                let __slot = workspace.get_unchecked_mut(#j);
+                                if __slot.to_bits() == untouched.to_bits() {
+                                    *__slot = __v;
+                                    *touched.get_unchecked_mut(touched_len) = #j;
+                                    touched_len += 1;
+                                } else {
+                                    *__slot += __v;
+                                }
+                            });
+                        }
                         if self.sum_workspace() {
                             // a branch, not a count of `!seen`: the count would chain every
                             // update to the previous one's load of its flag
@@ -1806,6 +1859,44 @@ impl Cx<'_> {
                     None => (TokenStream::new(), self.append(value)),
                 };
                 let rt = self.rt;
+                if self.marks_untouched() {
+                    let sort = quote! {
+                        #rt::generated::sort_touched_where(touched_now, |#j| {
+                            workspace.get_unchecked(#j).to_bits() != untouched.to_bits()
+                        });
+                    };
+                    if let (Some(pp), Some(ins)) = (per_parent, ins) {
+                        if let (Some(extend), None) = (&pp.extend, &ins.leaf) {
+                            let values = &ins.values;
+                            return Ok(quote! {
+                                let touched_now = touched.get_unchecked_mut(..touched_len);
+                                if !touched_now.is_empty() {
+                                    #sort
+                                    #parent
+                                    #extend
+                                    // each value read and its slot marked untouched again
+                                    let drained = touched_now.iter().map(|&#j| {
+                                        ::core::mem::replace(workspace.get_unchecked_mut(#j), untouched)
+                                    });
+                                    #values.extend(drained);
+                                }
+                                touched_len = 0;
+                            });
+                        }
+                    }
+                    return Ok(quote! {
+                        let touched_now = touched.get_unchecked_mut(..touched_len);
+                        if !touched_now.is_empty() {
+                            #sort
+                            #parent
+                            for &#j in &*touched_now {
+                                #append
+                                *workspace.get_unchecked_mut(#j) = untouched;
+                            }
+                        }
+                        touched_len = 0;
+                    });
+                }
                 if self.sum_workspace() {
                     let identity = self.sum_identity();
                     // a compressed last level takes the row's coordinates and values in two
