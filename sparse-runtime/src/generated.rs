@@ -842,26 +842,29 @@ pub fn sort_touched_where(touched: &mut [usize], is_touched: impl Fn(usize) -> b
     }
 }
 
-/// A signaling NaN that no value of `inputs` has, for a generated kernel's workspace of `f64`
-/// to mark its untouched slots (in place of an array of visited flags). Arithmetic yields a
-/// signaling NaN only when an operand is one, and then one of its operands' (Rust's float
-/// semantics, RFC 3514), so a slot computed from `inputs` never holds the marker. The marker
-/// is the first of `0x7ff0_dead_0000_0000 + k` (`k < 2^32`) that no input holds: one pass over
-/// the inputs, then a sort of the few inputs in that range.
+/// A signaling NaN that no value of `inputs` has (with either sign), for a generated kernel's
+/// workspace of `f64` to mark its untouched slots (in place of an array of visited flags).
+/// Arithmetic yields a signaling NaN only when an operand is one, and then that operand's
+/// payload, its sign possibly changed (Rust's float semantics, RFC 3514), so a slot computed
+/// from `inputs` never holds the marker. The marker is the first of `0x7ff0_dead_0000_0000 +
+/// k` (`k < 2^32`) that no input holds: one pass over the inputs, then a sort of the few
+/// inputs in that range.
 pub fn untouched_marker(inputs: &[&[f64]]) -> f64 {
     const BASE: u64 = 0x7ff0_dead_0000_0000;
+    // the bits without the sign, the high half compared first
+    let magnitude = |v: &f64| v.to_bits() & !(1 << 63);
     let mut taken: Vec<u64> = Vec::new();
     for values in inputs {
         for chunk in values.chunks(256) {
             // a branch-free test per chunk, the rare hits collected after
             let hit = chunk
                 .iter()
-                .fold(false, |h, v| h | (v.to_bits() >> 32 == BASE >> 32));
+                .fold(false, |h, v| h | (magnitude(v) >> 32 == BASE >> 32));
             if hit {
                 taken.extend(
                     chunk
                         .iter()
-                        .map(|v| v.to_bits())
+                        .map(magnitude)
                         .filter(|b| b >> 32 == BASE >> 32)
                         .map(|b| b - BASE),
                 );
