@@ -144,23 +144,30 @@ proptest! {
 }
 
 proptest! {
-    /// The workspace's touched coordinates come out sorted, whether scanned (dense in their
-    /// range) or compared (spread out), and exactly the set that was touched.
+    /// A workspace's touched coordinates come out of `Touched` sorted and exactly the set
+    /// touched, row after row: short rows sorted, long rows (which mark the next row's bits)
+    /// read from the bitmap when dense in their range or sorted when spread out.
     #[test]
-    fn sort_touched_orders_the_touched_set(
-        set in proptest::collection::btree_set(0usize..400, 0..120),
-        spread in any::<bool>(),
+    fn touched_gives_each_row_sorted(
+        rows in proptest::collection::vec(
+            (proptest::collection::btree_set(0usize..400, 0..120), any::<bool>()),
+            1..6,
+        ),
     ) {
-        let scale = if spread { 1000 } else { 1 };
-        let want: Vec<usize> = set.iter().map(|&j| j * scale).collect();
-        let mut visited = vec![false; 400 * scale];
-        let mut touched: Vec<usize> = want.iter().rev().copied().collect();
-        // a workspace touches in any order: interleave from both ends
-        touched.sort_by_key(|&j| (j % 7, j));
-        for &j in &touched {
-            visited[j] = true;
+        let mut touched = sparse_runtime::generated::Touched::new(400 * 100);
+        for (set, spread) in rows {
+            let scale = if spread { 100 } else { 1 };
+            let want: Vec<usize> = set.iter().map(|&j| j * scale).collect();
+            // a workspace touches in any order: interleave residues, each run increasing
+            let mut order = want.clone();
+            order.sort_by_key(|&j| (j % 7, j));
+            for &j in &order {
+                // SAFETY: below the size, each coordinate once per row
+                unsafe { touched.push_unchecked(j) };
+            }
+            prop_assert_eq!(touched.is_empty(), want.is_empty());
+            prop_assert_eq!(touched.take_sorted(), &want[..]);
+            prop_assert!(touched.is_empty());
         }
-        sparse_runtime::generated::sort_touched(&mut touched, &visited);
-        prop_assert_eq!(touched, want);
     }
 }

@@ -521,24 +521,24 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
                         // which arithmetic on them never yields
                         let untouched = #rt::generated::untouched_marker(&[#(#inputs),*]);
                         let mut workspace = ::std::vec![untouched; #n];
-                        let mut touched = ::std::vec![0usize; #n];
-                        let mut touched_len = 0;
+                        let mut touched = #rt::generated::Touched::new(#n);
                     });
                 } else if cx.sum_workspace() {
                     let identity = cx.sum_identity();
+                    let rt = cx.rt;
                     init.extend(quote! {
                         let identity = #identity;
                         let mut workspace = ::std::vec![identity; #n];
                         let mut visited = ::std::vec![false; #n];
-                        let mut touched = ::std::vec![0usize; #n];
-                        let mut touched_len = 0;
+                        let mut touched = #rt::generated::Touched::new(#n);
                     });
                 } else {
                     let zero = cx.zero();
+                    let rt = cx.rt;
                     init.extend(quote! {
                         let mut workspace = ::std::vec![#zero; #n];
                         let mut visited = ::std::vec![false; #n];
-                        let mut touched: ::std::vec::Vec<usize> = ::std::vec::Vec::new();
+                        let mut touched = #rt::generated::Touched::new(#n);
                     });
                 }
             }
@@ -785,7 +785,6 @@ impl Cx<'_> {
             "workspace",
             "visited",
             "touched",
-            "touched_len",
             "touched_now",
             "identity",
             "combined",
@@ -890,8 +889,8 @@ impl Cx<'_> {
 
     /// A workspace that only sums (with concrete values): it holds the sum's identity where
     /// nothing was added (`-0.0` for floats: `-0.0 + v` is `v` bit for bit, `0` for integers),
-    /// so every update is an unconditional `+=`, and the touched list is a fixed buffer (one
-    /// slot per coordinate, no `push`).
+    /// so every update is an unconditional `+=` (the touched coordinates are kept by
+    /// `generated::Touched` in every workspace).
     fn sum_workspace(&self) -> bool {
         !self.generic
             && combines(&self.p.body, Target::Workspace)
@@ -1787,8 +1786,7 @@ impl Cx<'_> {
                                 let __slot = workspace.get_unchecked_mut(#j);
                                 if __slot.to_bits() == untouched.to_bits() {
                                     *__slot = __v;
-                                    *touched.get_unchecked_mut(touched_len) = #j;
-                                    touched_len += 1;
+                                    touched.push_unchecked(#j);
                                 } else {
                                     *__slot += __v;
                                 }
@@ -1802,8 +1800,7 @@ impl Cx<'_> {
                                 let __seen = visited.get_unchecked_mut(#j);
                                 if !*__seen {
                                     *__seen = true;
-                                    *touched.get_unchecked_mut(touched_len) = #j;
-                                    touched_len += 1;
+                                    touched.push_unchecked(#j);
                                 }
                                 #add
                             });
@@ -1821,7 +1818,7 @@ impl Cx<'_> {
                             if *__seen {
                                 #c
                             } else {
-                                touched.push(#j);
+                                touched.push_unchecked(#j);
                                 *__slot = __v;
                                 *__seen = true;
                             }
@@ -1858,20 +1855,13 @@ impl Cx<'_> {
                     Some(pp) => (pp.parent.clone(), self.append_after(&pp.step, value)),
                     None => (TokenStream::new(), self.append(value)),
                 };
-                let rt = self.rt;
                 if self.marks_untouched() {
-                    let sort = quote! {
-                        #rt::generated::sort_touched_where(touched_now, |#j| {
-                            workspace.get_unchecked(#j).to_bits() != untouched.to_bits()
-                        });
-                    };
                     if let (Some(pp), Some(ins)) = (per_parent, ins) {
                         if let (Some(extend), None) = (&pp.extend, &ins.leaf) {
                             let values = &ins.values;
                             return Ok(quote! {
-                                let touched_now = touched.get_unchecked_mut(..touched_len);
-                                if !touched_now.is_empty() {
-                                    #sort
+                                if !touched.is_empty() {
+                                    let touched_now = touched.take_sorted();
                                     #parent
                                     #extend
                                     // each value read and its slot marked untouched again
@@ -1880,21 +1870,18 @@ impl Cx<'_> {
                                     });
                                     #values.extend(drained);
                                 }
-                                touched_len = 0;
                             });
                         }
                     }
                     return Ok(quote! {
-                        let touched_now = touched.get_unchecked_mut(..touched_len);
-                        if !touched_now.is_empty() {
-                            #sort
+                        if !touched.is_empty() {
+                            let touched_now = touched.take_sorted();
                             #parent
-                            for &#j in &*touched_now {
+                            for &#j in touched_now {
                                 #append
                                 *workspace.get_unchecked_mut(#j) = untouched;
                             }
                         }
-                        touched_len = 0;
                     });
                 }
                 if self.sum_workspace() {
@@ -1905,9 +1892,8 @@ impl Cx<'_> {
                         if let (Some(extend), None) = (&pp.extend, &ins.leaf) {
                             let values = &ins.values;
                             return Ok(quote! {
-                                let touched_now = touched.get_unchecked_mut(..touched_len);
-                                if !touched_now.is_empty() {
-                                    #rt::generated::sort_touched(touched_now, &visited);
+                                if !touched.is_empty() {
+                                    let touched_now = touched.take_sorted();
                                     #parent
                                     #extend
                                     // each value read, its slot and flag cleared
@@ -1917,33 +1903,29 @@ impl Cx<'_> {
                                     });
                                     #values.extend(drained);
                                 }
-                                touched_len = 0;
                             });
                         }
                     }
                     return Ok(quote! {
-                        let touched_now = touched.get_unchecked_mut(..touched_len);
-                        if !touched_now.is_empty() {
-                            #rt::generated::sort_touched(touched_now, &visited);
+                        if !touched.is_empty() {
+                            let touched_now = touched.take_sorted();
                             #parent
-                            for &#j in &*touched_now {
+                            for &#j in touched_now {
                                 #append
                                 *workspace.get_unchecked_mut(#j) = #identity;
                                 *visited.get_unchecked_mut(#j) = false;
                             }
                         }
-                        touched_len = 0;
                     });
                 }
                 quote! {
                     if !touched.is_empty() {
-                        #rt::generated::sort_touched(&mut touched, &visited);
+                        let touched_now = touched.take_sorted();
                         #parent
-                        for &#j in &touched {
+                        for &#j in touched_now {
                             #append
                             *visited.get_unchecked_mut(#j) = false;
                         }
-                        touched.clear();
                     }
                 }
             }
