@@ -1349,4 +1349,149 @@ mod tests {
             err
         );
     }
+
+    /// PyTorch's arguments and contiguous values for the dense tensor `data` (row-major, shape
+    /// `batch + [rows, cols] + dense`) in `layout` with `blocksize` (BSR/BSC): a block is stored
+    /// when it holds a nonzero, and batches with fewer stored blocks than the most are padded
+    /// with explicit zero blocks (the first ones not stored), as batches share one nnz.
+    fn compress(
+        layout: CompressedLayout,
+        batch: &[usize],
+        [rows, cols]: [usize; 2],
+        blocksize: [usize; 2],
+        dense: &[usize],
+        data: &[f64],
+    ) -> (CompressedArgs, Vec<f64>) {
+        let [r, c] = if layout.is_block() { blocksize } else { [1, 1] };
+        let (nrb, ncb) = (rows / r, cols / c);
+        let row = layout.is_row_compressed();
+        let (ncomp, nplain) = if row { (nrb, ncb) } else { (ncb, nrb) };
+        let nbatch: usize = batch.iter().product();
+        let nd: usize = dense.iter().product();
+        let at =
+            |bt: usize, i: usize, j: usize, d: usize| data[((bt * rows + i) * cols + j) * nd + d];
+        // the elements of block (u, w) in (compressed, plain) coordinates, PyTorch's order
+        let block = |bt: usize, u: usize, w: usize| -> Vec<f64> {
+            let (bi, bj) = if row { (u, w) } else { (w, u) };
+            let mut out = Vec::new();
+            for ii in 0..r {
+                for jj in 0..c {
+                    for d in 0..nd {
+                        out.push(at(bt, bi * r + ii, bj * c + jj, d));
+                    }
+                }
+            }
+            out
+        };
+        let mut stored: Vec<Vec<bool>> = (0..nbatch)
+            .map(|bt| {
+                (0..ncomp * nplain)
+                    .map(|x| block(bt, x / nplain, x % nplain).iter().any(|&v| v != 0.0))
+                    .collect()
+            })
+            .collect();
+        let nnz = stored
+            .iter()
+            .map(|s| s.iter().filter(|&&x| x).count())
+            .max()
+            .unwrap_or(0);
+        for s in &mut stored {
+            let mut missing = nnz - s.iter().filter(|&&x| x).count();
+            for x in s.iter_mut() {
+                if missing > 0 && !*x {
+                    *x = true;
+                    missing -= 1;
+                }
+            }
+        }
+        let (mut crow, mut col, mut vals) = (Vec::new(), Vec::new(), Vec::new());
+        for (bt, s) in stored.iter().enumerate() {
+            crow.push(0);
+            let mut count = 0;
+            for u in 0..ncomp {
+                for w in 0..nplain {
+                    if s[u * nplain + w] {
+                        col.push(w as i64);
+                        vals.extend(block(bt, u, w));
+                        count += 1;
+                    }
+                }
+                crow.push(count);
+            }
+        }
+        let shape = |last: &[usize]| [batch, last].concat();
+        let blocks: &[usize] = if layout.is_block() { &blocksize } else { &[] };
+        let args = CompressedArgs {
+            layout,
+            compressed_indices: index(&shape(&[ncomp + 1]), &crow),
+            plain_indices: index(&shape(&[nnz]), &col),
+            values: values(&[batch, &[nnz], blocks, dense].concat()),
+            size: Some([batch, &[rows, cols], dense].concat()),
+        };
+        (args, vals)
+    }
+
+    use proptest::prelude::*;
+
+    /// A random layout, batch shape, block size, block grid and dense shape, and a dense tensor
+    /// of that shape with about half its elements zero.
+    #[allow(clippy::type_complexity)]
+    fn hybrid_case() -> impl Strategy<
+        Value = (
+            CompressedLayout,
+            Vec<usize>,
+            [usize; 2],
+            [usize; 2],
+            Vec<usize>,
+            Vec<f64>,
+        ),
+    > {
+        (
+            proptest::sample::select(CompressedLayout::ALL.to_vec()),
+            proptest::collection::vec(0usize..3, 0..3),
+            [1usize..3, 1usize..3],
+            [0usize..4, 0usize..4],
+            proptest::collection::vec(0usize..3, 0..3),
+        )
+            .prop_flat_map(|(layout, batch, bs, grid, dense)| {
+                let bs = if layout.is_block() { bs } else { [1, 1] };
+                let n = batch.iter().product::<usize>()
+                    * grid[0]
+                    * bs[0]
+                    * grid[1]
+                    * bs[1]
+                    * dense.iter().product::<usize>();
+                let data = proptest::collection::vec(
+                    prop_oneof![Just(0.0), (-3i8..4).prop_map(f64::from)],
+                    n,
+                );
+                (
+                    Just(layout),
+                    Just(batch),
+                    Just(bs),
+                    Just([grid[0] * bs[0], grid[1] * bs[1]]),
+                    Just(dense),
+                    data,
+                )
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// Arguments built from a random dense tensor store that tensor, checked or not.
+        #[test]
+        fn batched_hybrid_storage_holds_the_dense_tensor(
+            (layout, batch, bs, shape, dense, data) in hybrid_case()
+        ) {
+            let (args, vals) = compress(layout, &batch, shape, bs, &dense, &data);
+            prop_assert!(validate_compressed(&args).is_ok(), "{:?}", validate_compressed(&args));
+            let s = to_storage(&args, vals.clone()).unwrap();
+            prop_assert_eq!(s.to_dense().unwrap(), data);
+            prop_assert_eq!(s.values(), &vals[..]);
+            prop_assert_eq!(s.encoding().lvl_types.len(), batch.len() + dense.len() + if layout.is_block() { 4 } else { 2 });
+            // SAFETY: the arguments were just validated
+            let unchecked = unsafe { to_storage_unchecked(&args, vals) }.unwrap();
+            prop_assert_eq!(unchecked, s);
+        }
+    }
 }
