@@ -13,6 +13,12 @@
 //! `nnz = values.shape[B]`; `blocksize = values.shape[B+1..B+3]` (a 0 counts as 1) for BSR/BSC,
 //! `[1, 1]` for CSR/CSC; `nrows = size[B] / blocksize[0]`, `ncols = size[B+1] / blocksize[1]`;
 //! `(ncompressed, nplain)` is `(nrows, ncols)` for CSR/BSR and `(ncols, nrows)` for CSC/BSC.
+//!
+//! [`to_storage`] stores valid arguments as a [`crate::DynamicStorage`] without moving an
+//! element, batched and hybrid ones too: in [`encoding_of`]'s encoding the `B` batch
+//! dimensions are leading `batch` levels and the `N` dense dimensions trailing `dense` levels,
+//! so PyTorch's per-batch `compressed_indices` are the compressed level's batch-local positions
+//! and the contiguous `values` (`batch + [nnz] + blocksize + dense`) are in level order.
 
 use std::fmt;
 
