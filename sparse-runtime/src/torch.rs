@@ -13,6 +13,12 @@
 //! `nnz = values.shape[B]`; `blocksize = values.shape[B+1..B+3]` (a 0 counts as 1) for BSR/BSC,
 //! `[1, 1]` for CSR/CSC; `nrows = size[B] / blocksize[0]`, `ncols = size[B+1] / blocksize[1]`;
 //! `(ncompressed, nplain)` is `(nrows, ncols)` for CSR/BSR and `(ncols, nrows)` for CSC/BSC.
+//!
+//! [`to_storage`] stores valid arguments as a [`crate::DynamicStorage`] without moving an
+//! element, batched and hybrid ones too: in [`encoding_of`]'s encoding the `B` batch
+//! dimensions are leading `batch` levels and the `N` dense dimensions trailing `dense` levels,
+//! so PyTorch's per-batch `compressed_indices` are the compressed level's batch-local positions
+//! and the contiguous `values` (`batch + [nnz] + blocksize + dense`) are in level order.
 
 use std::fmt;
 
@@ -330,38 +336,9 @@ pub fn validate_compressed(args: &CompressedArgs) -> Result<CompressedSummary, I
     let c = &args.compressed_indices;
     let p = &args.plain_indices;
     let v = &args.values;
-    let cdim = c.meta.shape.len();
-    let pdim = p.meta.shape.len();
-    let vdim = v.shape.len();
 
     // 1. dimensionalities
-    if cdim < 1 {
-        return fail(
-            "3.2",
-            format!("{cname} must have dimensionality >= 1 but got {cdim}"),
-        );
-    }
-    if pdim != cdim {
-        return fail(
-            "3.3",
-            format!(
-                "{cname} and {pname} dimensionalities must be equal but got {cdim} and {pdim}, \
-                 respectively"
-            ),
-        );
-    }
-    let b = cdim - 1;
-    let k = if layout.is_block() { 2 } else { 0 };
-    if vdim < b + 1 + k {
-        return fail(
-            "3.4",
-            format!(
-                "values must have dimensionality > sum of batch and block dimensionalities \
-                 (={b} + {k}) but got {vdim}"
-            ),
-        );
-    }
-    let n = vdim - b - 1 - k;
+    let (b, k, n) = dimensionalities(layout, &c.meta, &p.meta, v)?;
     for (name, t) in [(cname, c), (pname, p)] {
         let count = t
             .meta
@@ -406,16 +383,7 @@ pub fn validate_compressed(args: &CompressedArgs) -> Result<CompressedSummary, I
     }
 
     // 3. the size's dimensionality and batch shapes
-    if size.len() != b + 2 + n {
-        return fail(
-            "3.1",
-            format!(
-                "tensor dimensionality must be sum of batch, base, and dense dimensionalities \
-                 (={b} + 2 + {n}) but got {}",
-                size.len()
-            ),
-        );
-    }
+    check_size_rank(&size, b, n)?;
     let batch = &size[..b];
     for (invariant, name, shape) in [
         ("3.8", cname, &c.meta.shape),
@@ -595,6 +563,66 @@ pub fn validate_compressed(args: &CompressedArgs) -> Result<CompressedSummary, I
     })
 }
 
+/// The dimension counts `(B, K, N)` of the arguments (see the module docs), checking PyTorch's
+/// dimensionality invariants in its order: 3.2 `compressed_indices.ndim >= 1`; 3.3
+/// `plain_indices.ndim == compressed_indices.ndim`; 3.4 `values.ndim >= B + 1 + K`. Reads only
+/// the shapes' lengths.
+fn dimensionalities(
+    layout: CompressedLayout,
+    c: &TensorMeta,
+    p: &TensorMeta,
+    v: &TensorMeta,
+) -> Result<(usize, usize, usize), InvariantError> {
+    let cname = layout.compressed_indices_name();
+    let pname = layout.plain_indices_name();
+    let cdim = c.shape.len();
+    let pdim = p.shape.len();
+    let vdim = v.shape.len();
+    if cdim < 1 {
+        return fail(
+            "3.2",
+            format!("{cname} must have dimensionality >= 1 but got {cdim}"),
+        );
+    }
+    if pdim != cdim {
+        return fail(
+            "3.3",
+            format!(
+                "{cname} and {pname} dimensionalities must be equal but got {cdim} and {pdim}, \
+                 respectively"
+            ),
+        );
+    }
+    let b = cdim - 1;
+    let k = if layout.is_block() { 2 } else { 0 };
+    if vdim < b + 1 + k {
+        return fail(
+            "3.4",
+            format!(
+                "values must have dimensionality > sum of batch and block dimensionalities \
+                 (={b} + {k}) but got {vdim}"
+            ),
+        );
+    }
+    let n = vdim - b - 1 - k;
+    Ok((b, k, n))
+}
+
+/// PyTorch's 3.1 dimensionality invariant: `len(size) == B + 2 + N`.
+fn check_size_rank(size: &[usize], b: usize, n: usize) -> Result<(), InvariantError> {
+    if size.len() != b + 2 + n {
+        return fail(
+            "3.1",
+            format!(
+                "tensor dimensionality must be sum of batch, base, and dense dimensionalities \
+                 (={b} + 2 + {n}) but got {}",
+                size.len()
+            ),
+        );
+    }
+    Ok(())
+}
+
 /// PyTorch's estimate of a missing size (`_sparse_compressed_tensor_unsafe`): see
 /// [`validate_compressed`].
 fn estimate_size(
@@ -627,103 +655,167 @@ fn estimate_size(
 /// Why PyTorch arrays cannot become a storage.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum TorchError {
-    /// A violated invariant ([`validate_compressed`]).
+    /// A violated invariant ([`validate_compressed`]; [`to_storage_unchecked`] checks only the
+    /// dimensionalities, 3.2, 3.3, 3.4 and 3.1).
     #[error(transparent)]
     Invariant(#[from] InvariantError),
-    /// Batch or dense dimensions (not stored by this constructor yet).
+    /// Arguments this module cannot store: [`to_storage_unchecked`] without a size, or an
+    /// encoding that does not verify or cannot be built ([`encoding_of`]: a block size or a
+    /// dimension count too large for it).
     #[error("{0}")]
     Unsupported(String),
-    /// `values` does not hold `nnz * blocksize[0] * blocksize[1]` elements.
-    #[error("values holds {got} elements, but nnz * blocksize = {expected}")]
+    /// `values` does not hold `batches * nnz * blocksize[0] * blocksize[1] * prod(dense)`
+    /// elements (`batches` the product of the batch sizes, `blocksize` `[1, 1]` for CSR/CSC).
+    #[error(
+        "values holds {got} elements, but batches * nnz * blocksize * prod(dense) = {expected}"
+    )]
     ValuesLength {
         /// Elements given.
         got: usize,
         /// Elements needed.
         expected: usize,
     },
-    /// The storage rejected the arrays (cannot happen for validated arguments; reported rather
-    /// than assumed).
+    /// The storage rejected the arrays (cannot happen for validated arguments whose values
+    /// count fits `usize`; reported rather than assumed), or the values count
+    /// `batches * nnz * blocksize * prod(dense)` overflows `usize`
+    /// ([`crate::StorageError::ShapeOverflow`] with the values shape `batch + [nnz] +
+    /// blocksize + dense`, the block size only for BSR/BSC).
     #[error(transparent)]
     Storage(#[from] crate::StorageError),
 }
 
-/// The MLIR encoding of a PyTorch layout with block size `[r, c]` and index width `width` bits
-/// (32 or 64) as `posWidth` and `crdWidth`:
-/// - CSR: `(i, j) -> (i : dense, j : compressed)`; CSC: `(i, j) -> (j : dense, i : compressed)`;
-/// - BSR: `(i, j) -> (i floordiv r : dense, j floordiv c : compressed, i mod r : dense, j mod c :
-///   dense)`; BSC: `(i, j) -> (j floordiv c : dense, i floordiv r : compressed, i mod r : dense,
-///   j mod c : dense)` (PyTorch's blocks are row-major in both, `bsr-invariants.md`).
+/// The MLIR encoding of a PyTorch layout with block size `[r, c]`, `batch_dims` batch
+/// dimensions (`B`), `dense_dims` dense dimensions (`N`) and index width `width` bits (32 or
+/// 64) as `posWidth` and `crdWidth`.
+///
+/// The dimensions are PyTorch's, `batch + [rows, cols] + dense`: `b0 .. b(B-1)`, `i`, `j`,
+/// `d0 .. d(N-1)`. The levels are `B` leading `batch` levels (`bk : batch`), the levels of the
+/// matrix, then `N` trailing `dense` levels (`dk : dense`), so the level order is PyTorch's
+/// contiguous order of `values`, `batch + [nnz] + blocksize + dense`. The matrix levels:
+/// - CSR: `i : dense, j : compressed`; CSC: `j : dense, i : compressed`;
+/// - BSR: `i floordiv r : dense, j floordiv c : compressed, i mod r : dense, j mod c : dense`;
+///   BSC: `j floordiv c : dense, i floordiv r : compressed, i mod r : dense, j mod c : dense`
+///   (PyTorch's blocks are row-major in both, `bsr-invariants.md`).
+///
+/// For example CSR with `B = N = 1` is `(b, i, j, d) -> (b : batch, i : dense, j : compressed,
+/// d : dense)`, and BSR is `(b, i, j, d) -> (b : batch, i floordiv r : dense, j floordiv c :
+/// compressed, i mod r : dense, j mod c : dense, d : dense)`. `lvl_to_dim` is the inverse
+/// (`i = (i floordiv r) * r + i mod r`). A compressed level under batch levels stores
+/// batch-local positions (`crate::dynamic`'s batch layout), which is PyTorch's
+/// `compressed_indices` of shape `batch + [ncompressed + 1]`, each batch starting at 0.
 ///
 /// # Errors
-/// `TorchError::Unsupported` if the encoding does not verify (a zero block size).
+/// [`TorchError::Unsupported`] if the encoding does not verify (a zero block size), a block
+/// size does not fit `i64`, or the rank `B + 4 + N` overflows or cannot be allocated.
 pub fn encoding_of(
     layout: CompressedLayout,
     blocksize: [usize; 2],
+    batch_dims: usize,
+    dense_dims: usize,
     width: u32,
 ) -> Result<crate::sparse_ir::ir::VerifiedEncoding, TorchError> {
-    use crate::sparse_ir::ir::{AffineExpr::*, AffineMap, Encoding, LevelFormat, LevelType};
+    use crate::sparse_ir::ir::{
+        AffineExpr, AffineExpr::*, AffineMap, Encoding, LevelFormat, LevelType,
+    };
+    let unsupported = |why: String| {
+        TorchError::Unsupported(format!(
+            "no encoding for {} {blocksize:?} with {batch_dims} batch and {dense_dims} dense \
+             dimensions: {why}",
+            layout.name()
+        ))
+    };
+    let (Ok(r), Ok(c)) = (i64::try_from(blocksize[0]), i64::try_from(blocksize[1])) else {
+        return Err(unsupported("the block size does not fit i64".into()));
+    };
+    let (nb, nd) = (batch_dims, dense_dims);
+    // matrix levels: 2 for CSR/CSC, 4 for BSR/BSC
+    let m = if layout.is_block() { 4 } else { 2 };
+    let ranks = nb
+        .checked_add(nd)
+        .and_then(|x| x.checked_add(m))
+        .map(|lvl_rank| (lvl_rank, lvl_rank - m + 2));
+    let Some((lvl_rank, dim_rank)) = ranks else {
+        return Err(unsupported("the rank overflows usize".into()));
+    };
+    fn reserved<T>(n: usize) -> Option<Vec<T>> {
+        let mut v = Vec::new();
+        v.try_reserve_exact(n).ok()?;
+        Some(v)
+    }
+    let (Some(mut types), Some(mut to_lvl), Some(mut to_dim)) = (
+        reserved::<LevelType>(lvl_rank),
+        reserved::<AffineExpr>(lvl_rank),
+        reserved::<AffineExpr>(dim_rank),
+    ) else {
+        return Err(unsupported("the rank cannot be allocated".into()));
+    };
     let dense = LevelType::new(LevelFormat::Dense);
     let compressed = LevelType::new(LevelFormat::Compressed);
-    let (r, c) = (blocksize[0] as i64, blocksize[1] as i64);
-    let (types, dim_to_lvl, lvl_to_dim) = match layout {
-        CompressedLayout::Csr => (
-            vec![dense, compressed],
-            AffineMap::identity(2),
-            AffineMap::identity(2),
-        ),
-        CompressedLayout::Csc => (
-            vec![dense, compressed],
-            AffineMap::new(2, 0, [Var(1), Var(0)]),
-            AffineMap::new(2, 0, [Var(1), Var(0)]),
-        ),
-        CompressedLayout::Bsr => (
-            vec![dense, compressed, dense, dense],
-            AffineMap::new(
-                2,
-                0,
-                [
-                    Var(0).floor_div(Constant(r)),
-                    Var(1).floor_div(Constant(c)),
-                    Var(0) % Constant(r),
-                    Var(1) % Constant(c),
-                ],
-            ),
-            AffineMap::new(
-                4,
-                0,
-                [Var(0) * Constant(r) + Var(2), Var(1) * Constant(c) + Var(3)],
-            ),
-        ),
-        CompressedLayout::Bsc => (
-            vec![dense, compressed, dense, dense],
-            AffineMap::new(
-                2,
-                0,
-                [
-                    Var(1).floor_div(Constant(c)),
-                    Var(0).floor_div(Constant(r)),
-                    Var(0) % Constant(r),
-                    Var(1) % Constant(c),
-                ],
-            ),
-            AffineMap::new(
-                4,
-                0,
-                [Var(1) * Constant(r) + Var(2), Var(0) * Constant(c) + Var(3)],
-            ),
-        ),
-    };
-    let mut enc = Encoding::new(types, dim_to_lvl, lvl_to_dim);
+    // batch levels: level k is dimension k
+    for k in 0..nb {
+        types.push(LevelType::new(LevelFormat::Batch));
+        to_lvl.push(Var(k));
+        to_dim.push(Var(k));
+    }
+    // the matrix: dimensions i, j; its levels start at level nb
+    let (i, j, o) = (Var(nb), Var(nb + 1), nb);
+    match layout {
+        CompressedLayout::Csr => {
+            types.extend([dense, compressed]);
+            to_lvl.extend([i, j]);
+            to_dim.extend([Var(o), Var(o + 1)]);
+        }
+        CompressedLayout::Csc => {
+            types.extend([dense, compressed]);
+            to_lvl.extend([j, i]);
+            to_dim.extend([Var(o + 1), Var(o)]);
+        }
+        CompressedLayout::Bsr => {
+            types.extend([dense, compressed, dense, dense]);
+            to_lvl.extend([
+                i.clone().floor_div(Constant(r)),
+                j.clone().floor_div(Constant(c)),
+                i % Constant(r),
+                j % Constant(c),
+            ]);
+            to_dim.extend([
+                Var(o) * Constant(r) + Var(o + 2),
+                Var(o + 1) * Constant(c) + Var(o + 3),
+            ]);
+        }
+        CompressedLayout::Bsc => {
+            types.extend([dense, compressed, dense, dense]);
+            to_lvl.extend([
+                j.clone().floor_div(Constant(c)),
+                i.clone().floor_div(Constant(r)),
+                i % Constant(r),
+                j % Constant(c),
+            ]);
+            to_dim.extend([
+                Var(o + 1) * Constant(r) + Var(o + 2),
+                Var(o) * Constant(c) + Var(o + 3),
+            ]);
+        }
+    }
+    // dense levels: dimension nb + 2 + k is level nb + m + k
+    for k in 0..nd {
+        types.push(dense);
+        to_lvl.push(Var(nb + 2 + k));
+        to_dim.push(Var(nb + m + k));
+    }
+    let mut enc = Encoding::new(
+        types,
+        AffineMap::new(dim_rank, 0, to_lvl),
+        AffineMap::new(lvl_rank, 0, to_dim),
+    );
     enc.pos_width = width;
     enc.crd_width = width;
     enc.verify().map_err(|errors| {
-        let first = errors
-            .first()
-            .map_or("invalid".to_string(), ToString::to_string);
-        TorchError::Unsupported(format!(
-            "no encoding for {} {blocksize:?}: {first}",
-            layout.name()
-        ))
+        unsupported(
+            errors
+                .first()
+                .map_or("invalid".to_string(), ToString::to_string),
+        )
     })
 }
 
@@ -737,7 +829,36 @@ fn index_buffer(data: &[i64], dtype: TorchDtype) -> crate::IndexBuffer {
     }
 }
 
-/// The parts of a storage for `args` (not validated).
+/// The number of values `summary` describes, `batches * nnz * blocksize[0] * blocksize[1] *
+/// prod(dense)`, in checked arithmetic.
+///
+/// # Errors
+/// [`crate::StorageError::ShapeOverflow`] with the values shape `batch + [nnz] + blocksize
+/// (BSR/BSC) + dense` when the product overflows `usize`.
+fn values_count(
+    layout: CompressedLayout,
+    summary: &CompressedSummary,
+) -> Result<usize, TorchError> {
+    let blocks: &[usize] = if layout.is_block() {
+        &summary.blocksize
+    } else {
+        &[]
+    };
+    let shape: Vec<usize> = summary
+        .batch
+        .iter()
+        .chain([&summary.nnz])
+        .chain(blocks)
+        .chain(&summary.dense)
+        .copied()
+        .collect();
+    Ok(crate::dynamic::checked_product(&shape)?)
+}
+
+/// The parts of a storage for `args` (not validated), for [`encoding_of`]'s encoding with
+/// `summary`'s batch and dense dimension counts: the compressed indices are the positions and
+/// the plain indices the coordinates of the compressed level (level `B + 1`), both flat and
+/// batch-major as PyTorch holds them; the values as given.
 #[allow(clippy::type_complexity)]
 fn storage_parts<V>(
     args: &CompressedArgs,
@@ -752,14 +873,7 @@ fn storage_parts<V>(
     ),
     TorchError,
 > {
-    if !summary.batch.is_empty() || !summary.dense.is_empty() {
-        return Err(TorchError::Unsupported(format!(
-            "batch dimensions {} and dense dimensions {} are not stored yet: give a 2-d tensor",
-            format_list(&summary.batch),
-            format_list(&summary.dense)
-        )));
-    }
-    let expected = summary.nnz * summary.blocksize[0] * summary.blocksize[1];
+    let expected = values_count(args.layout, summary)?;
     if values.len() != expected {
         return Err(TorchError::ValuesLength {
             got: values.len(),
@@ -768,28 +882,42 @@ fn storage_parts<V>(
     }
     let dtype = args.compressed_indices.meta.dtype;
     let width = if dtype == TorchDtype::Int32 { 32 } else { 64 };
-    let enc = encoding_of(args.layout, summary.blocksize, width)?;
+    let b = summary.batch.len();
+    let enc = encoding_of(
+        args.layout,
+        summary.blocksize,
+        b,
+        summary.dense.len(),
+        width,
+    )?;
     let levels = enc.lvl_types.len();
     let mut positions = vec![None; levels];
     let mut coordinates = vec![None; levels];
-    positions[1] = Some(index_buffer(&args.compressed_indices.data, dtype));
-    coordinates[1] = Some(crate::CrdBuffer::Plain(index_buffer(
+    positions[b + 1] = Some(index_buffer(&args.compressed_indices.data, dtype));
+    coordinates[b + 1] = Some(crate::CrdBuffer::Plain(index_buffer(
         &args.plain_indices.data,
         dtype,
     )));
     Ok((enc, positions, coordinates, values))
 }
 
-/// A storage (CSR, CSC, BSR or BSC as [`encoding_of`] spells them) of PyTorch's compressed
-/// arguments and values: checked by [`validate_compressed`] first, then stored without
-/// conversion (the compressed indices become level 1's positions, the plain indices its
-/// coordinates, the values stay in PyTorch's order: row-major blocks).
+/// A storage of PyTorch's compressed arguments and values, in the encoding [`encoding_of`]
+/// spells (CSR, CSC, BSR or BSC, with leading `batch` levels for the batch dimensions and
+/// trailing `dense` levels for the dense dimensions): checked by [`validate_compressed`] first,
+/// then stored without conversion. The compressed indices (shape `batch + [ncompressed + 1]`,
+/// each batch starting at 0) become the positions of the compressed level (level `B + 1`) and
+/// the plain indices (shape `batch + [nnz]`) its coordinates, both batch-local as
+/// `crate::dynamic`'s batch layout stores them; the values stay in PyTorch's order.
 ///
-/// `values` holds `nnz * blocksize[0] * blocksize[1]` elements in PyTorch's contiguous order.
+/// `values` holds `batches * nnz * blocksize[0] * blocksize[1] * prod(dense)` elements in
+/// PyTorch's contiguous order of shape `batch + [nnz] + blocksize (BSR/BSC) + dense` (row-major
+/// blocks, `values.contiguous()`); `batches` is the product of the batch sizes.
 ///
 /// # Errors
-/// [`TorchError::Invariant`] as [`validate_compressed`]; [`TorchError::Unsupported`] for batch
-/// or dense dimensions; [`TorchError::ValuesLength`].
+/// [`TorchError::Invariant`] as [`validate_compressed`] (per batch invariants name the batch,
+/// `crow_indices[1, 0]`); [`TorchError::ValuesLength`] if `values` has another length;
+/// [`TorchError::Storage`] if that length overflows `usize`; [`TorchError::Unsupported`] as
+/// [`encoding_of`] (a block size beyond `i64::MAX`).
 pub fn to_storage<V: crate::Value>(
     args: &CompressedArgs,
     values: Vec<V>,
@@ -806,15 +934,19 @@ pub fn to_storage<V: crate::Value>(
 }
 
 /// [`to_storage`] without PyTorch's checks or the storage's validation: for trusted arrays
-/// (PyTorch's own `_sparse_compressed_tensor_unsafe`).
+/// (PyTorch's own `_sparse_compressed_tensor_unsafe`). Only the dimensionalities are checked
+/// (they say where the batch, block and dense dimensions are; reading only the shapes'
+/// lengths): 3.2, 3.3, 3.4 and 3.1 as [`validate_compressed`] words them.
 ///
 /// # Safety
 /// `args` must satisfy every invariant [`validate_compressed`] checks, with `size` given;
 /// otherwise later reads of the storage may index out of bounds.
 ///
 /// # Errors
-/// [`TorchError::Unsupported`] without a size or with batch or dense dimensions;
-/// [`TorchError::ValuesLength`].
+/// [`TorchError::Unsupported`] without a size; [`TorchError::Invariant`] for the
+/// dimensionalities above; otherwise as [`to_storage`] ([`TorchError::ValuesLength`],
+/// [`TorchError::Storage`] for an overflowing values count, [`TorchError::Unsupported`] from
+/// [`encoding_of`]).
 pub unsafe fn to_storage_unchecked<V: crate::Value>(
     args: &CompressedArgs,
     values: Vec<V>,
@@ -824,32 +956,32 @@ pub unsafe fn to_storage_unchecked<V: crate::Value>(
             "to_storage_unchecked needs the size (estimating it reads the indices)".into(),
         ));
     };
-    let b = args.compressed_indices.meta.shape.len().saturating_sub(1);
-    let k = if args.layout.is_block() { 2 } else { 0 };
     let v = &args.values.shape;
-    if b != 0 || v.len() != 1 + k || size.len() != 2 {
-        return Err(TorchError::Unsupported(
-            "batch and dense dimensions are not stored yet: give a 2-d tensor".into(),
-        ));
-    }
-    let blocksize = if args.layout.is_block() {
-        [v[1].max(1), v[2].max(1)]
+    let (b, k, n) = dimensionalities(
+        args.layout,
+        &args.compressed_indices.meta,
+        &args.plain_indices.meta,
+        &args.values,
+    )?;
+    check_size_rank(&size, b, n)?;
+    let blocksize = if k == 2 {
+        [v[b + 1].max(1), v[b + 2].max(1)]
     } else {
         [1, 1]
     };
     let summary = CompressedSummary {
         layout: args.layout,
-        batch: vec![],
-        dense: vec![],
-        nnz: v[0],
+        batch: size[..b].to_vec(),
+        dense: size[b + 2..].to_vec(),
+        nnz: v[b],
         blocksize,
         size: size.clone(),
         size_estimated: false,
     };
     let (enc, positions, coordinates, values) = storage_parts(args, &summary, values)?;
     // SAFETY: the caller promises the invariants validate_compressed checks; they are the
-    // storage's invariants for this encoding (segments within nnz, coordinates below the level
-    // size, sorted and unique within a segment).
+    // storage's invariants for this encoding (per batch: segments within nnz, coordinates below
+    // the level size, sorted and unique within a segment).
     Ok(unsafe {
         crate::DynamicStorage::from_raw_parts_unchecked(&enc, &size, positions, coordinates, values)
     })
@@ -994,5 +1126,378 @@ mod tests {
                 expected: 24
             })
         ));
+    }
+
+    /// Positions, coordinates (as `usize`) and values of level `l` of `s`.
+    fn level_arrays(s: &crate::DynamicStorage<f64>, l: usize) -> (Vec<usize>, Vec<usize>) {
+        (
+            s.positions(l).map(|p| p.to_vec()).unwrap_or_default(),
+            s.coordinates(l).map(|c| c.to_vec()).unwrap_or_default(),
+        )
+    }
+
+    #[test]
+    fn encodings_with_batch_and_dense_dimensions() {
+        let map = |layout, b, n| {
+            encoding_of(layout, [2, 3], b, n, 64)
+                .unwrap()
+                .map_to_string()
+        };
+        assert_eq!(
+            map(CompressedLayout::Csr, 1, 1),
+            "(d0, d1, d2, d3) -> (d0 : batch, d1 : dense, d2 : compressed, d3 : dense)"
+        );
+        assert_eq!(
+            map(CompressedLayout::Csc, 2, 0),
+            "(d0, d1, d2, d3) -> (d0 : batch, d1 : batch, d3 : dense, d2 : compressed)"
+        );
+        assert_eq!(
+            map(CompressedLayout::Bsr, 1, 1),
+            "(d0, d1, d2, d3) -> (d0 : batch, d1 floordiv 2 : dense, d2 floordiv 3 : compressed, \
+             d1 mod 2 : dense, d2 mod 3 : dense, d3 : dense)"
+        );
+        assert_eq!(
+            map(CompressedLayout::Bsc, 0, 2),
+            "(d0, d1, d2, d3) -> (d1 floordiv 3 : dense, d0 floordiv 2 : compressed, d0 mod 2 : \
+             dense, d1 mod 3 : dense, d2 : dense, d3 : dense)"
+        );
+        // the 2-d encodings are unchanged
+        assert_eq!(
+            map(CompressedLayout::Csr, 0, 0),
+            "(d0, d1) -> (d0 : dense, d1 : compressed)"
+        );
+        assert!(matches!(
+            encoding_of(CompressedLayout::Bsr, [0, 3], 1, 0, 64),
+            Err(TorchError::Unsupported(_))
+        ));
+        assert!(matches!(
+            encoding_of(CompressedLayout::Bsr, [usize::MAX, 3], 1, 0, 64),
+            Err(TorchError::Unsupported(_))
+        ));
+        assert!(matches!(
+            encoding_of(CompressedLayout::Csr, [1, 1], usize::MAX, 1, 64),
+            Err(TorchError::Unsupported(_))
+        ));
+    }
+
+    /// Two batches of a 2 x 3 matrix: `[[1, 0, 2], [0, 0, 3]]` and `[[0, 4, 0], [5, 0, 6]]`.
+    fn batched_csr() -> CompressedArgs {
+        CompressedArgs {
+            layout: CompressedLayout::Csr,
+            compressed_indices: index(&[2, 3], &[0, 2, 3, 0, 1, 3]),
+            plain_indices: index(&[2, 3], &[0, 2, 2, 1, 0, 2]),
+            values: values(&[2, 3]),
+            size: Some(vec![2, 2, 3]),
+        }
+    }
+
+    #[test]
+    fn batched_csr_is_stored_with_batch_local_positions() {
+        let vals: Vec<f64> = (1..=6).map(f64::from).collect();
+        let s = to_storage(&batched_csr(), vals.clone()).unwrap();
+        assert_eq!(
+            s.encoding().map_to_string(),
+            "(d0, d1, d2) -> (d0 : batch, d1 : dense, d2 : compressed)"
+        );
+        assert_eq!(s.batches(), 2);
+        assert_eq!(level_arrays(&s, 0), (vec![], vec![]));
+        assert_eq!(level_arrays(&s, 1), (vec![], vec![]));
+        assert_eq!(
+            level_arrays(&s, 2),
+            (vec![0, 2, 3, 0, 1, 3], vec![0, 2, 2, 1, 0, 2])
+        );
+        assert_eq!(s.values(), &vals[..]);
+        let dense = [1, 0, 2, 0, 0, 3, 0, 4, 0, 5, 0, 6].map(f64::from).to_vec();
+        assert_eq!(s.to_dense().unwrap(), dense);
+        assert_eq!(s.get(&[1, 1, 0]), Some(&5.0));
+        // SAFETY: the arguments are valid (just stored by to_storage)
+        let unchecked = unsafe { to_storage_unchecked(&batched_csr(), vals.clone()) }.unwrap();
+        assert_eq!(unchecked, s);
+        assert!(matches!(
+            to_storage(&batched_csr(), vec![0.0; 3]),
+            Err(TorchError::ValuesLength {
+                got: 3,
+                expected: 6
+            })
+        ));
+    }
+
+    #[test]
+    fn hybrid_csr_stores_a_dense_dimension_in_the_values() {
+        // 2 x 3 matrix of pairs: [[(1, 2), 0, (0, 3)], [0, (4, 0), 0]]
+        let args = CompressedArgs {
+            layout: CompressedLayout::Csr,
+            compressed_indices: index(&[3], &[0, 2, 3]),
+            plain_indices: index(&[3], &[0, 2, 1]),
+            values: values(&[3, 2]),
+            size: Some(vec![2, 3, 2]),
+        };
+        let vals = [1, 2, 0, 3, 4, 0].map(f64::from).to_vec();
+        let s = to_storage(&args, vals.clone()).unwrap();
+        assert_eq!(
+            s.encoding().map_to_string(),
+            "(d0, d1, d2) -> (d0 : dense, d1 : compressed, d2 : dense)"
+        );
+        assert_eq!(level_arrays(&s, 1), (vec![0, 2, 3], vec![0, 2, 1]));
+        assert_eq!(s.values(), &vals[..]);
+        let dense = [1, 2, 0, 0, 0, 3, 0, 0, 4, 0, 0, 0].map(f64::from).to_vec();
+        assert_eq!(s.to_dense().unwrap(), dense);
+        // SAFETY: valid arguments
+        assert_eq!(unsafe { to_storage_unchecked(&args, vals) }.unwrap(), s);
+        assert!(matches!(
+            to_storage(&args, vec![0.0; 3]),
+            Err(TorchError::ValuesLength {
+                got: 3,
+                expected: 6
+            })
+        ));
+    }
+
+    #[test]
+    fn batched_hybrid_bsr_keeps_pytorchs_value_order() {
+        // two batches of a 2 x 4 matrix of pairs, blocksize (2, 2): batch 0 stores block column
+        // 1, batch 1 block column 0; values shape [2, 1, 2, 2, 2]
+        let args = CompressedArgs {
+            layout: CompressedLayout::Bsr,
+            compressed_indices: index(&[2, 2], &[0, 1, 0, 1]),
+            plain_indices: index(&[2, 1], &[1, 0]),
+            values: values(&[2, 1, 2, 2, 2]),
+            size: Some(vec![2, 2, 4, 2]),
+        };
+        let vals: Vec<f64> = (1..=16).map(f64::from).collect();
+        let s = to_storage(&args, vals.clone()).unwrap();
+        assert_eq!(
+            s.encoding().map_to_string(),
+            "(d0, d1, d2, d3) -> (d0 : batch, d1 floordiv 2 : dense, d2 floordiv 2 : compressed, \
+             d1 mod 2 : dense, d2 mod 2 : dense, d3 : dense)"
+        );
+        assert_eq!(level_arrays(&s, 2), (vec![0, 1, 0, 1], vec![1, 0]));
+        assert_eq!(s.values(), &vals[..]);
+        #[rustfmt::skip]
+        let dense = [
+            0, 0, 0, 0, 1, 2, 3, 4, //
+            0, 0, 0, 0, 5, 6, 7, 8, //
+            9, 10, 11, 12, 0, 0, 0, 0, //
+            13, 14, 15, 16, 0, 0, 0, 0,
+        ]
+        .map(f64::from)
+        .to_vec();
+        assert_eq!(s.to_dense().unwrap(), dense);
+        // SAFETY: valid arguments
+        assert_eq!(unsafe { to_storage_unchecked(&args, vals) }.unwrap(), s);
+        assert!(matches!(
+            to_storage(&args, vec![0.0; 15]),
+            Err(TorchError::ValuesLength {
+                got: 15,
+                expected: 16
+            })
+        ));
+    }
+
+    #[test]
+    fn a_per_batch_invariant_names_the_batch() {
+        let mut a = batched_csr();
+        a.compressed_indices.data = vec![0, 2, 3, 0, 3, 3];
+        a.plain_indices.data = vec![0, 2, 2, 2, 1, 0];
+        let err = to_storage(&a, vec![0.0; 6]).unwrap_err();
+        assert!(matches!(err, TorchError::Invariant(_)));
+        assert_eq!(
+            err.to_string(),
+            "invariant 5.6: col_indices[1, 1] = 1 is not greater than col_indices[1, 0] = 2: \
+             col_indices must strictly increase within each compressed slice (row 0)"
+        );
+    }
+
+    #[test]
+    fn unchecked_checks_the_dimensionalities_and_needs_the_size() {
+        let mut a = batched_csr();
+        a.size = Some(vec![2, 3]);
+        // SAFETY: rejected before any array is read
+        let err = unsafe { to_storage_unchecked(&a, vec![0.0; 6]) }.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invariant 3.1: tensor dimensionality must be sum of batch, base, and dense \
+             dimensionalities (=1 + 2 + 0) but got 2"
+        );
+        let mut a = batched_csr();
+        a.values.shape = vec![];
+        // SAFETY: as above
+        let err = unsafe { to_storage_unchecked(&a, vec![0.0; 6]) }.unwrap_err();
+        assert!(err.to_string().starts_with("invariant 3.4: "));
+        let mut a = batched_csr();
+        a.size = None;
+        // SAFETY: as above
+        let err = unsafe { to_storage_unchecked(&a, vec![0.0; 6]) }.unwrap_err();
+        assert!(matches!(err, TorchError::Unsupported(_)));
+    }
+
+    #[test]
+    fn an_overflowing_values_count_is_an_error() {
+        // one block of 2^33 x 2^33 (metadata only): nnz * blocksize overflows usize
+        let big = 1usize << 33;
+        let args = CompressedArgs {
+            layout: CompressedLayout::Bsr,
+            compressed_indices: index(&[2], &[0, 1]),
+            plain_indices: index(&[1], &[0]),
+            values: values(&[1, big, big, 2]),
+            size: Some(vec![big, big, 2]),
+        };
+        let err = to_storage::<f64>(&args, vec![]).unwrap_err();
+        assert_eq!(
+            err,
+            TorchError::Storage(crate::StorageError::ShapeOverflow {
+                shape: vec![1, big, big, 2]
+            })
+        );
+        // SAFETY: rejected before the arrays are stored
+        assert_eq!(
+            unsafe { to_storage_unchecked::<f64>(&args, vec![]) }.unwrap_err(),
+            err
+        );
+    }
+
+    /// PyTorch's arguments and contiguous values for the dense tensor `data` (row-major, shape
+    /// `batch + [rows, cols] + dense`) in `layout` with `blocksize` (BSR/BSC): a block is stored
+    /// when it holds a nonzero, and batches with fewer stored blocks than the most are padded
+    /// with explicit zero blocks (the first ones not stored), as batches share one nnz.
+    fn compress(
+        layout: CompressedLayout,
+        batch: &[usize],
+        [rows, cols]: [usize; 2],
+        blocksize: [usize; 2],
+        dense: &[usize],
+        data: &[f64],
+    ) -> (CompressedArgs, Vec<f64>) {
+        let [r, c] = if layout.is_block() { blocksize } else { [1, 1] };
+        let (nrb, ncb) = (rows / r, cols / c);
+        let row = layout.is_row_compressed();
+        let (ncomp, nplain) = if row { (nrb, ncb) } else { (ncb, nrb) };
+        let nbatch: usize = batch.iter().product();
+        let nd: usize = dense.iter().product();
+        let at =
+            |bt: usize, i: usize, j: usize, d: usize| data[((bt * rows + i) * cols + j) * nd + d];
+        // the elements of block (u, w) in (compressed, plain) coordinates, PyTorch's order
+        let block = |bt: usize, u: usize, w: usize| -> Vec<f64> {
+            let (bi, bj) = if row { (u, w) } else { (w, u) };
+            let mut out = Vec::new();
+            for ii in 0..r {
+                for jj in 0..c {
+                    for d in 0..nd {
+                        out.push(at(bt, bi * r + ii, bj * c + jj, d));
+                    }
+                }
+            }
+            out
+        };
+        let mut stored: Vec<Vec<bool>> = (0..nbatch)
+            .map(|bt| {
+                (0..ncomp * nplain)
+                    .map(|x| block(bt, x / nplain, x % nplain).iter().any(|&v| v != 0.0))
+                    .collect()
+            })
+            .collect();
+        let nnz = stored
+            .iter()
+            .map(|s| s.iter().filter(|&&x| x).count())
+            .max()
+            .unwrap_or(0);
+        for s in &mut stored {
+            let mut missing = nnz - s.iter().filter(|&&x| x).count();
+            for x in s.iter_mut() {
+                if missing > 0 && !*x {
+                    *x = true;
+                    missing -= 1;
+                }
+            }
+        }
+        let (mut crow, mut col, mut vals) = (Vec::new(), Vec::new(), Vec::new());
+        for (bt, s) in stored.iter().enumerate() {
+            crow.push(0);
+            let mut count = 0;
+            for u in 0..ncomp {
+                for w in 0..nplain {
+                    if s[u * nplain + w] {
+                        col.push(w as i64);
+                        vals.extend(block(bt, u, w));
+                        count += 1;
+                    }
+                }
+                crow.push(count);
+            }
+        }
+        let shape = |last: &[usize]| [batch, last].concat();
+        let blocks: &[usize] = if layout.is_block() { &blocksize } else { &[] };
+        let args = CompressedArgs {
+            layout,
+            compressed_indices: index(&shape(&[ncomp + 1]), &crow),
+            plain_indices: index(&shape(&[nnz]), &col),
+            values: values(&[batch, &[nnz], blocks, dense].concat()),
+            size: Some([batch, &[rows, cols], dense].concat()),
+        };
+        (args, vals)
+    }
+
+    use proptest::prelude::*;
+
+    /// A random layout, batch shape, block size, block grid and dense shape, and a dense tensor
+    /// of that shape with about half its elements zero.
+    #[allow(clippy::type_complexity)]
+    fn hybrid_case() -> impl Strategy<
+        Value = (
+            CompressedLayout,
+            Vec<usize>,
+            [usize; 2],
+            [usize; 2],
+            Vec<usize>,
+            Vec<f64>,
+        ),
+    > {
+        (
+            proptest::sample::select(CompressedLayout::ALL.to_vec()),
+            proptest::collection::vec(0usize..3, 0..3),
+            [1usize..3, 1usize..3],
+            [0usize..4, 0usize..4],
+            proptest::collection::vec(0usize..3, 0..3),
+        )
+            .prop_flat_map(|(layout, batch, bs, grid, dense)| {
+                let bs = if layout.is_block() { bs } else { [1, 1] };
+                let n = batch.iter().product::<usize>()
+                    * grid[0]
+                    * bs[0]
+                    * grid[1]
+                    * bs[1]
+                    * dense.iter().product::<usize>();
+                let data = proptest::collection::vec(
+                    prop_oneof![Just(0.0), (-3i8..4).prop_map(f64::from)],
+                    n,
+                );
+                (
+                    Just(layout),
+                    Just(batch),
+                    Just(bs),
+                    Just([grid[0] * bs[0], grid[1] * bs[1]]),
+                    Just(dense),
+                    data,
+                )
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// Arguments built from a random dense tensor store that tensor, checked or not.
+        #[test]
+        fn batched_hybrid_storage_holds_the_dense_tensor(
+            (layout, batch, bs, shape, dense, data) in hybrid_case()
+        ) {
+            let (args, vals) = compress(layout, &batch, shape, bs, &dense, &data);
+            prop_assert!(validate_compressed(&args).is_ok(), "{:?}", validate_compressed(&args));
+            let s = to_storage(&args, vals.clone()).unwrap();
+            prop_assert_eq!(s.to_dense().unwrap(), data);
+            prop_assert_eq!(s.values(), &vals[..]);
+            prop_assert_eq!(s.encoding().lvl_types.len(), batch.len() + dense.len() + if layout.is_block() { 4 } else { 2 });
+            // SAFETY: the arguments were just validated
+            let unchecked = unsafe { to_storage_unchecked(&args, vals) }.unwrap();
+            prop_assert_eq!(unchecked, s);
+        }
     }
 }
