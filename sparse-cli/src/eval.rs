@@ -6,7 +6,8 @@
 //! prints (the output assembled in its own format); dense: MLIR's `vector.print` form, nested
 //! parentheses row-major (`( ( 46, 115 ), ( 0, 0 ) )`); 0-d: the number alone. `--print dense`
 //! shows a sparse output densely. Values print their shortest round-trip text (Rust's
-//! `Display`), integers without a point. Errors: `error: MESSAGE`, exit status 1.
+//! `Display`), integers without a point, `i1` as `1` or `0` (as `vector.print` prints it).
+//! Errors: `error: MESSAGE`, exit status 1.
 
 use std::io::Write;
 use std::path::Path;
@@ -16,7 +17,7 @@ use sparse_runtime::frostt::{read_frostt, TnsError};
 use sparse_runtime::mmio::{read_matrix_market, read_matrix_market_complex, MmError};
 use sparse_runtime::num_complex::Complex;
 use sparse_runtime::{CooTensor, DynamicStorage};
-use sparse_sparsifier::interp::{run, Num, Operand, Output};
+use sparse_sparsifier::interp::{run, Num, Operand, Output, I1};
 use sparse_sparsifier::{compile, print, Program, TensorDecl, ValueType};
 
 use crate::input;
@@ -107,6 +108,24 @@ impl Read for u32 {
     }
     fn parse(s: &str) -> Option<Self> {
         s.trim().parse().ok()
+    }
+}
+/// `i1`: a file's value must be 0 or 1 (a `pattern` file gives 1); on the command line `0`,
+/// `1`, `false` or `true`; printed `1` or `0`.
+impl Read for I1 {
+    fn from_f64(x: f64) -> Option<Self> {
+        match x {
+            0.0 => Some(I1(false)),
+            1.0 => Some(I1(true)),
+            _ => None,
+        }
+    }
+    fn parse(s: &str) -> Option<Self> {
+        match s.trim() {
+            "0" | "false" => Some(I1(false)),
+            "1" | "true" => Some(I1(true)),
+            _ => None,
+        }
     }
 }
 /// Complex values: a real value read from a file is `x + 0i`; on the command line num-complex's
@@ -274,7 +293,7 @@ fn declare(arg: &str) -> Result<TensorDecl, String> {
     };
     let value = ValueType::from_element(&t.element).ok_or_else(|| {
         format!(
-            "{from}: value type {} is not supported by sparse eval (f64, f32, f16, bf16, i64, i32, i16, i8, ui64, ui32, ui16, ui8, complex<f32>, complex<f64>)",
+            "{from}: value type {} is not supported by sparse eval (f64, f32, f16, bf16, i64, i32, i16, i8, ui64, ui32, ui16, ui8, i1, complex<f32>, complex<f64>)",
             t.element
         )
     })?;
@@ -433,6 +452,7 @@ pub fn eval(
         ValueType::U32 => typed::<u32>(&program, &inputs, dense_print)?,
         ValueType::U16 => typed::<u16>(&program, &inputs, dense_print)?,
         ValueType::U8 => typed::<u8>(&program, &inputs, dense_print)?,
+        ValueType::I1 => typed::<I1>(&program, &inputs, dense_print)?,
         ValueType::C64 => typed::<Complex<f64>>(&program, &inputs, dense_print)?,
         ValueType::C32 => typed::<Complex<f32>>(&program, &inputs, dense_print)?,
     };

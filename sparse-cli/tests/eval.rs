@@ -610,7 +610,7 @@ fn narrow_and_unsigned_value_types() {
     let tz = format!("C=tensor<3x3xcomplex<f16>, {CSR}>");
     assert_eq!(
         fails(&["eval", "C(i,j) = C(i,j) * 3", "--tensor", &tz]),
-        "error: --tensor C: value type complex<f16> is not supported by sparse eval (f64, f32, f16, bf16, i64, i32, i16, i8, ui64, ui32, ui16, ui8, complex<f32>, complex<f64>)"
+        "error: --tensor C: value type complex<f16> is not supported by sparse eval (f64, f32, f16, bf16, i64, i32, i16, i8, ui64, ui32, ui16, ui8, i1, complex<f32>, complex<f64>)"
     );
     // the Rust back end computes narrow kernels as the interpreter does: loads widen to f32, the
     // sparse output's values are stored back rounded once
@@ -778,5 +778,192 @@ fn complex_values() {
     assert!(
         e.contains("unsupported Matrix Market field `complex`"),
         "{e}"
+    );
+}
+
+#[test]
+fn i1_values() {
+    // A pattern file gives 1s: A = [[1, 0, 1, 0], [0, 1, 0, 0], [0, 0, 1, 1]], x = [1, 0, 1, 0]
+    let a = file(
+        "i1",
+        "a.mtx",
+        "%%MatrixMarket matrix coordinate pattern general\n3 4 5\n1 1\n1 3\n2 2\n3 3\n3 4\n",
+    );
+    let x = file("i1", "x.tns", "1 1\n2 0\n3 1\n4 0\n");
+    let (ia, ix) = (format!("A={a}"), format!("x={x}"));
+    let ta = format!("A=tensor<3x4xi1, {CSR}>");
+    let bool_spmv = |statement: &str| {
+        ok(&[
+            "eval",
+            statement,
+            "--tensor",
+            &ta,
+            "--tensor",
+            "x=tensor<4xi1>",
+            "--tensor",
+            "y=tensor<3xi1>",
+            "--input",
+            &ia,
+            "--input",
+            &ix,
+        ])
+    };
+    // boolean SpMV: does row i reach a set x(j)?
+    assert_eq!(bool_spmv("y(i) = or(j, A(i,j) & x(j))"), "( 1, 0, 1 )\n");
+    // arithmetic modulo 2: the sum of products counts the matches mod 2 (row 0 has two)
+    assert_eq!(bool_spmv("y(i) = A(i,j) * x(j)"), "( 0, 0, 1 )\n");
+    // `-` is exclusive or too, over the union of A's row and the dense x
+    assert_eq!(bool_spmv("y(i) = -A(i,j) - x(j)"), "( 0, 1, 0 )\n");
+    // reductions over the stored entries: the parity of each row, and min/max as and/or
+    let reduce = |statement: &str| {
+        ok(&[
+            "eval",
+            statement,
+            "--tensor",
+            &ta,
+            "--tensor",
+            "y=tensor<3xi1>",
+            "--input",
+            &ia,
+        ])
+    };
+    assert_eq!(reduce("y(i) = xor(j, A(i,j))"), "( 0, 1, 0 )\n");
+    assert_eq!(reduce("y(i) = sum(j, A(i,j))"), "( 0, 1, 0 )\n");
+    assert_eq!(reduce("y(i) = and(j, A(i,j))"), "( 1, 1, 1 )\n");
+    assert_eq!(reduce("y(i) = max(j, A(i,j))"), "( 1, 1, 1 )\n");
+    // a sparse output in its own format prints its values as 1 and 0; 1 + 1 is 0
+    let tc = format!("C=tensor<3x4xi1, {DCSR}>");
+    let plus_one = [
+        "eval",
+        "C(i,j) = A(i,j) + A(i,j) * x(j)",
+        "--tensor",
+        &ta,
+        "--tensor",
+        "x=tensor<4xi1>",
+        "--tensor",
+        &tc,
+        "--input",
+        &ia,
+        "--input",
+        &ix,
+    ];
+    assert_eq!(
+        ok(&plus_one),
+        "---- Sparse Tensor ----\nnse = 5\ndim = ( 3, 4 )\nlvl = ( 3, 4 )\npos[0] : ( 0, 3 )\ncrd[0] : ( 0, 1, 2 )\npos[1] : ( 0, 2, 3, 5 )\ncrd[1] : ( 0, 2, 1, 2, 3 )\nvalues : ( 0, 0, 1, 0, 1 )\n----\n"
+    );
+    let mut dense = plus_one.to_vec();
+    dense.extend(["--print", "dense"]);
+    assert_eq!(
+        ok(&dense),
+        "( ( 0, 0, 0, 0 ), ( 0, 1, 0, 0 ), ( 0, 0, 0, 1 ) )\n"
+    );
+    // duplicates are summed modulo 2; a 0-d output; `true` on the command line
+    let d = file(
+        "i1",
+        "d.mtx",
+        "%%MatrixMarket matrix coordinate integer general\n3 4 4\n1 1 1\n1 3 1\n1 3 1\n3 2 0\n",
+    );
+    let id = format!("A={d}");
+    let scalar = |z: &str| {
+        let iz = format!("z={z}");
+        sparse(&[
+            "eval",
+            "s = sum(i j, A(i,j)) / z",
+            "--tensor",
+            &ta,
+            "--tensor",
+            "s=tensor<i1>",
+            "--tensor",
+            "z=tensor<i1>",
+            "--input",
+            &id,
+            "--input",
+            &iz,
+        ])
+    };
+    assert_eq!(scalar("true"), (0, "1\n".to_string(), String::new()));
+    assert_eq!(scalar("1").1, "1\n");
+    // division by zero, as for the other integers
+    assert_eq!(
+        scalar("0"),
+        (
+            1,
+            String::new(),
+            "error: integer division by zero\n".to_string()
+        )
+    );
+    // values other than 0 and 1, literals other than 0 and 1, float literals
+    let two = file(
+        "i1",
+        "two.mtx",
+        "%%MatrixMarket matrix coordinate integer general\n3 4 1\n2 2 2\n",
+    );
+    let i2 = format!("A={two}");
+    let ty = "y=tensor<3xi1>";
+    assert_eq!(
+        fails(&[
+            "eval",
+            "y(i) = A(i,j)",
+            "--tensor",
+            &ta,
+            "--tensor",
+            ty,
+            "--input",
+            &i2
+        ]),
+        format!("error: --input A: {two}: value 2 is not an exact i1")
+    );
+    assert_eq!(
+        fails(&[
+            "eval",
+            "y(i) = A(i,j) * 2",
+            "--tensor",
+            &ta,
+            "--tensor",
+            ty,
+            "--input",
+            &ia
+        ]),
+        "error: the literal 2 does not fit i1"
+    );
+    assert_eq!(
+        fails(&[
+            "eval",
+            "y(i) = A(i,j) * 1.0",
+            "--tensor",
+            &ta,
+            "--tensor",
+            ty
+        ]),
+        "error: <statement>:1:17: the literal `1.0` is not an integer, but `y` holds i1"
+    );
+    assert_eq!(
+        fails(&[
+            "eval",
+            "s = z",
+            "--tensor",
+            "s=tensor<i1>",
+            "--tensor",
+            "z=tensor<i1>",
+            "--input",
+            "z=2"
+        ]),
+        "error: --input z=2: not a number of type i1"
+    );
+    // i1 mixes with no other type; the Rust back end does not generate it
+    assert_eq!(
+        fails(&[
+            "eval",
+            "y(i) = A(i,j)",
+            "--tensor",
+            &ta,
+            "--tensor",
+            "y=tensor<3xi8>"
+        ]),
+        "error: <statement>:1:8: value type mismatch: `A` holds i1 but `y` holds i8"
+    );
+    assert_eq!(
+        fails(&["eval", "y(i) = A(i,j)", "--tensor", &ta, "--tensor", ty, "--emit", "rust"]),
+        "error: --emit rust: the Rust back end does not generate kernels over i1 values (`y`) yet (`sparse eval` runs it through the interpreter)"
     );
 }

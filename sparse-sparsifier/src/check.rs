@@ -47,6 +47,10 @@ pub enum ValueType {
     U16,
     /// `ui8` (`u8`): computed in `i32` (wrapping), stored back wrapping.
     U8,
+    /// `i1` (MLIR's one-bit integer; the interpreter's `interp::I1`, values 0 and 1):
+    /// arithmetic modulo 2 as MLIR's `arith` ops on `i1` (`+` and `-` are exclusive or, `*` is
+    /// and, a division by zero an error), ordered `0 < 1` (`min` is and, `max` or).
+    I1,
     /// `complex<f32>` (num-complex's `Complex<f32>`): IEEE arithmetic on both parts; not
     /// ordered, so `min`/`max` and the bitwise operators refuse it.
     C32,
@@ -56,9 +60,9 @@ pub enum ValueType {
 
 impl ValueType {
     /// The value type of an MLIR element type: `f64`, `f32`, `f16`, `bf16`; `i64`/`si64`,
-    /// `i32`, `i16`, `i8` (signless and signed alike); `ui64`, `ui32`, `ui16`, `ui8`;
-    /// `complex<f32>`, `complex<f64>`. `None` for the others (index, other widths, complex of
-    /// another element type, quantized types).
+    /// `i32`, `i16`, `i8` (signless and signed alike); `ui64`, `ui32`, `ui16`, `ui8`; `i1`
+    /// (signless only); `complex<f32>`, `complex<f64>`. `None` for the others (index, other
+    /// widths, complex of another element type, quantized types).
     pub fn from_element(e: &ElementType) -> Option<ValueType> {
         use sparse_ir::types::Signedness;
         Some(match e {
@@ -66,6 +70,10 @@ impl ValueType {
             ElementType::Float(FloatKind::F32) => ValueType::F32,
             ElementType::Float(FloatKind::F16) => ValueType::F16,
             ElementType::Float(FloatKind::BF16) => ValueType::BF16,
+            ElementType::Int {
+                width: 1,
+                signedness: Signedness::Signless,
+            } => ValueType::I1,
             ElementType::Int { width, signedness } => {
                 let unsigned = *signedness == Signedness::Unsigned;
                 match (width, unsigned) {
@@ -130,6 +138,7 @@ impl ValueType {
             ValueType::U32 => "ui32",
             ValueType::U16 => "ui16",
             ValueType::U8 => "ui8",
+            ValueType::I1 => "i1",
             ValueType::C32 => "complex<f32>",
             ValueType::C64 => "complex<f64>",
         }
