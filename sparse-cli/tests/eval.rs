@@ -610,7 +610,7 @@ fn narrow_and_unsigned_value_types() {
     let tz = format!("C=tensor<3x3xcomplex<f16>, {CSR}>");
     assert_eq!(
         fails(&["eval", "C(i,j) = C(i,j) * 3", "--tensor", &tz]),
-        "error: --tensor C: value type complex<f16> is not supported by sparse eval (f64, f32, f16, bf16, i64, i32, i16, i8, ui64, ui32, ui16, ui8, i1, complex<f32>, complex<f64>)"
+        "error: --tensor C: value type complex<f16> is not supported by sparse eval (f64, f32, f16, bf16, i64, i32, i16, i8, ui64, ui32, ui16, ui8, i1, complex<f32>, complex<f64>, !quant.uniform<...:f32, ...>)"
     );
     // the Rust back end computes narrow kernels as the interpreter does: loads widen to f32, the
     // sparse output's values are stored back rounded once
@@ -965,5 +965,218 @@ fn i1_values() {
     assert_eq!(
         fails(&["eval", "y(i) = A(i,j)", "--tensor", &ta, "--tensor", ty, "--emit", "rust"]),
         "error: --emit rust: the Rust back end does not generate kernels over i1 values (`y`) yet (`sparse eval` runs it through the interpreter)"
+    );
+}
+
+#[test]
+fn quantized_values() {
+    // A's real values [[0.25, 0, 1.3], [0, 0.75, 100]], x = [1, 2, 3]
+    let a = file(
+        "quant",
+        "a.mtx",
+        "%%MatrixMarket matrix coordinate real general\n2 3 4\n1 1 0.25\n1 3 1.3\n2 2 0.75\n2 3 100\n",
+    );
+    let x = file("quant", "x.tns", X_TNS);
+    let (ia, ix) = (format!("A={a}"), format!("x={x}"));
+    const Q: &str = "!quant.uniform<i8:f32, 0.5:10>";
+    let ta = format!("A=tensor<2x3x{Q}, {CSR}>");
+    let spmv = |ta: &str, tx: &str, ty: &str| {
+        ok(&[
+            "eval",
+            "y(i) = A(i,j) * x(j)",
+            "--tensor",
+            ta,
+            "--tensor",
+            tx,
+            "--tensor",
+            ty,
+            "--input",
+            &ia,
+            "--input",
+            &ix,
+        ])
+    };
+    // per tensor, scale 0.5, zero point 10: A is stored as 0.25/0.5 + 10 = 10.5 -> 10 (half to
+    // even), 12.6 -> 13, 11.5 -> 12, 210 -> 127 (clamped), read as 0, 1.5, 1, 58.5; the kernel
+    // computes in f32 with the f32 x: y = (1.5*3, 1*2 + 58.5*3)
+    assert_eq!(
+        spmv(&ta, "x=tensor<3xf32>", "y=tensor<2xf32>"),
+        "( 4.5, 177.5 )\n"
+    );
+    // a quantized output is quantized once at the end and printed as its stored integers:
+    // 4.5/2 = 2.25 -> 2, 88.75 -> 89; a storage range clamps A's 210 to 100 (45): 2 + 135
+    let ty = "y=tensor<2x!quant.uniform<i8<-100:100>:f32, 2.0>>";
+    assert_eq!(spmv(&ta, "x=tensor<3xf32>", ty), "( 2, 89 )\n");
+    let tr = format!("A=tensor<2x3x!quant.uniform<i8<-100:100>:f32, 0.5:10>, {CSR}>");
+    assert_eq!(
+        spmv(&tr, "x=tensor<3xf32>", "y=tensor<2xf32>"),
+        "( 4.5, 137 )\n"
+    );
+    // quantized types mix with each other: x as ui8 with scale 0.1, zero point 3 reads back
+    // 1, 2, 3; A with zero point 0 stores 0, 3, 2, 127 (0, 1.5, 1, 63.5)
+    let t0 = format!("A=tensor<2x3x!quant.uniform<i8:f32, 0.5>, {CSR}>");
+    assert_eq!(
+        spmv(
+            &t0,
+            "x=tensor<3x!quant.uniform<u8:f32, 0.1:3>>",
+            "y=tensor<2xf32>"
+        ),
+        "( 4.5, 192.5 )\n"
+    );
+    // the storage of a quantized sparse output: its values are the stored integers; printed
+    // dense, the zero point where nothing is stored
+    let copy = |ta: &str, tc: &str, dense: bool| {
+        let mut args = vec![
+            "eval",
+            "C(i,j) = A(i,j)",
+            "--tensor",
+            ta,
+            "--tensor",
+            tc,
+            "--input",
+            &ia,
+        ];
+        if dense {
+            args.extend(["--print", "dense"]);
+        }
+        ok(&args)
+    };
+    let tc = format!("C=tensor<2x3x{Q}, {CSR}>");
+    assert_eq!(
+        copy(&ta, &tc, false),
+        "---- Sparse Tensor ----\nnse = 4\ndim = ( 2, 3 )\nlvl = ( 2, 3 )\npos[1] : ( 0, 2, 4 )\ncrd[1] : ( 0, 2, 1, 2 )\nvalues : ( 10, 13, 12, 127 )\n----\n"
+    );
+    assert_eq!(
+        copy(&ta, &tc, true),
+        "( ( 10, 10, 13 ), ( 10, 12, 127 ) )\n"
+    );
+    // per axis along dimension 1 (the columns): column 0 has scale 0.5, zero point 0 (0.5 ->
+    // 0), column 1 0.25:4 (0.75 -> 7), column 2 1:-2 (1.3 -> -1, 100 -> 98)
+    const P: &str = "!quant.uniform<i8:f32:1, {0.5:0, 0.25:4, 1.0:-2}>";
+    let tp = format!("A=tensor<2x3x{P}, {CSR}>");
+    let tcp = format!("C=tensor<2x3x{P}, {CSR}>");
+    assert_eq!(
+        copy(&tp, &tcp, false),
+        "---- Sparse Tensor ----\nnse = 4\ndim = ( 2, 3 )\nlvl = ( 2, 3 )\npos[1] : ( 0, 2, 4 )\ncrd[1] : ( 0, 2, 1, 2 )\nvalues : ( 0, -1, 7, 98 )\n----\n"
+    );
+    assert_eq!(copy(&tp, &tcp, true), "( ( 0, 4, -1 ), ( 0, 7, 98 ) )\n");
+    // read into f32: the dequantized values
+    let tcf = format!("C=tensor<2x3xf32, {CSR}>");
+    assert_eq!(copy(&tp, &tcf, true), "( ( 0, 0, 1 ), ( 0, 0.75, 100 ) )\n");
+    // a per-axis output picks the pair by the dimension coordinate, whatever the level order:
+    // the transpose into DCSR, quantized along its dimension 0
+    let tt = format!("T=tensor<3x2x!quant.uniform<i8:f32:0, {{0.5:0, 0.25:4, 1.0:-2}}>, {DCSR}>");
+    let tf = format!("A=tensor<2x3xf32, {CSR}>");
+    let transpose = |dense: bool| {
+        let mut args = vec![
+            "eval",
+            "T(j,i) = A(i,j)",
+            "--tensor",
+            &tf,
+            "--tensor",
+            &tt,
+            "--input",
+            &ia,
+        ];
+        if dense {
+            args.extend(["--print", "dense"]);
+        }
+        ok(&args)
+    };
+    assert_eq!(
+        transpose(false),
+        "---- Sparse Tensor ----\nnse = 4\ndim = ( 3, 2 )\nlvl = ( 3, 2 )\npos[0] : ( 0, 3 )\ncrd[0] : ( 0, 1, 2 )\npos[1] : ( 0, 1, 2, 4 )\ncrd[1] : ( 0, 1, 0, 1 )\nvalues : ( 0, 7, -1, 98 )\n----\n"
+    );
+    assert_eq!(transpose(true), "( ( 0, 0 ), ( 4, 7 ), ( -1, 98 ) )\n");
+    // 0-d: alpha = 0.3 is stored as 0.6 + 10 -> 11 (0.5); the sum of A (61) times 0.5 in f32,
+    // and quantized with scale 0.01
+    let scalar = |ts: &str| {
+        ok(&[
+            "eval",
+            "s = sum(i j, A(i,j)) * alpha",
+            "--tensor",
+            &ta,
+            "--tensor",
+            ts,
+            "--tensor",
+            &format!("alpha=tensor<{Q}>"),
+            "--input",
+            &ia,
+            "--input",
+            "alpha=0.3",
+        ])
+    };
+    assert_eq!(scalar("s=tensor<f32>"), "30.5\n");
+    assert_eq!(scalar("s=tensor<!quant.uniform<i16:f32, 0.01>>"), "3050\n");
+
+    // errors name the tensor: a per-axis axis past the rank, a pair count other than the
+    // dimension's size (a dynamic size: once the input gives it), a zero point outside the
+    // storage range
+    let e = |ta: &str| {
+        fails(&[
+            "eval",
+            "C(i,j) = A(i,j)",
+            "--tensor",
+            ta,
+            "--tensor",
+            &tcf,
+            "--input",
+            &ia,
+        ])
+    };
+    assert_eq!(
+        e(&format!(
+            "A=tensor<2x3x!quant.uniform<i8:f32:2, {{0.5:0, 0.25:4}}>, {CSR}>"
+        )),
+        "error: --tensor A: quantized axis 2 is not below the rank 2"
+    );
+    assert_eq!(
+        e(&format!(
+            "A=tensor<2x3x!quant.uniform<i8:f32:0, {{0.5:0, 0.25:4, 1.0:-2}}>, {CSR}>"
+        )),
+        "error: --tensor A: 3 scale:zero_point pairs, but dimension 0 of size 2 needs 2"
+    );
+    assert_eq!(
+        e(&format!(
+            "A=tensor<?x?x!quant.uniform<i8:f32:1, {{0.5:0, 0.25:4}}>, {CSR}>"
+        )),
+        "error: --tensor A: 2 scale:zero_point pairs, but dimension 1 of size 3 needs 3"
+    );
+    assert_eq!(
+        e(&format!(
+            "A=tensor<2x3x!quant.uniform<i8:f32, 0.5:200>, {CSR}>"
+        )),
+        "error: --tensor A: zero point 200 is outside the storage range [-128, 127]"
+    );
+    assert_eq!(
+        e(&format!("A=tensor<2x3x!quant.uniform<i8:f64, 0.5>, {CSR}>")),
+        "error: --tensor A: value type !quant.uniform<i8:f64, 5.000000e-01> is not supported by sparse eval (f64, f32, f16, bf16, i64, i32, i16, i8, ui64, ui32, ui16, ui8, i1, complex<f32>, complex<f64>, !quant.uniform<...:f32, ...>)"
+    );
+    // quantized types mix with f32 only; no bitwise operators; no generated Rust
+    let tc64 = format!("C=tensor<2x3xf64, {CSR}>");
+    assert_eq!(
+        fails(&["eval", "C(i,j) = A(i,j)", "--tensor", &ta, "--tensor", &tc64]),
+        "error: <statement>:1:10: value type mismatch: `A` holds !quant.uniform<i8:f32> but `C` holds f64"
+    );
+    assert_eq!(
+        fails(&[
+            "eval",
+            "y(i) = A(i,j) * x(j)",
+            "--tensor",
+            &ta,
+            "--tensor",
+            "x=tensor<3xf16>",
+            "--tensor",
+            "y=tensor<2xf32>"
+        ]),
+        "error: <statement>:1:17: value type mismatch: `x` holds f16 but `y` holds f32"
+    );
+    assert_eq!(
+        fails(&["eval", "C(i,j) = A(i,j) & A(i,j)", "--tensor", &ta, "--tensor", &tc]),
+        "error: <statement>:1:10: the operator `&` needs integer values, but `C` holds !quant.uniform<i8:f32>"
+    );
+    assert_eq!(
+        fails(&["eval", "C(i,j) = A(i,j)", "--tensor", &ta, "--tensor", &tcf, "--emit", "rust"]),
+        "error: --emit rust: the Rust back end does not generate kernels over !quant.uniform<i8:f32> values (`A`) yet (`sparse eval` runs it through the interpreter)"
     );
 }

@@ -207,10 +207,16 @@ fn upper_first(s: &str) -> String {
 /// Emits the kernel function for `p`, compiled from `k`.
 ///
 /// Errors: a parameter passed in a way the statement cannot use; a loop form or a value type
-/// (`i1`) not generated yet (named in the message).
+/// (`i1`, quantized) not generated yet (named in the message).
 pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream, Error> {
-    // the storage the generated formats hold is a Rust number type with `+` and `*`: no `bool`
-    if let Some(t) = p.kernel.tensors.iter().find(|t| t.value == ValueType::I1) {
+    // the storage the generated formats hold is a Rust number type with `+` and `*`: no `bool`,
+    // no quantized integers with their scales
+    if let Some(t) = p
+        .kernel
+        .tensors
+        .iter()
+        .find(|t| t.value == ValueType::I1 || t.value.is_quantized())
+    {
         return Err(unsupported(&format!(
             "kernels over {} values (`{}`)",
             t.value.name(),
@@ -755,6 +761,7 @@ fn value_type(v: ValueType, rt: &TokenStream) -> TokenStream {
         ValueType::U8 => quote!(u8),
         // refused by `emit` before any type is written
         ValueType::I1 => quote!(bool),
+        ValueType::Quant { .. } => quote!(f32),
         ValueType::C32 => quote!(#rt::num_complex::Complex<f32>),
         ValueType::C64 => quote!(#rt::num_complex::Complex<f64>),
     }
