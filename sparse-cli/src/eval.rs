@@ -314,6 +314,12 @@ fn declare(arg: &str) -> Result<(TensorDecl, Option<QuantizedType>), String> {
         .collect::<Result<Vec<Option<usize>>, String>>()?;
     let quant = match &t.element {
         ElementType::Quant(q) => {
+            // a slice's input holds its parent: its coordinates are not the slice's
+            if q.axis.is_some() && t.encoding.as_ref().is_some_and(|e| e.dim_slices.is_some()) {
+                return Err(format!(
+                    "--tensor {name}: a slice cannot be quantized per axis (quantize it per tensor)"
+                ));
+            }
             // a static shape is checked now, a dynamic one once its input gives the sizes
             if let Some(sizes) = shape.iter().copied().collect::<Option<Vec<usize>>>() {
                 quantization(name, q, &sizes)?;

@@ -258,6 +258,21 @@ fn slice_operand_reads_its_parent_file() {
         fails(&args[..8]),
         "error: `A` is a slice: give its parent tensor with --input A=FILE"
     );
+    // a quantized slice: its parent's values are quantized (4 as 4/0.5 + 1 = 9, read back as
+    // 4); per axis it is refused (the file's coordinates are the parent's)
+    let slice = "#sparse_tensor.encoding<{ map = (i : #sparse_tensor<slice(1, 1, 1)>, j : #sparse_tensor<slice(0, 2, 2)>) -> (i : dense, j : compressed) }>";
+    let tq = format!("A=tensor<1x2x!quant.uniform<i8:f32, 0.5:1>, {slice}>");
+    let mut quant = args.to_vec();
+    quant[3] = &tq;
+    quant[5] = "x=tensor<2xf32>";
+    quant[7] = "y=tensor<1xf32>";
+    assert_eq!(ok(&quant), "( 28 )\n");
+    let tp = format!("A=tensor<1x2x!quant.uniform<i8:f32:1, {{0.5:1, 1.0:0}}>, {slice}>");
+    quant[3] = &tp;
+    assert_eq!(
+        fails(&quant),
+        "error: --tensor A: a slice cannot be quantized per axis (quantize it per tensor)"
+    );
 }
 
 #[test]
