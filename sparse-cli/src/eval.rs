@@ -6,7 +6,9 @@
 //! prints (the output assembled in its own format); dense: MLIR's `vector.print` form, nested
 //! parentheses row-major (`( ( 46, 115 ), ( 0, 0 ) )`); 0-d: the number alone. `--print dense`
 //! shows a sparse output densely. Values print their shortest round-trip text (Rust's
-//! `Display`), integers without a point. Errors: `error: MESSAGE`, exit status 1.
+//! `Display`), integers without a point, `i1` as `1` or `0` (as `vector.print` prints it), a
+//! quantized output as its stored integers (see `quantized`). Errors: `error: MESSAGE`, exit
+//! status 1.
 
 use std::io::Write;
 use std::path::Path;
@@ -15,8 +17,10 @@ use sparse_dsl::parse::{parse_declaration, Declared};
 use sparse_runtime::frostt::{read_frostt, TnsError};
 use sparse_runtime::mmio::{read_matrix_market, read_matrix_market_complex, MmError};
 use sparse_runtime::num_complex::Complex;
-use sparse_runtime::{CooTensor, DynamicStorage};
-use sparse_sparsifier::interp::{run, Num, Operand, Output};
+use sparse_runtime::quant::Quantization;
+use sparse_runtime::sparse_ir::types::{ElementType, QuantizedType};
+use sparse_runtime::{CooTensor, DynamicStorage, Value};
+use sparse_sparsifier::interp::{run, Num, Operand, Output, I1};
 use sparse_sparsifier::{compile, print, Program, TensorDecl, ValueType};
 
 use crate::input;
@@ -107,6 +111,24 @@ impl Read for u32 {
     }
     fn parse(s: &str) -> Option<Self> {
         s.trim().parse().ok()
+    }
+}
+/// `i1`: a file's value must be 0 or 1 (a `pattern` file gives 1); on the command line `0`,
+/// `1`, `false` or `true`; printed `1` or `0`.
+impl Read for I1 {
+    fn from_f64(x: f64) -> Option<Self> {
+        match x {
+            0.0 => Some(I1(false)),
+            1.0 => Some(I1(true)),
+            _ => None,
+        }
+    }
+    fn parse(s: &str) -> Option<Self> {
+        match s.trim() {
+            "0" | "false" => Some(I1(false)),
+            "1" | "true" => Some(I1(true)),
+            _ => None,
+        }
     }
 }
 /// Complex values: a real value read from a file is `x + 0i`; on the command line num-complex's
@@ -257,7 +279,9 @@ fn split_arg<'a>(flag: &str, arg: &'a str, what: &str) -> Result<(&'a str, &'a s
     }
 }
 
-fn declare(arg: &str) -> Result<TensorDecl, String> {
+/// The declared tensor, and its quantized element type if it has one (the scales and zero
+/// points [`ValueType::Quant`] leaves out).
+fn declare(arg: &str) -> Result<(TensorDecl, Option<QuantizedType>), String> {
     let (name, ty) = split_arg("--tensor", arg, "TYPE")?;
     let (from, text) = match ty.strip_prefix('@') {
         Some(path) => (input::name(path.as_ref()), input::read_text(path.as_ref())?),
@@ -274,7 +298,7 @@ fn declare(arg: &str) -> Result<TensorDecl, String> {
     };
     let value = ValueType::from_element(&t.element).ok_or_else(|| {
         format!(
-            "{from}: value type {} is not supported by sparse eval (f64, f32, f16, bf16, i64, i32, i16, i8, ui64, ui32, ui16, ui8, complex<f32>, complex<f64>)",
+            "{from}: value type {} is not supported by sparse eval (f64, f32, f16, bf16, i64, i32, i16, i8, ui64, ui32, ui16, ui8, i1, complex<f32>, complex<f64>, !quant.uniform<...:f32, ...>)",
             t.element
         )
     })?;
@@ -287,13 +311,42 @@ fn declare(arg: &str) -> Result<TensorDecl, String> {
                 .map(Some)
                 .map_err(|_| format!("{from}: size {n} does not fit this machine")),
         })
-        .collect::<Result<_, String>>()?;
-    Ok(TensorDecl {
+        .collect::<Result<Vec<Option<usize>>, String>>()?;
+    let quant = match &t.element {
+        ElementType::Quant(q) => {
+            // a slice's input holds its parent: its coordinates are not the slice's
+            if q.axis.is_some() && t.encoding.as_ref().is_some_and(|e| e.dim_slices.is_some()) {
+                return Err(format!(
+                    "--tensor {name}: a slice cannot be quantized per axis (quantize it per tensor)"
+                ));
+            }
+            // a static shape is checked now, a dynamic one once its input gives the sizes
+            if let Some(sizes) = shape.iter().copied().collect::<Option<Vec<usize>>>() {
+                quantization(name, q, &sizes)?;
+            }
+            Some((**q).clone())
+        }
+        _ => None,
+    };
+    let decl = TensorDecl {
         name: name.to_string(),
         shape,
         value,
         encoding: t.encoding,
-    })
+    };
+    Ok((decl, quant))
+}
+
+/// The quantization of tensor `name` of type `q` and shape `shape`; an error names the tensor
+/// (an axis past the rank, a per-axis pair count other than the quantized dimension's size, a
+/// scale that is not positive in `f32`, a zero point outside the storage range, storage wider
+/// than 32 bits).
+fn quantization(
+    name: &str,
+    q: &QuantizedType,
+    shape: &[usize],
+) -> Result<Quantization<f32>, String> {
+    Quantization::new(q, shape).map_err(|e| format!("--tensor {name}: {e}"))
 }
 
 /// `--emit rust`: the function `sparse_format!` generates for the statement, as `sparse expand`
@@ -381,10 +434,14 @@ pub fn eval(
         Some(o) => return Err(format!("--print {o}: expected storage or dense")),
     };
     let mut decls: Vec<TensorDecl> = Vec::new();
+    let mut quants: Vec<(String, QuantizedType)> = Vec::new();
     for a in &args.tensors {
-        let d = declare(a)?;
+        let (d, quant) = declare(a)?;
         if decls.iter().any(|x| x.name == d.name) {
             return Err(format!("--tensor {}: declared twice", d.name));
+        }
+        if let Some(q) = quant {
+            quants.push((d.name.clone(), q));
         }
         decls.push(d);
     }
@@ -420,7 +477,13 @@ pub fn eval(
         Some("rust") => return write_stdout(&rust_text(&args.statement, &decls, &program)?),
         Some(o) => return Err(format!("--emit {o}: expected loops or rust")),
     }
+    let quantized_kernel = program
+        .kernel
+        .tensors
+        .iter()
+        .any(|t| t.value.is_quantized());
     let text = match program.kernel.value {
+        _ if quantized_kernel => quantized(&program, &inputs, &quants, dense_print)?,
         ValueType::F64 => typed::<f64>(&program, &inputs, dense_print)?,
         ValueType::F32 => typed::<f32>(&program, &inputs, dense_print)?,
         ValueType::F16 => typed::<half::f16>(&program, &inputs, dense_print)?,
@@ -433,8 +496,10 @@ pub fn eval(
         ValueType::U32 => typed::<u32>(&program, &inputs, dense_print)?,
         ValueType::U16 => typed::<u16>(&program, &inputs, dense_print)?,
         ValueType::U8 => typed::<u8>(&program, &inputs, dense_print)?,
+        ValueType::I1 => typed::<I1>(&program, &inputs, dense_print)?,
         ValueType::C64 => typed::<Complex<f64>>(&program, &inputs, dense_print)?,
         ValueType::C32 => typed::<Complex<f32>>(&program, &inputs, dense_print)?,
+        ValueType::Quant { .. } => unreachable!("a quantized kernel runs through `quantized`"),
     };
     write_stdout(&text)
 }
@@ -543,6 +608,16 @@ fn operand<S: Stored>(
     decl: &TensorDecl,
     input: Option<&str>,
 ) -> Result<Operand<S::Compute>, String> {
+    let (shape, merged) = entries::<S>(decl, input)?;
+    build(decl, shape, merged, input.is_some())
+}
+
+/// The shape and entries of tensor `decl` read from `input` as `S` values (sorted by
+/// coordinates, duplicates summed and the sum stored as `S`), in `S`'s compute type.
+fn entries<S: Stored>(
+    decl: &TensorDecl,
+    input: Option<&str>,
+) -> Result<(Vec<usize>, Entries<S::Compute>), String> {
     let name = &decl.name;
     let (shape, entries): (Vec<usize>, Entries<S::Compute>) = match input {
         Some(num) if decl.shape.is_empty() => {
@@ -599,6 +674,18 @@ fn operand<S: Stored>(
     for (_, v) in &mut merged {
         *v = S::narrow(*v).widen();
     }
+    Ok((shape, merged))
+}
+
+/// Tensor `decl` of shape `shape` holding `merged` (sorted, no duplicates) as an operand: dense
+/// values, or stored in its format (a slice: in its parent's format, which the input holds).
+fn build<V: Value>(
+    decl: &TensorDecl,
+    shape: Vec<usize>,
+    merged: Entries<V>,
+    has_input: bool,
+) -> Result<Operand<V>, String> {
+    let name = &decl.name;
     match &decl.encoding {
         None => {
             let n = shape
@@ -609,7 +696,7 @@ fn operand<S: Stored>(
             values
                 .try_reserve_exact(n)
                 .map_err(|_| format!("cannot allocate `{name}`: {n} values"))?;
-            values.resize(n, <S::Compute as sparse_runtime::num_traits::Zero>::zero());
+            values.resize(n, V::zero());
             for (c, v) in merged {
                 let at = c.iter().zip(&shape).fold(0, |a, (c, s)| a * s + c);
                 values[at] += v;
@@ -622,7 +709,7 @@ fn operand<S: Stored>(
                 coo.push(c, *v);
             }
             if enc.dim_slices.is_some() {
-                if input.is_none() {
+                if !has_input {
                     return Err(format!(
                         "`{name}` is a slice: give its parent tensor with --input {name}=FILE"
                     ));
@@ -678,6 +765,107 @@ fn typed<S: Stored>(
         Output::Dense { shape, values } => {
             let values: Vec<Text> = values.into_iter().map(text).collect();
             dense_text(&shape, &values)
+        }
+    })
+}
+
+/// Runs `p`, whose tensors are `f32` and quantized (expressed in `f32`; `quants` holds their
+/// types by name), in `f32` and prints the output.
+///
+/// A quantized operand is quantized once as it is read (StableHLO's `uniform_quantize`: the
+/// file's values are the expressed values, duplicates summed in `f32`, divided by the scale,
+/// shifted by the zero point, clamped to the storage range and rounded half to even) and the
+/// kernel reads the dequantized value of each stored integer (`scale * (q - zero_point)`);
+/// a missing entry is a real 0 (the stored zero point). A quantized output is quantized once,
+/// at the end, and printed as its stored integers (a dense print of a sparse output shows the
+/// zero point where nothing is stored); an `f32` output prints its `f32` values.
+fn quantized(
+    p: &Program,
+    inputs: &[(String, String)],
+    quants: &[(String, QuantizedType)],
+    dense_print: bool,
+) -> Result<String, String> {
+    for (n, _) in inputs {
+        if !p.kernel.tensors.iter().any(|t| &t.name == n) {
+            return Err(format!(
+                "--input {n}: `{n}` does not appear in the statement"
+            ));
+        }
+    }
+    let quant_of = |t: &TensorDecl| {
+        quants
+            .iter()
+            .find(|(n, _)| *n == t.name)
+            .map(|(_, q)| q)
+            .filter(|_| t.value.is_quantized())
+    };
+    let mut ops = Vec::new();
+    for t in &p.kernel.tensors[..p.inputs()] {
+        let input = inputs
+            .iter()
+            .find(|(n, _)| *n == t.name)
+            .map(|(_, v)| v.as_str());
+        let (shape, mut merged) = entries::<f32>(t, input)?;
+        if let Some(q) = quant_of(t) {
+            let qz = quantization(&t.name, q, &shape)?;
+            for (c, v) in &mut merged {
+                let stored = qz.quantize_at(*v, c);
+                *v = qz
+                    .dequantize_at(stored, c)
+                    .map_err(|e| format!("--tensor {}: {e}", t.name))?;
+            }
+        }
+        ops.push(build(t, shape, merged, input.is_some())?);
+    }
+    let out_t = &p.kernel.tensors[p.kernel.output.tensor];
+    let out = run(p, &ops).map_err(|e| e.to_string())?;
+    let Some(q) = quant_of(out_t) else {
+        let text = |v: f32| Text(v.to_string());
+        return Ok(match out {
+            Output::Sparse(s) if !dense_print => s.map_values(text).to_string(),
+            Output::Sparse(s) => {
+                let values = s.to_dense().map_err(|e| e.to_string())?;
+                let values: Vec<Text> = values.into_iter().map(text).collect();
+                dense_text(s.shape(), &values)
+            }
+            Output::Dense { shape, values } => {
+                let values: Vec<Text> = values.into_iter().map(text).collect();
+                dense_text(&shape, &values)
+            }
+        });
+    };
+    Ok(match out {
+        Output::Sparse(s) if !dense_print => {
+            let qz = quantization(&out_t.name, q, s.shape())?;
+            // each stored value with the dimension coordinates of its position (a per-axis
+            // type picks its pair by them); a position no entry reaches (padding) holds a
+            // real 0 and takes the first pair
+            let mut coords: Vec<Vec<usize>> = vec![Vec::new(); s.values().len()];
+            if qz.axis.is_some() {
+                let mut k = 0;
+                let positions = (*s).clone().map_values(|_| {
+                    k += 1;
+                    k - 1
+                });
+                for (c, &p) in positions.iter() {
+                    coords[p] = c;
+                }
+            }
+            let mut k = 0;
+            s.map_values(|v| {
+                k += 1;
+                qz.quantize_at(v, &coords[k - 1])
+            })
+            .to_string()
+        }
+        Output::Sparse(s) => {
+            let qz = quantization(&out_t.name, q, s.shape())?;
+            let values = s.to_dense().map_err(|e| e.to_string())?;
+            dense_text(s.shape(), &qz.quantize(&values))
+        }
+        Output::Dense { shape, values } => {
+            let qz = quantization(&out_t.name, q, &shape)?;
+            dense_text(&shape, &qz.quantize(&values))
         }
     })
 }

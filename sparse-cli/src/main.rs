@@ -95,6 +95,24 @@ enum Command {
     },
     /// Run a kernel in TACO index notation through the sparsifier's interpreter; print the
     /// left-hand tensor (`sparse_tensor.print` form if sparse, `vector.print` form if dense).
+    ///
+    /// Value types: f64, f32, f16, bf16, i64, i32, i16, i8, ui64, ui32, ui16, ui8, i1,
+    /// complex<f32>, complex<f64>, one type for every tensor of the statement; f16 and bf16
+    /// compute in f32, 8- and 16-bit integers in i32; integers wrap. i1 holds 0 and 1 (a file
+    /// value other than 0 or 1 is an error), computes modulo 2 (+, - and ^ are exclusive or, *
+    /// and & are and, | is or, min and max are and and or) and prints 1 or 0.
+    ///
+    /// Uniform quantized types expressed in f32: `!quant.uniform<i8:f32, 0.01:50>` (per tensor:
+    /// scale 0.01, zero point 50), `!quant.uniform<i8:f32:1, {0.2:20, 0.1:10}>` (per axis: one
+    /// scale:zero_point per slice along dimension 1), with an optional storage range
+    /// (`i8<-100:100>`); they mix with f32 tensors in one statement. An input holds the real
+    /// values, quantized once as it is read (StableHLO's uniform_quantize: value / scale +
+    /// zero point, clamped to the storage range, rounded half to even; duplicates summed
+    /// first); a missing entry is a real 0 (the zero point stored). The kernel computes in f32
+    /// on the dequantized values, scale * (stored - zero point). A quantized output is
+    /// quantized once, at the end, and printed as its stored integers: the storage's values,
+    /// and with --print dense every element (the zero point where nothing is stored); an f32
+    /// output prints its f32 values.
     Eval(eval::EvalArgs),
     /// PyTorch's compressed sparse layouts: check `torch.sparse_compressed_tensor` arguments
     /// (JSON) in PyTorch's order.

@@ -258,6 +258,21 @@ fn slice_operand_reads_its_parent_file() {
         fails(&args[..8]),
         "error: `A` is a slice: give its parent tensor with --input A=FILE"
     );
+    // a quantized slice: its parent's values are quantized (4 as 4/0.5 + 1 = 9, read back as
+    // 4); per axis it is refused (the file's coordinates are the parent's)
+    let slice = "#sparse_tensor.encoding<{ map = (i : #sparse_tensor<slice(1, 1, 1)>, j : #sparse_tensor<slice(0, 2, 2)>) -> (i : dense, j : compressed) }>";
+    let tq = format!("A=tensor<1x2x!quant.uniform<i8:f32, 0.5:1>, {slice}>");
+    let mut quant = args.to_vec();
+    quant[3] = &tq;
+    quant[5] = "x=tensor<2xf32>";
+    quant[7] = "y=tensor<1xf32>";
+    assert_eq!(ok(&quant), "( 28 )\n");
+    let tp = format!("A=tensor<1x2x!quant.uniform<i8:f32:1, {{0.5:1, 1.0:0}}>, {slice}>");
+    quant[3] = &tp;
+    assert_eq!(
+        fails(&quant),
+        "error: --tensor A: a slice cannot be quantized per axis (quantize it per tensor)"
+    );
 }
 
 #[test]
@@ -610,7 +625,7 @@ fn narrow_and_unsigned_value_types() {
     let tz = format!("C=tensor<3x3xcomplex<f16>, {CSR}>");
     assert_eq!(
         fails(&["eval", "C(i,j) = C(i,j) * 3", "--tensor", &tz]),
-        "error: --tensor C: value type complex<f16> is not supported by sparse eval (f64, f32, f16, bf16, i64, i32, i16, i8, ui64, ui32, ui16, ui8, complex<f32>, complex<f64>)"
+        "error: --tensor C: value type complex<f16> is not supported by sparse eval (f64, f32, f16, bf16, i64, i32, i16, i8, ui64, ui32, ui16, ui8, i1, complex<f32>, complex<f64>, !quant.uniform<...:f32, ...>)"
     );
     // the Rust back end computes narrow kernels as the interpreter does: loads widen to f32, the
     // sparse output's values are stored back rounded once
@@ -778,5 +793,405 @@ fn complex_values() {
     assert!(
         e.contains("unsupported Matrix Market field `complex`"),
         "{e}"
+    );
+}
+
+#[test]
+fn i1_values() {
+    // A pattern file gives 1s: A = [[1, 0, 1, 0], [0, 1, 0, 0], [0, 0, 1, 1]], x = [1, 0, 1, 0]
+    let a = file(
+        "i1",
+        "a.mtx",
+        "%%MatrixMarket matrix coordinate pattern general\n3 4 5\n1 1\n1 3\n2 2\n3 3\n3 4\n",
+    );
+    let x = file("i1", "x.tns", "1 1\n2 0\n3 1\n4 0\n");
+    let (ia, ix) = (format!("A={a}"), format!("x={x}"));
+    let ta = format!("A=tensor<3x4xi1, {CSR}>");
+    let bool_spmv = |statement: &str| {
+        ok(&[
+            "eval",
+            statement,
+            "--tensor",
+            &ta,
+            "--tensor",
+            "x=tensor<4xi1>",
+            "--tensor",
+            "y=tensor<3xi1>",
+            "--input",
+            &ia,
+            "--input",
+            &ix,
+        ])
+    };
+    // boolean SpMV: does row i reach a set x(j)?
+    assert_eq!(bool_spmv("y(i) = or(j, A(i,j) & x(j))"), "( 1, 0, 1 )\n");
+    // arithmetic modulo 2: the sum of products counts the matches mod 2 (row 0 has two)
+    assert_eq!(bool_spmv("y(i) = A(i,j) * x(j)"), "( 0, 0, 1 )\n");
+    // `-` is exclusive or too, over the union of A's row and the dense x
+    assert_eq!(bool_spmv("y(i) = -A(i,j) - x(j)"), "( 0, 1, 0 )\n");
+    // reductions over the stored entries: the parity of each row, and min/max as and/or
+    let reduce = |statement: &str| {
+        ok(&[
+            "eval",
+            statement,
+            "--tensor",
+            &ta,
+            "--tensor",
+            "y=tensor<3xi1>",
+            "--input",
+            &ia,
+        ])
+    };
+    assert_eq!(reduce("y(i) = xor(j, A(i,j))"), "( 0, 1, 0 )\n");
+    assert_eq!(reduce("y(i) = sum(j, A(i,j))"), "( 0, 1, 0 )\n");
+    assert_eq!(reduce("y(i) = and(j, A(i,j))"), "( 1, 1, 1 )\n");
+    assert_eq!(reduce("y(i) = max(j, A(i,j))"), "( 1, 1, 1 )\n");
+    // a sparse output in its own format prints its values as 1 and 0; 1 + 1 is 0
+    let tc = format!("C=tensor<3x4xi1, {DCSR}>");
+    let plus_one = [
+        "eval",
+        "C(i,j) = A(i,j) + A(i,j) * x(j)",
+        "--tensor",
+        &ta,
+        "--tensor",
+        "x=tensor<4xi1>",
+        "--tensor",
+        &tc,
+        "--input",
+        &ia,
+        "--input",
+        &ix,
+    ];
+    assert_eq!(
+        ok(&plus_one),
+        "---- Sparse Tensor ----\nnse = 5\ndim = ( 3, 4 )\nlvl = ( 3, 4 )\npos[0] : ( 0, 3 )\ncrd[0] : ( 0, 1, 2 )\npos[1] : ( 0, 2, 3, 5 )\ncrd[1] : ( 0, 2, 1, 2, 3 )\nvalues : ( 0, 0, 1, 0, 1 )\n----\n"
+    );
+    let mut dense = plus_one.to_vec();
+    dense.extend(["--print", "dense"]);
+    assert_eq!(
+        ok(&dense),
+        "( ( 0, 0, 0, 0 ), ( 0, 1, 0, 0 ), ( 0, 0, 0, 1 ) )\n"
+    );
+    // duplicates are summed modulo 2; a 0-d output; `true` on the command line
+    let d = file(
+        "i1",
+        "d.mtx",
+        "%%MatrixMarket matrix coordinate integer general\n3 4 4\n1 1 1\n1 3 1\n1 3 1\n3 2 0\n",
+    );
+    let id = format!("A={d}");
+    let scalar = |z: &str| {
+        let iz = format!("z={z}");
+        sparse(&[
+            "eval",
+            "s = sum(i j, A(i,j)) / z",
+            "--tensor",
+            &ta,
+            "--tensor",
+            "s=tensor<i1>",
+            "--tensor",
+            "z=tensor<i1>",
+            "--input",
+            &id,
+            "--input",
+            &iz,
+        ])
+    };
+    assert_eq!(scalar("true"), (0, "1\n".to_string(), String::new()));
+    assert_eq!(scalar("1").1, "1\n");
+    // division by zero, as for the other integers
+    assert_eq!(
+        scalar("0"),
+        (
+            1,
+            String::new(),
+            "error: integer division by zero\n".to_string()
+        )
+    );
+    // values other than 0 and 1, literals other than 0 and 1, float literals
+    let two = file(
+        "i1",
+        "two.mtx",
+        "%%MatrixMarket matrix coordinate integer general\n3 4 1\n2 2 2\n",
+    );
+    let i2 = format!("A={two}");
+    let ty = "y=tensor<3xi1>";
+    assert_eq!(
+        fails(&[
+            "eval",
+            "y(i) = A(i,j)",
+            "--tensor",
+            &ta,
+            "--tensor",
+            ty,
+            "--input",
+            &i2
+        ]),
+        format!("error: --input A: {two}: value 2 is not an exact i1")
+    );
+    assert_eq!(
+        fails(&[
+            "eval",
+            "y(i) = A(i,j) * 2",
+            "--tensor",
+            &ta,
+            "--tensor",
+            ty,
+            "--input",
+            &ia
+        ]),
+        "error: the literal 2 does not fit i1"
+    );
+    assert_eq!(
+        fails(&[
+            "eval",
+            "y(i) = A(i,j) * 1.0",
+            "--tensor",
+            &ta,
+            "--tensor",
+            ty
+        ]),
+        "error: <statement>:1:17: the literal `1.0` is not an integer, but `y` holds i1"
+    );
+    assert_eq!(
+        fails(&[
+            "eval",
+            "s = z",
+            "--tensor",
+            "s=tensor<i1>",
+            "--tensor",
+            "z=tensor<i1>",
+            "--input",
+            "z=2"
+        ]),
+        "error: --input z=2: not a number of type i1"
+    );
+    // i1 mixes with no other type; the Rust back end does not generate it
+    assert_eq!(
+        fails(&[
+            "eval",
+            "y(i) = A(i,j)",
+            "--tensor",
+            &ta,
+            "--tensor",
+            "y=tensor<3xi8>"
+        ]),
+        "error: <statement>:1:8: value type mismatch: `A` holds i1 but `y` holds i8"
+    );
+    assert_eq!(
+        fails(&["eval", "y(i) = A(i,j)", "--tensor", &ta, "--tensor", ty, "--emit", "rust"]),
+        "error: --emit rust: the Rust back end does not generate kernels over i1 values (`y`) yet (`sparse eval` runs it through the interpreter)"
+    );
+}
+
+#[test]
+fn quantized_values() {
+    // A's real values [[0.25, 0, 1.3], [0, 0.75, 100]], x = [1, 2, 3]
+    let a = file(
+        "quant",
+        "a.mtx",
+        "%%MatrixMarket matrix coordinate real general\n2 3 4\n1 1 0.25\n1 3 1.3\n2 2 0.75\n2 3 100\n",
+    );
+    let x = file("quant", "x.tns", X_TNS);
+    let (ia, ix) = (format!("A={a}"), format!("x={x}"));
+    const Q: &str = "!quant.uniform<i8:f32, 0.5:10>";
+    let ta = format!("A=tensor<2x3x{Q}, {CSR}>");
+    let spmv = |ta: &str, tx: &str, ty: &str| {
+        ok(&[
+            "eval",
+            "y(i) = A(i,j) * x(j)",
+            "--tensor",
+            ta,
+            "--tensor",
+            tx,
+            "--tensor",
+            ty,
+            "--input",
+            &ia,
+            "--input",
+            &ix,
+        ])
+    };
+    // per tensor, scale 0.5, zero point 10: A is stored as 0.25/0.5 + 10 = 10.5 -> 10 (half to
+    // even), 12.6 -> 13, 11.5 -> 12, 210 -> 127 (clamped), read as 0, 1.5, 1, 58.5; the kernel
+    // computes in f32 with the f32 x: y = (1.5*3, 1*2 + 58.5*3)
+    assert_eq!(
+        spmv(&ta, "x=tensor<3xf32>", "y=tensor<2xf32>"),
+        "( 4.5, 177.5 )\n"
+    );
+    // a quantized output is quantized once at the end and printed as its stored integers:
+    // 4.5/2 = 2.25 -> 2, 88.75 -> 89; a storage range clamps A's 210 to 100 (45): 2 + 135
+    let ty = "y=tensor<2x!quant.uniform<i8<-100:100>:f32, 2.0>>";
+    assert_eq!(spmv(&ta, "x=tensor<3xf32>", ty), "( 2, 89 )\n");
+    let tr = format!("A=tensor<2x3x!quant.uniform<i8<-100:100>:f32, 0.5:10>, {CSR}>");
+    assert_eq!(
+        spmv(&tr, "x=tensor<3xf32>", "y=tensor<2xf32>"),
+        "( 4.5, 137 )\n"
+    );
+    // quantized types mix with each other: x as ui8 with scale 0.1, zero point 3 reads back
+    // 1, 2, 3; A with zero point 0 stores 0, 3, 2, 127 (0, 1.5, 1, 63.5)
+    let t0 = format!("A=tensor<2x3x!quant.uniform<i8:f32, 0.5>, {CSR}>");
+    assert_eq!(
+        spmv(
+            &t0,
+            "x=tensor<3x!quant.uniform<u8:f32, 0.1:3>>",
+            "y=tensor<2xf32>"
+        ),
+        "( 4.5, 192.5 )\n"
+    );
+    // the storage of a quantized sparse output: its values are the stored integers; printed
+    // dense, the zero point where nothing is stored
+    let copy = |ta: &str, tc: &str, dense: bool| {
+        let mut args = vec![
+            "eval",
+            "C(i,j) = A(i,j)",
+            "--tensor",
+            ta,
+            "--tensor",
+            tc,
+            "--input",
+            &ia,
+        ];
+        if dense {
+            args.extend(["--print", "dense"]);
+        }
+        ok(&args)
+    };
+    let tc = format!("C=tensor<2x3x{Q}, {CSR}>");
+    assert_eq!(
+        copy(&ta, &tc, false),
+        "---- Sparse Tensor ----\nnse = 4\ndim = ( 2, 3 )\nlvl = ( 2, 3 )\npos[1] : ( 0, 2, 4 )\ncrd[1] : ( 0, 2, 1, 2 )\nvalues : ( 10, 13, 12, 127 )\n----\n"
+    );
+    assert_eq!(
+        copy(&ta, &tc, true),
+        "( ( 10, 10, 13 ), ( 10, 12, 127 ) )\n"
+    );
+    // per axis along dimension 1 (the columns): column 0 has scale 0.5, zero point 0 (0.5 ->
+    // 0), column 1 0.25:4 (0.75 -> 7), column 2 1:-2 (1.3 -> -1, 100 -> 98)
+    const P: &str = "!quant.uniform<i8:f32:1, {0.5:0, 0.25:4, 1.0:-2}>";
+    let tp = format!("A=tensor<2x3x{P}, {CSR}>");
+    let tcp = format!("C=tensor<2x3x{P}, {CSR}>");
+    assert_eq!(
+        copy(&tp, &tcp, false),
+        "---- Sparse Tensor ----\nnse = 4\ndim = ( 2, 3 )\nlvl = ( 2, 3 )\npos[1] : ( 0, 2, 4 )\ncrd[1] : ( 0, 2, 1, 2 )\nvalues : ( 0, -1, 7, 98 )\n----\n"
+    );
+    assert_eq!(copy(&tp, &tcp, true), "( ( 0, 4, -1 ), ( 0, 7, 98 ) )\n");
+    // read into f32: the dequantized values
+    let tcf = format!("C=tensor<2x3xf32, {CSR}>");
+    assert_eq!(copy(&tp, &tcf, true), "( ( 0, 0, 1 ), ( 0, 0.75, 100 ) )\n");
+    // a per-axis output picks the pair by the dimension coordinate, whatever the level order:
+    // the transpose into DCSR, quantized along its dimension 0
+    let tt = format!("T=tensor<3x2x!quant.uniform<i8:f32:0, {{0.5:0, 0.25:4, 1.0:-2}}>, {DCSR}>");
+    let tf = format!("A=tensor<2x3xf32, {CSR}>");
+    let transpose = |dense: bool| {
+        let mut args = vec![
+            "eval",
+            "T(j,i) = A(i,j)",
+            "--tensor",
+            &tf,
+            "--tensor",
+            &tt,
+            "--input",
+            &ia,
+        ];
+        if dense {
+            args.extend(["--print", "dense"]);
+        }
+        ok(&args)
+    };
+    assert_eq!(
+        transpose(false),
+        "---- Sparse Tensor ----\nnse = 4\ndim = ( 3, 2 )\nlvl = ( 3, 2 )\npos[0] : ( 0, 3 )\ncrd[0] : ( 0, 1, 2 )\npos[1] : ( 0, 1, 2, 4 )\ncrd[1] : ( 0, 1, 0, 1 )\nvalues : ( 0, 7, -1, 98 )\n----\n"
+    );
+    assert_eq!(transpose(true), "( ( 0, 0 ), ( 4, 7 ), ( -1, 98 ) )\n");
+    // 0-d: alpha = 0.3 is stored as 0.6 + 10 -> 11 (0.5); the sum of A (61) times 0.5 in f32,
+    // and quantized with scale 0.01
+    let scalar = |ts: &str| {
+        ok(&[
+            "eval",
+            "s = sum(i j, A(i,j)) * alpha",
+            "--tensor",
+            &ta,
+            "--tensor",
+            ts,
+            "--tensor",
+            &format!("alpha=tensor<{Q}>"),
+            "--input",
+            &ia,
+            "--input",
+            "alpha=0.3",
+        ])
+    };
+    assert_eq!(scalar("s=tensor<f32>"), "30.5\n");
+    assert_eq!(scalar("s=tensor<!quant.uniform<i16:f32, 0.01>>"), "3050\n");
+
+    // errors name the tensor: a per-axis axis past the rank, a pair count other than the
+    // dimension's size (a dynamic size: once the input gives it), a zero point outside the
+    // storage range
+    let e = |ta: &str| {
+        fails(&[
+            "eval",
+            "C(i,j) = A(i,j)",
+            "--tensor",
+            ta,
+            "--tensor",
+            &tcf,
+            "--input",
+            &ia,
+        ])
+    };
+    assert_eq!(
+        e(&format!(
+            "A=tensor<2x3x!quant.uniform<i8:f32:2, {{0.5:0, 0.25:4}}>, {CSR}>"
+        )),
+        "error: --tensor A: quantized axis 2 is not below the rank 2"
+    );
+    assert_eq!(
+        e(&format!(
+            "A=tensor<2x3x!quant.uniform<i8:f32:0, {{0.5:0, 0.25:4, 1.0:-2}}>, {CSR}>"
+        )),
+        "error: --tensor A: 3 scale:zero_point pairs, but dimension 0 of size 2 needs 2"
+    );
+    assert_eq!(
+        e(&format!(
+            "A=tensor<?x?x!quant.uniform<i8:f32:1, {{0.5:0, 0.25:4}}>, {CSR}>"
+        )),
+        "error: --tensor A: 2 scale:zero_point pairs, but dimension 1 of size 3 needs 3"
+    );
+    assert_eq!(
+        e(&format!(
+            "A=tensor<2x3x!quant.uniform<i8:f32, 0.5:200>, {CSR}>"
+        )),
+        "error: --tensor A: zero point 200 is outside the storage range [-128, 127]"
+    );
+    assert_eq!(
+        e(&format!("A=tensor<2x3x!quant.uniform<i8:f64, 0.5>, {CSR}>")),
+        "error: --tensor A: value type !quant.uniform<i8:f64, 5.000000e-01> is not supported by sparse eval (f64, f32, f16, bf16, i64, i32, i16, i8, ui64, ui32, ui16, ui8, i1, complex<f32>, complex<f64>, !quant.uniform<...:f32, ...>)"
+    );
+    // quantized types mix with f32 only; no bitwise operators; no generated Rust
+    let tc64 = format!("C=tensor<2x3xf64, {CSR}>");
+    assert_eq!(
+        fails(&["eval", "C(i,j) = A(i,j)", "--tensor", &ta, "--tensor", &tc64]),
+        "error: <statement>:1:10: value type mismatch: `A` holds !quant.uniform<i8:f32> but `C` holds f64"
+    );
+    assert_eq!(
+        fails(&[
+            "eval",
+            "y(i) = A(i,j) * x(j)",
+            "--tensor",
+            &ta,
+            "--tensor",
+            "x=tensor<3xf16>",
+            "--tensor",
+            "y=tensor<2xf32>"
+        ]),
+        "error: <statement>:1:17: value type mismatch: `x` holds f16 but `y` holds f32"
+    );
+    assert_eq!(
+        fails(&["eval", "C(i,j) = A(i,j) & A(i,j)", "--tensor", &ta, "--tensor", &tc]),
+        "error: <statement>:1:10: the operator `&` needs integer values, but `C` holds !quant.uniform<i8:f32>"
+    );
+    assert_eq!(
+        fails(&["eval", "C(i,j) = A(i,j)", "--tensor", &ta, "--tensor", &tcf, "--emit", "rust"]),
+        "error: --emit rust: the Rust back end does not generate kernels over !quant.uniform<i8:f32> values (`A`) yet (`sparse eval` runs it through the interpreter)"
     );
 }

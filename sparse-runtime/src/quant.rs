@@ -228,6 +228,52 @@ impl<E: Expressed> Quantization<E> {
         }
     }
 
+    /// The `(scale, zero_point)` of the element at dimension coordinates `coords`: the one pair
+    /// of a per-tensor type, the pair of slice `coords[axis]` of a per-axis type. Never panics:
+    /// a coordinate past the quantized dimension takes the last pair, a `coords` too short the
+    /// first, and a type without pairs (only a tensor without elements has one) scale 1 and
+    /// zero point 0.
+    pub fn pair_at(&self, coords: &[usize]) -> (E, i64) {
+        let k = match self.axis {
+            None => 0,
+            Some(axis) => coords.get(axis).copied().unwrap_or(0),
+        };
+        match self.params.get(k).or(self.params.last()) {
+            Some(&pair) => pair,
+            None => (E::from_f64(1.0), 0),
+        }
+    }
+
+    /// Quantizes `x`, the element at dimension coordinates `coords`, to a storage integer, as
+    /// [`Self::quantize`] quantizes that element.
+    pub fn quantize_at(&self, x: E, coords: &[usize]) -> i64 {
+        let (scale, zp) = self.pair_at(coords);
+        x.quantize(scale, zp, self.storage_min, self.storage_max)
+    }
+
+    /// Dequantizes `q`, the storage integer of the element at dimension coordinates `coords`,
+    /// as [`Self::dequantize`] dequantizes that element.
+    ///
+    /// # Errors
+    /// [`QuantError::Stored`] (with the row-major element number) for an integer outside the
+    /// storage range.
+    pub fn dequantize_at(&self, q: i64, coords: &[usize]) -> Result<E, QuantError> {
+        if q < self.storage_min || q > self.storage_max {
+            let index = coords
+                .iter()
+                .zip(&self.shape)
+                .fold(0, |a, (c, n)| a * n + c);
+            return Err(QuantError::Stored {
+                index,
+                value: q,
+                min: self.storage_min,
+                max: self.storage_max,
+            });
+        }
+        let (scale, zp) = self.pair_at(coords);
+        Ok(E::from_i64(q - zp).scaled(scale))
+    }
+
     /// Quantizes `values` (row-major, one per element) to storage integers.
     pub fn quantize(&self, values: &[E]) -> Vec<i64> {
         values
@@ -297,6 +343,19 @@ mod tests {
         t.params = vec![(1f64.to_bits(), 0), (0.5f64.to_bits(), 10)];
         let q = Quantization::<f32>::new(&t, &[2, 2]).unwrap();
         assert_eq!(q.quantize(&[1.0, 1.0, 2.0, 2.0]), vec![1, 12, 2, 14]);
+        // one element at a time, by its coordinates
+        assert_eq!(q.quantize_at(2.0, &[1, 1]), 14);
+        assert_eq!(q.dequantize_at(14, &[1, 1]).unwrap(), 2.0);
+        assert_eq!(q.dequantize_at(14, &[0, 0]).unwrap(), 14.0);
+        assert_eq!(
+            q.dequantize_at(300, &[1, 0]).unwrap_err(),
+            QuantError::Stored {
+                index: 2,
+                value: 300,
+                min: -128,
+                max: 127
+            }
+        );
         t.axis = Some(2);
         assert_eq!(
             Quantization::<f32>::new(&t, &[2, 2]).unwrap_err(),

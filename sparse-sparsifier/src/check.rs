@@ -1,6 +1,7 @@
 //! Checks a parsed statement against the declared tensors and normalises it into a
-//! [`Kernel`]: operands declared, ranks agree, each index has one extent, one value type,
-//! bitwise operators only on integers; TACO's einsum rule makes implicit sums explicit.
+//! [`Kernel`]: operands declared, ranks agree, each index has one extent, one value type (but
+//! `f32` and the quantized types mix), bitwise operators only on integers; TACO's einsum rule
+//! makes implicit sums explicit.
 //!
 //! Einsum rule (TACO `einsum`): an index that appears on the right but not on the left, and is
 //! not bound by an explicit reduction, is summed over the smallest term that holds all its
@@ -47,18 +48,36 @@ pub enum ValueType {
     U16,
     /// `ui8` (`u8`): computed in `i32` (wrapping), stored back wrapping.
     U8,
+    /// `i1` (MLIR's one-bit integer; the interpreter's `interp::I1`, values 0 and 1):
+    /// arithmetic modulo 2 as MLIR's `arith` ops on `i1` (`+` and `-` are exclusive or, `*` is
+    /// and, a division by zero an error), ordered `0 < 1` (`min` is and, `max` or).
+    I1,
     /// `complex<f32>` (num-complex's `Complex<f32>`): IEEE arithmetic on both parts; not
     /// ordered, so `min`/`max` and the bitwise operators refuse it.
     C32,
     /// `complex<f64>` (`Complex<f64>`).
     C64,
+    /// A uniform quantized type whose expressed type is `f32`: `!quant.uniform<i8:f32,
+    /// 0.01:50>` per tensor, `!quant.uniform<i8:f32:1, {0.2:20, 0.1:10}>` per axis, with an
+    /// optional storage range (`i8<-100:100>`). Only the storage type is here: the scales and
+    /// zero points stay with the declared element type (whoever reads and prints the values
+    /// quantizes them, `sparse eval` with `sparse_runtime::quant`). Computed in `f32` on the
+    /// dequantized values; it mixes with `f32` and with the other quantized types in one
+    /// statement ([`ValueType::mixes_with`]).
+    Quant {
+        /// `true` for `iN` storage, `false` for `uN`.
+        signed: bool,
+        /// The storage width in bits.
+        width: u32,
+    },
 }
 
 impl ValueType {
     /// The value type of an MLIR element type: `f64`, `f32`, `f16`, `bf16`; `i64`/`si64`,
-    /// `i32`, `i16`, `i8` (signless and signed alike); `ui64`, `ui32`, `ui16`, `ui8`;
-    /// `complex<f32>`, `complex<f64>`. `None` for the others (index, other widths, complex of
-    /// another element type, quantized types).
+    /// `i32`, `i16`, `i8` (signless and signed alike); `ui64`, `ui32`, `ui16`, `ui8`; `i1`
+    /// (signless only); `complex<f32>`, `complex<f64>`. `None` for the others (index, other
+    /// widths, complex of another element type); a uniform quantized type expressed in `f32`
+    /// ([`ValueType::Quant`], quantized types expressed in another float type are `None`).
     pub fn from_element(e: &ElementType) -> Option<ValueType> {
         use sparse_ir::types::Signedness;
         Some(match e {
@@ -66,6 +85,10 @@ impl ValueType {
             ElementType::Float(FloatKind::F32) => ValueType::F32,
             ElementType::Float(FloatKind::F16) => ValueType::F16,
             ElementType::Float(FloatKind::BF16) => ValueType::BF16,
+            ElementType::Int {
+                width: 1,
+                signedness: Signedness::Signless,
+            } => ValueType::I1,
             ElementType::Int { width, signedness } => {
                 let unsigned = *signedness == Signedness::Unsigned;
                 match (width, unsigned) {
@@ -85,10 +108,14 @@ impl ValueType {
                 ElementType::Float(FloatKind::F32) => ValueType::C32,
                 _ => return None,
             },
+            ElementType::Quant(q) if q.expressed == FloatKind::F32 => ValueType::Quant {
+                signed: q.storage_signed,
+                width: q.storage_width,
+            },
             _ => return None,
         })
     }
-    /// `true` for the integer types.
+    /// `true` for the integer types (not the quantized types: they compute in `f32`).
     pub fn is_integer(self) -> bool {
         !matches!(
             self,
@@ -98,7 +125,19 @@ impl ValueType {
                 | ValueType::BF16
                 | ValueType::C32
                 | ValueType::C64
+                | ValueType::Quant { .. }
         )
+    }
+    /// `true` for the uniform quantized types ([`ValueType::Quant`]).
+    pub fn is_quantized(self) -> bool {
+        matches!(self, ValueType::Quant { .. })
+    }
+    /// `true` if tensors of types `self` and `other` may meet in one statement: the same type,
+    /// or both among `f32` and the quantized types expressed in `f32` (the kernel computes in
+    /// `f32` on dequantized values).
+    pub fn mixes_with(self, other: ValueType) -> bool {
+        let f32_like = |t: ValueType| t == ValueType::F32 || t.is_quantized();
+        self == other || (f32_like(self) && f32_like(other))
     }
     /// `true` for `complex<f32>` and `complex<f64>`.
     pub fn is_complex(self) -> bool {
@@ -106,18 +145,21 @@ impl ValueType {
     }
     /// The type a kernel computes in: `f32` for `f16` and `bf16`, `i32` for the 8- and 16-bit
     /// integers (a narrow type would lose in sums: the issue's rule "accumulating in a wider
-    /// type where the narrow one would lose"), the type itself otherwise. Values are widened
+    /// type where the narrow one would lose") and the quantized types (their expressed type),
+    /// the type itself otherwise. Values are widened
     /// when read and converted back (rounded to nearest, or wrapping) when stored.
     pub fn compute(self) -> ValueType {
         match self {
             ValueType::F16 | ValueType::BF16 => ValueType::F32,
             ValueType::I16 | ValueType::I8 | ValueType::U16 | ValueType::U8 => ValueType::I32,
+            ValueType::Quant { .. } => ValueType::F32,
             t => t,
         }
     }
-    /// MLIR's name (`f64`, `ui8`, ...).
-    pub fn name(self) -> &'static str {
-        match self {
+    /// MLIR's name (`f64`, `ui8`, ...); a quantized type without its scales and zero points
+    /// (`!quant.uniform<i8:f32>`).
+    pub fn name(self) -> std::borrow::Cow<'static, str> {
+        let name = match self {
             ValueType::F64 => "f64",
             ValueType::F32 => "f32",
             ValueType::F16 => "f16",
@@ -130,9 +172,15 @@ impl ValueType {
             ValueType::U32 => "ui32",
             ValueType::U16 => "ui16",
             ValueType::U8 => "ui8",
+            ValueType::I1 => "i1",
             ValueType::C32 => "complex<f32>",
             ValueType::C64 => "complex<f64>",
-        }
+            ValueType::Quant { signed, width } => {
+                let sign = if signed { "i" } else { "u" };
+                return format!("!quant.uniform<{sign}{width}:f32>").into();
+            }
+        };
+        name.into()
     }
 }
 
@@ -261,7 +309,8 @@ pub struct Kernel {
     pub expr: Expr,
     /// `+=` into a random-access output: the result starts from the output's values.
     pub accumulate: bool,
-    /// The one value type of every tensor.
+    /// The value type of the output, which every tensor shares, except that `f32` and the
+    /// quantized types mix ([`ValueType::mixes_with`]: the tensors hold their own types).
     pub value: ValueType,
 }
 
@@ -294,7 +343,7 @@ impl Cx<'_> {
         };
         match &self.value {
             None => self.value = Some((d.value, d.name.clone())),
-            Some((v, first)) if *v != d.value => {
+            Some((v, first)) if !v.mixes_with(d.value) => {
                 return Err(Error::new(
                     name.span,
                     format!(
@@ -499,7 +548,7 @@ impl Cx<'_> {
 ///
 /// Errors (each at the offending token): an unknown tensor; a rank that differs from the
 /// declaration; an index written twice in one access; an index with two extents; a value type
-/// that differs from the first tensor's; a float literal or a bitwise operator / reduction with
+/// that differs from the first tensor's (but for `f32` and quantized types, which mix); a float literal or a bitwise operator / reduction with
 /// float values; a reduction index that also indexes the output, is listed twice, is reduced by
 /// an enclosing reduction, or is not used in its expression; an output index written twice.
 pub fn check(stmt: &Statement, decls: &[TensorDecl]) -> Result<Kernel, Error> {

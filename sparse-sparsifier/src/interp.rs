@@ -17,7 +17,7 @@ use crate::loops::{Combine, Driver, Loop, Program, Stmt, Strategy, Target};
 use crate::notation::{BinOp, Literal, ReduceOp};
 use crate::order::{Extent, IndexLoops};
 
-/// A value type the interpreter computes in: `f64`, `f32`, `i64`, `i32`, `u64`, `u32`,
+/// A value type the interpreter computes in: `f64`, `f32`, `i64`, `i32`, `u64`, `u32`, [`I1`],
 /// `Complex<f64>`, `Complex<f32>` ([`crate::ValueType::compute`]: the narrower types are
 /// computed in `f32` or `i32`).
 pub trait Num: Value {
@@ -162,6 +162,96 @@ int_num!(i64);
 int_num!(i32);
 int_num!(u64);
 int_num!(u32);
+
+/// MLIR's `i1`: one bit, the values 0 and 1, computed as MLIR's `arith` ops on `i1` compute:
+/// modulo 2. `+` and `-` are exclusive or, `*` and `&` are and, `|` or, `^` exclusive or,
+/// negation keeps the value (`-1` is `1` modulo 2), a division by 1 keeps the dividend and a
+/// division by 0 is an error, as for the other integers. Ordered `0 < 1` (the values read as
+/// unsigned, as `vector.print` prints them), so `min` is and and `max` or. Displayed `1` or
+/// `0`, as MLIR's `vector.print` and `sparse_tensor.print` print an `i1`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct I1(pub bool);
+
+impl std::fmt::Display for I1 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0 { "1" } else { "0" })
+    }
+}
+
+/// Addition modulo 2: exclusive or.
+impl std::ops::Add for I1 {
+    type Output = I1;
+    fn add(self, b: I1) -> I1 {
+        self.plus(b)
+    }
+}
+
+/// Addition modulo 2: exclusive or.
+impl std::ops::AddAssign for I1 {
+    fn add_assign(&mut self, b: I1) {
+        *self = self.plus(b);
+    }
+}
+
+/// Multiplication modulo 2: and.
+impl std::ops::Mul for I1 {
+    type Output = I1;
+    fn mul(self, b: I1) -> I1 {
+        self.times(b)
+    }
+}
+
+impl sparse_runtime::num_traits::Zero for I1 {
+    fn zero() -> I1 {
+        I1(false)
+    }
+    fn is_zero(&self) -> bool {
+        !self.0
+    }
+}
+
+impl Num for I1 {
+    /// `0` or `1`; any other integer does not fit, a float literal is refused.
+    fn literal(l: &Literal) -> Result<Self, Error> {
+        match l {
+            Literal::Int(0) => Ok(I1(false)),
+            Literal::Int(1) => Ok(I1(true)),
+            Literal::Int(v) => Err(Error::plain(format!("the literal {v} does not fit i1"))),
+            Literal::Float(_) => Err(Error::plain(format!(
+                "the literal {l} is not an integer, but the values are i1"
+            ))),
+        }
+    }
+    fn plus(self, b: Self) -> Self {
+        I1(self.0 ^ b.0)
+    }
+    fn minus(self, b: Self) -> Self {
+        I1(self.0 ^ b.0)
+    }
+    fn times(self, b: Self) -> Self {
+        I1(self.0 & b.0)
+    }
+    fn over(self, b: Self) -> Result<Self, Error> {
+        if b.0 {
+            Ok(self)
+        } else {
+            Err(Error::plain("integer division by zero"))
+        }
+    }
+    fn negate(self) -> Self {
+        self
+    }
+    fn bit(self, op: BinOp, b: Self) -> Self {
+        I1(match op {
+            BinOp::And => self.0 & b.0,
+            BinOp::Or => self.0 | b.0,
+            _ => self.0 ^ b.0,
+        })
+    }
+    fn less(self, b: Self) -> bool {
+        !self.0 & b.0
+    }
+}
 
 /// An operand of [`run`], one per tensor of the kernel (`Program::kernel.tensors`, the output
 /// first: pass its previous value, or an empty tensor).

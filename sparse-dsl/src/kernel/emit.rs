@@ -206,9 +206,23 @@ fn upper_first(s: &str) -> String {
 
 /// Emits the kernel function for `p`, compiled from `k`.
 ///
-/// Errors: a parameter passed in a way the statement cannot use; a loop form not generated yet
-/// (named in the message).
+/// Errors: a parameter passed in a way the statement cannot use; a loop form or a value type
+/// (`i1`, quantized) not generated yet (named in the message).
 pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream, Error> {
+    // the storage the generated formats hold is a Rust number type with `+` and `*`: no `bool`,
+    // no quantized integers with their scales
+    if let Some(t) = p
+        .kernel
+        .tensors
+        .iter()
+        .find(|t| t.value == ValueType::I1 || t.value.is_quantized())
+    {
+        return Err(unsupported(&format!(
+            "kernels over {} values (`{}`)",
+            t.value.name(),
+            t.name
+        )));
+    }
     // values stored narrow (`f16`, `bf16`, 8- and 16-bit integers) are computed in a wider
     // type, as the interpreter does: loads widen, the output is computed in a buffer of the
     // wide type and stored back once, at the end
@@ -745,6 +759,9 @@ fn value_type(v: ValueType, rt: &TokenStream) -> TokenStream {
         ValueType::U32 => quote!(u32),
         ValueType::U16 => quote!(u16),
         ValueType::U8 => quote!(u8),
+        // refused by `emit` before any type is written
+        ValueType::I1 => quote!(bool),
+        ValueType::Quant { .. } => quote!(f32),
         ValueType::C32 => quote!(#rt::num_complex::Complex<f32>),
         ValueType::C64 => quote!(#rt::num_complex::Complex<f64>),
     }
