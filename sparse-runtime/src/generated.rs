@@ -809,25 +809,29 @@ pub const TOUCHED_TINY_WORDS: usize = 4;
 /// for the insertion into the output.
 ///
 /// A row of up to [`SORT_TOUCHED_DIRECT`] coordinates is sorted (`sort_unstable`). After a row
-/// with more, the next row also sets one bit per coordinate in a bitmap of `n` bits, and comes
-/// out of the bitmap's words (`trailing_zeros`, one pass over the words between its least and
-/// greatest coordinate, every word cleared on the way) when those words number fewer than
-/// `m * log2 m` for its `m` coordinates; otherwise it is sorted too. Rows of a product are
-/// alike next to each other (a finite-element matrix's are), so the previous row predicts
-/// whether the bits pay: on `A·A` of bcsstk13 (198 coordinates per row, 2,003 columns) the
-/// bitmap took the SpGEMM from 1.6x to 2.0x sprs, and rows of 17 or 13 (jagmesh7, cryg2500) never
-/// set a bit. A workspace of at most [`TOUCHED_TINY_WORDS`] words marks every row and reads it
-/// from all its words (west0067's 67 columns: 1.85x to 2.1x sprs).
+/// with more, the next row also sets one bit per coordinate in a bitmap of `n` bits, and one bit
+/// per non-zero word of it in a summary; it comes out of the non-zero words the summary names
+/// (`trailing_zeros`, each word cleared on the way) when the words between its least and
+/// greatest coordinate number fewer than `m * log2 m` for its `m` coordinates; otherwise it is
+/// sorted too. Rows of a product are alike next to each other (a finite-element matrix's are),
+/// so the previous row predicts whether the bits pay: on `A·A` of bcsstk13 (198 coordinates per
+/// row, 2,003 columns) the bitmap took the SpGEMM from 1.6x to 2.0x sprs, and rows of 17 or 13
+/// (jagmesh7, cryg2500) never set a bit. A workspace of at most [`TOUCHED_TINY_WORDS`] words
+/// marks every row and reads it from its bitmap (west0067's 67 columns: 1.85x to 2.1x sprs).
 ///
-/// Memory: `n` coordinates (`usize`) and `n / 64 + 1` words.
+/// Memory: `n + 2` coordinates (`usize`), `n / 64 + 1` words and a summary of one bit per word.
 #[derive(Clone, Debug)]
 pub struct Touched {
-    /// The row's coordinates, first `len` of `n` slots.
+    /// The row's coordinates, first `len` of `n + 2` slots (two past the last coordinate are
+    /// written, and overwritten, while a row is read from the bitmap).
     list: Vec<usize>,
     /// How many coordinates the row has touched.
     len: usize,
     /// One bit per coordinate of a marked row; all zero between rows.
     bits: Vec<u64>,
+    /// One bit per non-zero word of `bits` in a marked row; all zero between rows; empty for a
+    /// tiny workspace, whose few words are all read.
+    summary: Vec<u64>,
     /// Whether this row sets bits (the previous row had more than [`SORT_TOUCHED_DIRECT`]).
     mark: bool,
 }
@@ -835,11 +839,17 @@ pub struct Touched {
 impl Touched {
     /// An empty list for coordinates below `n` (a workspace of `n` slots).
     pub fn new(n: usize) -> Self {
+        let words = n / 64 + 1;
         Touched {
-            list: vec![0; n],
+            list: vec![0; n.saturating_add(2)],
             len: 0,
-            bits: vec![0; n / 64 + 1],
-            mark: false,
+            bits: vec![0; words],
+            summary: if words <= TOUCHED_TINY_WORDS {
+                Vec::new()
+            } else {
+                vec![0; words / 64 + 1]
+            },
+            mark: words <= TOUCHED_TINY_WORDS,
         }
     }
 
@@ -862,6 +872,9 @@ impl Touched {
             *self.list.get_unchecked_mut(self.len) = j;
             if self.mark {
                 *self.bits.get_unchecked_mut(j >> 6) |= 1 << (j & 63);
+                if let Some(s) = self.summary.get_mut(j >> 12) {
+                    *s |= 1 << ((j >> 6) & 63);
+                }
             }
         }
         self.len += 1;
@@ -872,50 +885,87 @@ impl Touched {
     #[inline]
     pub fn take_sorted(&mut self) -> &[usize] {
         let n = std::mem::take(&mut self.len);
-        let list = &mut self.list[..n];
         let tiny = self.bits.len() <= TOUCHED_TINY_WORDS;
         let marked = std::mem::replace(&mut self.mark, tiny || n > SORT_TOUCHED_DIRECT);
         if !marked {
+            let list = &mut self.list[..n];
             list.sort_unstable();
             return list;
         }
-        let words = if tiny {
-            0..=self.bits.len() - 1
-        } else {
-            let (lo, hi) = list
+        if !tiny {
+            let (lo, hi) = self.list[..n]
                 .iter()
                 .fold((usize::MAX, 0), |(lo, hi), &j| (lo.min(j), hi.max(j)));
-            let words = (lo >> 6)..=(hi >> 6);
-            if n <= SORT_TOUCHED_DIRECT || words.clone().count() >= n * n.ilog2() as usize {
-                for &j in list.iter() {
+            let words = (hi >> 6).saturating_sub(lo >> 6) + 1;
+            if n <= SORT_TOUCHED_DIRECT || words >= n * n.ilog2() as usize {
+                for &j in &self.list[..n] {
                     if let Some(w) = self.bits.get_mut(j >> 6) {
                         *w = 0;
                     }
+                    if let Some(s) = self.summary.get_mut(j >> 12) {
+                        *s = 0;
+                    }
                 }
+                let list = &mut self.list[..n];
                 list.sort_unstable();
                 return list;
             }
-            words
-        };
+        }
         let mut k = 0;
-        for w in words {
-            let Some(word) = self.bits.get_mut(w) else {
-                break;
-            };
-            let mut word = std::mem::take(word);
-            while word != 0 {
-                // exactly the `n` listed coordinates have their bit set
-                if let Some(slot) = list.get_mut(k) {
-                    *slot = (w << 6) | word.trailing_zeros() as usize;
-                }
-                k += 1;
-                word &= word - 1;
+        if tiny {
+            for (w, word) in self.bits.iter_mut().enumerate() {
+                k = extract(std::mem::take(word), w << 6, &mut self.list, k);
+            }
+        }
+        for (s, summary) in self.summary.iter_mut().enumerate() {
+            let mut nonzero = std::mem::take(summary);
+            while nonzero != 0 {
+                let w = (s << 6) | nonzero.trailing_zeros() as usize;
+                nonzero &= nonzero - 1;
+                let Some(word) = self.bits.get_mut(w) else {
+                    break;
+                };
+                k = extract(std::mem::take(word), w << 6, &mut self.list, k);
             }
         }
         debug_assert_eq!(k, n, "one bit per listed coordinate");
-        list
+        &self.list[..n]
     }
 }
+
+/// Writes the coordinates `base + b` of the set bits `b` of `word`, increasing, into `list` from
+/// `k` on; returns the next free slot. The first two are written without a branch (a sparse
+/// row's words hold one or two), to slots `k` and `k + 1` whether or not the bits exist, so
+/// `list` has two slots past the last coordinate.
+#[inline(always)]
+fn extract(word: u64, base: usize, list: &mut [usize], mut k: usize) -> usize {
+    if let Some(slot) = list.get_mut(k) {
+        *slot = base | word.trailing_zeros() as usize;
+    }
+    k += usize::from(word != 0);
+    let second = word & word.wrapping_sub(1);
+    if let Some(slot) = list.get_mut(k) {
+        *slot = base | second.trailing_zeros() as usize;
+    }
+    k += usize::from(second != 0);
+    let mut rest = second & second.wrapping_sub(1);
+    while rest != 0 {
+        if let Some(slot) = list.get_mut(k) {
+            *slot = base | rest.trailing_zeros() as usize;
+        }
+        k += 1;
+        rest &= rest - 1;
+    }
+    k
+}
+
+/// Marks the branch that calls it as the unlikely one (a call to a `#[cold]` function makes
+/// LLVM lay the branch out of the straight path); does nothing. A generated kernel's Gustavson
+/// update calls it on a slot's first product, so the common update, an addition into a
+/// touched slot, runs without a taken branch.
+#[cold]
+#[inline]
+pub fn cold() {}
 
 /// A signaling NaN that no value of `inputs` has (with either sign), for a generated kernel's
 /// workspace of `f64` to mark its untouched slots (in place of an array of visited flags).

@@ -429,6 +429,65 @@ fn spgemm_operands_holding_the_workspace_marker() {
     );
 }
 
+/// Rows of the product long enough for the workspace to mark its bitmap (more than 32
+/// coordinates, a workspace wider than 256): banded rows, dense in their range, come out of the
+/// bitmap; rows spread over the columns are sorted; short rows between them switch the marking
+/// off and on. The result equals Gustavson's reference bit for bit.
+#[test]
+fn spgemm_long_rows_read_from_the_bitmap() {
+    let n: usize = 600;
+    let mut a = Vec::new();
+    let mut seed = 7u64;
+    for i in 0..n {
+        let mut cols: Vec<usize> = match i % 5 {
+            // a band of 41: product rows of up to 81 coordinates in a range of 81
+            0..=2 => (i.saturating_sub(20)..(i + 21).min(n)).collect(),
+            // spread: every 13th column from a random start
+            3 => ((i * 7) % 13..n).step_by(13).collect(),
+            // short: two entries
+            _ => vec![i, (i * 31) % n],
+        };
+        cols.sort_unstable();
+        cols.dedup();
+        for j in cols {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let v = ((seed >> 33) % 1000) as f64 / 125.0 - 4.0;
+            a.push((i, j, if v == 0.0 { 0.5 } else { v }));
+        }
+    }
+    let a_csr = csr([n, n], &a);
+    let mut c = csr([n, n], &[]);
+    spgemm(&mut c, &a_csr, &a_csr).unwrap();
+    let mut by_row: Vec<Vec<(usize, f64)>> = vec![Vec::new(); n];
+    for &(k, j, y) in &a {
+        by_row[k].push((j, y));
+    }
+    let mut reference = std::collections::BTreeMap::new();
+    for &(i, k, x) in &a {
+        for &(j, y) in &by_row[k] {
+            reference
+                .entry((i, j))
+                .and_modify(|s: &mut f64| *s += x * y)
+                .or_insert(x * y);
+        }
+    }
+    let longest = (0..n)
+        .map(|i| reference.range((i, 0)..(i + 1, 0)).count())
+        .max()
+        .unwrap();
+    assert!(
+        longest > 2 * 32,
+        "rows long enough to mark the bitmap: {longest}"
+    );
+    let reference: Vec<(Vec<usize>, u64)> = reference
+        .into_iter()
+        .map(|((i, j), v)| (vec![i, j], v.to_bits()))
+        .collect();
+    assert_eq!(entries(&c), reference);
+}
+
 #[test]
 fn spgemm_shape_mismatch_is_an_error() {
     let a = csr([2, 3], &[(0, 1, 2.0)]);

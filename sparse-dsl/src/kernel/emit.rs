@@ -1791,6 +1791,7 @@ impl Cx<'_> {
                     }
                     Target::Append | Target::Buffer => self.append(v),
                     Target::Workspace => {
+                        let rt = self.rt;
                         let Strategy::Workspace { var } = self.p.strategy else {
                             return Err(Error::plain("a workspace without its strategy"));
                         };
@@ -1802,6 +1803,7 @@ impl Cx<'_> {
                                 let __v = #v;
                                 let __slot = workspace.get_unchecked_mut(#j);
                                 if __slot.to_bits() == untouched.to_bits() {
+                                    #rt::generated::cold();
                                     *__slot = __v;
                                     touched.push_unchecked(#j);
                                 } else {
