@@ -223,7 +223,8 @@ fn counted<const D: usize, const L: usize, V: Value, S: Entries<D, Value = V>>(
 ) -> Option<Assembled<V>> {
     let (n0, n1) = (lvl_sizes[0], lvl_sizes[1]);
     let mut pos = vec![0usize; n0.checked_add(1)?];
-    let mut n = 0usize;
+    // only the rare entry outside the level sizes writes the flag, so the loop keeps no
+    // counter in memory
     let mut outside = false;
     s.visit(|c, v| {
         if v.is_zero() {
@@ -231,19 +232,17 @@ fn counted<const D: usize, const L: usize, V: Value, S: Entries<D, Value = V>>(
         }
         let lc = dim_to_lvl(&c);
         match pos.get_mut(lc[0] + 1) {
-            Some(p) if lc[1] < n1 => {
-                *p += 1;
-                n += 1;
-            }
+            Some(p) if lc[1] < n1 => *p += 1,
             _ => outside = true,
         }
     });
+    for g in 0..n0 {
+        pos[g + 1] += pos[g];
+    }
+    let n = pos[n0];
     let fits = |width: u32, x: usize| width == 0 || width == 64 || (x as u64) < (1u64 << width);
     if outside || !fits(enc.pos_width, n) || !fits(enc.crd_width, n1.saturating_sub(1)) {
         return None;
-    }
-    for g in 0..n0 {
-        pos[g + 1] += pos[g];
     }
     let (coordinates, values) = match enc.crd_width {
         8 => scatter::<D, L, u8, V, S>(&pos, n, s, dim_to_lvl)?,
@@ -277,11 +276,12 @@ fn scatter<const D: usize, const L: usize, C: Index, V: Value, S: Entries<D, Val
             return;
         }
         let lc = dim_to_lvl(&c);
-        let slot = &mut next[lc[0]];
+        // the slot read once: the stores below cannot change it
+        let at = next[lc[0]];
+        next[lc[0]] = at + 1;
         // fits: the caller checked the largest coordinate against the width
-        crd[*slot] = C::from_usize(lc[1]).unwrap_or_default();
-        values[*slot] = *v;
-        *slot += 1;
+        crd[at] = C::from_usize(lc[1]).unwrap_or_default();
+        values[at] = *v;
     });
     let increasing = pos
         .windows(2)
