@@ -18,7 +18,7 @@ use crate::index::IndexBuffer;
 use crate::level::Builder;
 use crate::packed::{CrdBuffer, PackedBuffer};
 use crate::storage::FromCoo;
-use crate::{CooTensor, DynamicStorage, Index, StorageError, Value};
+use crate::{CooTensor, DynamicStorage, Index, IndexSlice, StorageError, Value};
 
 /// A tensor that can visit its stored entries in storage order with dimension coordinates:
 /// what every generated struct provides (as nested loops over its levels).
@@ -30,6 +30,30 @@ pub trait Entries<const D: usize> {
     /// Calls `f(dimension coordinates, &value)` for every stored entry (explicit zeros
     /// included) in storage order.
     fn visit(&self, f: impl FnMut([usize; D], &Self::Value));
+
+    /// The arrays of a two-level `dense, compressed` storage (CSR, CSC: ordered and unique,
+    /// a permutation of the dimensions as its map, no slices), for a conversion that reads
+    /// them directly instead of visiting; `None` (the default) for every other storage.
+    fn compressed(&self) -> Option<Compressed<'_, Self::Value>> {
+        None
+    }
+}
+
+/// The arrays of a two-level `dense, compressed` storage ([`Entries::compressed`]): level 0
+/// reads dimension `dims[0]` (every coordinate below `positions.len() - 1`), level 1 dimension
+/// `dims[1]`; the entries of level-0 coordinate `r` are at positions `positions[r] ..
+/// positions[r + 1]` of `coordinates` and `values`, coordinates strictly increasing within
+/// each segment (the storage was validated when built).
+#[derive(Clone, Copy, Debug)]
+pub struct Compressed<'a, V> {
+    /// The dimension each level reads: `[0, 1]` for CSR, `[1, 0]` for CSC.
+    pub dims: [usize; 2],
+    /// Level 1's positions: level-0 size + 1 elements.
+    pub positions: IndexSlice<'a>,
+    /// Level 1's coordinates: `nse` elements.
+    pub coordinates: IndexSlice<'a>,
+    /// The values: `nse` elements.
+    pub values: &'a [V],
 }
 
 /// The shape of a COO tensor of rank `D` and its entries as `(coordinates, value)`, for
@@ -222,6 +246,11 @@ fn counted<const D: usize, const L: usize, V: Value, S: Entries<D, Value = V>>(
     dim_to_lvl: &impl Fn(&[usize; D]) -> [usize; L],
 ) -> Option<Assembled<V>> {
     let (n0, n1) = (lvl_sizes[0], lvl_sizes[1]);
+    if let Some(src) = s.compressed() {
+        if let Some(a) = direct(enc, lvl_sizes, s.shape_array(), &src, dim_to_lvl) {
+            return Some(a);
+        }
+    }
     let mut pos = vec![0usize; n0.checked_add(1)?];
     // only the rare entry outside the level sizes writes the flag, so the loop keeps no
     // counter in memory
@@ -259,6 +288,183 @@ fn counted<const D: usize, const L: usize, V: Value, S: Entries<D, Value = V>>(
     })
 }
 
+/// [`counted`] from a source's own arrays ([`Entries::compressed`]): the same counting sort, its
+/// loops over the source's segments with no visit, each width a loop of its own. `None` where
+/// it does not apply ( a map that is not a permutation of
+/// the source's dimensions; a width that cannot hold a position or coordinate), and the caller
+/// visits instead.
+fn direct<const D: usize, const L: usize, V: Value>(
+    enc: &Encoding,
+    lvl_sizes: [usize; L],
+    shape: [usize; D],
+    src: &Compressed<'_, V>,
+    dim_to_lvl: &impl Fn(&[usize; D]) -> [usize; L],
+) -> Option<Assembled<V>> {
+    if D != 2 || L != 2 {
+        return None;
+    }
+    // which source level becomes the target's level 0: the map applied to distinct probes
+    let probe: [usize; D] = std::array::from_fn(|d| d + 1);
+    let lc = dim_to_lvl(&probe);
+    let (src0, src1) = (src.dims[0] + 1, src.dims[1] + 1);
+    let transpose = match (lc[0], lc[1]) {
+        (a, b) if a == src1 && b == src0 => true,
+        (a, b) if a == src0 && b == src1 => false,
+        _ => return None,
+    };
+    let (n0, n1) = (lvl_sizes[0], lvl_sizes[1]);
+    let nnz = src.values.len();
+    let rows = src.positions.len().checked_sub(1)?;
+    // the source's level sizes are the target's, exchanged when transposing
+    let (src_rows, src_cols) = (shape[src.dims[0]], shape[src.dims[1]]);
+    let fits = |width: u32, x: usize| width == 0 || width == 64 || (x as u64) < (1u64 << width);
+    let sizes_agree = if transpose {
+        (src_rows, src_cols) == (n1, n0)
+    } else {
+        (src_rows, src_cols) == (n0, n1)
+    };
+    if rows != src_rows
+        || src.coordinates.len() != nnz
+        || !sizes_agree
+        || !fits(enc.pos_width, nnz)
+        || !fits(enc.crd_width, n1.saturating_sub(1))
+    {
+        return None;
+    }
+    let (positions, coordinates, values) = match src.coordinates {
+        IndexSlice::U8(c) => direct_from(src.positions, c, src.values, transpose, n0, enc)?,
+        IndexSlice::U16(c) => direct_from(src.positions, c, src.values, transpose, n0, enc)?,
+        IndexSlice::U32(c) => direct_from(src.positions, c, src.values, transpose, n0, enc)?,
+        IndexSlice::U64(c) => direct_from(src.positions, c, src.values, transpose, n0, enc)?,
+        IndexSlice::Native(c) => direct_from(src.positions, c, src.values, transpose, n0, enc)?,
+    };
+    Some(Assembled {
+        positions: vec![
+            None,
+            Some(IndexBuffer::from_native(enc.pos_width, positions)?.ok()?),
+        ],
+        coordinates: vec![None, Some(CrdBuffer::Plain(coordinates))],
+        values,
+    })
+}
+
+/// The target's positions (level-0 size + 1), coordinates and values for [`direct`], at the
+/// target's coordinate width.
+#[allow(clippy::type_complexity)]
+fn direct_from<C: Index, V: Value>(
+    positions: IndexSlice<'_>,
+    crd: &[C],
+    values: &[V],
+    transpose: bool,
+    n0: usize,
+    enc: &Encoding,
+) -> Option<(Vec<usize>, IndexBuffer, Vec<V>)> {
+    fn typed<C: Index, T: Index, V: Value>(
+        positions: IndexSlice<'_>,
+        crd: &[C],
+        values: &[V],
+        transpose: bool,
+        n0: usize,
+    ) -> Option<(Vec<usize>, IndexBuffer, Vec<V>)> {
+        let (pos, out, vals) = direct_typed::<C, T, V>(positions, crd, values, transpose, n0)?;
+        Some((pos, buffer_of(out)?, vals))
+    }
+    match enc.crd_width {
+        8 => typed::<C, u8, V>(positions, crd, values, transpose, n0),
+        16 => typed::<C, u16, V>(positions, crd, values, transpose, n0),
+        32 => typed::<C, u32, V>(positions, crd, values, transpose, n0),
+        64 => typed::<C, u64, V>(positions, crd, values, transpose, n0),
+        _ => typed::<C, usize, V>(positions, crd, values, transpose, n0),
+    }
+}
+
+/// [`direct_from`] for source coordinates `C` and target coordinates `T`: transposing, the
+/// count of each source coordinate, their prefix sums, then each entry's source row number and
+/// value to the next slot of its coordinate (rows are visited in order, so every target segment
+/// comes out increasing); otherwise the arrays copied at the target's width.
+#[allow(clippy::type_complexity)]
+fn direct_typed<C: Index, T: Index, V: Value>(
+    positions: IndexSlice<'_>,
+    crd: &[C],
+    values: &[V],
+    transpose: bool,
+    n0: usize,
+) -> Option<(Vec<usize>, Vec<T>, Vec<V>)> {
+    let rows = positions.len().checked_sub(1)?;
+    if !transpose {
+        let out = crd
+            .iter()
+            .map(|c| T::from_usize(c.index()))
+            .collect::<Option<Vec<T>>>()?;
+        let mut arrays = (positions.to_vec(), out, values.to_vec());
+        if values.iter().any(|v| v.is_zero()) {
+            drop_zeros(&mut arrays);
+        }
+        return Some(arrays);
+    }
+    // stored zeros are not counted and not copied (`assemble` drops them)
+    let mut pos = vec![0usize; n0.checked_add(1)?];
+    for (c, v) in crd.iter().zip(values) {
+        *pos.get_mut(c.index() + 1)? += usize::from(!v.is_zero());
+    }
+    for g in 0..n0 {
+        pos[g + 1] += pos[g];
+    }
+    let nnz = pos[n0];
+    let mut next = pos.clone();
+    let mut out = vec![T::default(); nnz];
+    let mut vals = vec![V::zero(); nnz];
+    for r in 0..rows {
+        let row = T::from_usize(r)?;
+        let (lo, hi) = (positions.get(r)?, positions.get(r + 1)?);
+        for (c, v) in crd.get(lo..hi)?.iter().zip(values.get(lo..hi)?) {
+            if v.is_zero() {
+                continue;
+            }
+            let slot = next.get_mut(c.index())?;
+            let at = *slot;
+            *slot = at + 1;
+            *out.get_mut(at)? = row;
+            *vals.get_mut(at)? = *v;
+        }
+    }
+    Some((pos, out, vals))
+}
+
+/// Removes the entries whose value is zero from compressed arrays `(positions, coordinates,
+/// values)`, keeping the order of the rest (what `assemble` stores of the same entries).
+fn drop_zeros<T: Copy, V: Value>(arrays: &mut (Vec<usize>, Vec<T>, Vec<V>)) {
+    let (pos, crd, vals) = arrays;
+    let mut k = 0;
+    let mut lo = pos.first().copied().unwrap_or(0);
+    for end in pos.iter_mut().skip(1) {
+        let hi = *end;
+        for p in lo..hi {
+            if !vals[p].is_zero() {
+                crd[k] = crd[p];
+                vals[k] = vals[p];
+                k += 1;
+            }
+        }
+        lo = hi;
+        *end = k;
+    }
+    crd.truncate(k);
+    vals.truncate(k);
+}
+
+/// `v` as the [`IndexBuffer`] of its width.
+fn buffer_of<T: Index>(v: Vec<T>) -> Option<IndexBuffer> {
+    let any: Box<dyn Any> = Box::new(v);
+    Some(match () {
+        _ if T::WIDTH == 8 => IndexBuffer::U8(*any.downcast().ok()?),
+        _ if T::WIDTH == 16 => IndexBuffer::U16(*any.downcast().ok()?),
+        _ if T::WIDTH == 32 => IndexBuffer::U32(*any.downcast().ok()?),
+        _ if T::WIDTH == 64 => IndexBuffer::U64(*any.downcast().ok()?),
+        _ => IndexBuffer::Native(*any.downcast().ok()?),
+    })
+}
+
 /// The second pass of [`counted`]: each entry's level-1 coordinate (as `C`, which holds every
 /// one: checked by the caller) and value to the next free slot of its level-0 coordinate, then
 /// `None` unless every segment of `pos` is strictly increasing.
@@ -289,15 +495,7 @@ fn scatter<const D: usize, const L: usize, C: Index, V: Value, S: Entries<D, Val
     if !increasing {
         return None;
     }
-    let any: Box<dyn Any> = Box::new(crd);
-    let buffer = match () {
-        _ if C::WIDTH == 8 => IndexBuffer::U8(*any.downcast().ok()?),
-        _ if C::WIDTH == 16 => IndexBuffer::U16(*any.downcast().ok()?),
-        _ if C::WIDTH == 32 => IndexBuffer::U32(*any.downcast().ok()?),
-        _ if C::WIDTH == 64 => IndexBuffer::U64(*any.downcast().ok()?),
-        _ => IndexBuffer::Native(*any.downcast().ok()?),
-    };
-    Some((buffer, values))
+    Some((buffer_of(crd)?, values))
 }
 
 /// Checks `shape` (dimension sizes) against a declared static shape (`None` entries are

@@ -24,6 +24,7 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
         false,
     );
     let mut get_body = nest(quote!(return Some(&self.values[#p_last]);), true);
+    let compressed = compressed_arrays(cx);
     if let Some((cl, (_, k))) = counting {
         // `get` tries every slice of the counting level.
         let ccl = format_ident!("c{}", cl);
@@ -97,6 +98,7 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
             fn visit(&self, f: impl FnMut([usize; #dim_rank], &V)) {
                 self.for_each(f);
             }
+            #compressed
         }
 
         impl<V> #rt::slice::DimAccess for #name<V> {
@@ -110,6 +112,52 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
             fn lookup(&self, coords: &[usize]) -> Option<&V> {
                 self.get(<[usize; #dim_rank]>::try_from(coords).ok()?)
             }
+        }
+    }
+}
+
+/// `Entries::compressed` for a two-level `dense, compressed` format (ordered and unique, its
+/// own coordinate array of a byte width, a permutation of the dimensions as its map, no slices,
+/// no batch): its arrays, which a conversion reads directly. Nothing for any other format (the
+/// trait's default, `None`).
+fn compressed_arrays(cx: &Ctx) -> TokenStream {
+    use crate::ir::{AffineExpr, LevelFormat};
+    let e = &cx.e;
+    let t = &e.lvl_types;
+    let dims: Vec<usize> = e
+        .dim_to_lvl
+        .results
+        .iter()
+        .filter_map(|x| match x {
+            AffineExpr::Var(d) => Some(*d),
+            _ => None,
+        })
+        .collect();
+    let applies = t.len() == 2
+        && cx.dim_rank == 2
+        && t[0].format == LevelFormat::Dense
+        && t[1].format == LevelFormat::Compressed
+        && t.iter().all(|x| x.is_ordered() && x.is_unique())
+        && e.owns_crd_buffer(1)
+        && matches!(e.crd_width, 0 | 8 | 16 | 32 | 64)
+        && e.dim_to_lvl.num_symbols == 0
+        && cx.declared_slices.is_none()
+        && !cx.batched
+        && e.explicit_val.is_none()
+        && (dims == [0, 1] || dims == [1, 0]);
+    if !applies {
+        return TokenStream::new();
+    }
+    let rt = &cx.rt;
+    let (d0, d1) = (dims[0], dims[1]);
+    quote! {
+        fn compressed(&self) -> Option<#rt::generated::Compressed<'_, V>> {
+            Some(#rt::generated::Compressed {
+                dims: [#d0, #d1],
+                positions: #rt::Index::slice(&self.pos_1),
+                coordinates: #rt::Index::slice(&self.crd_1),
+                values: &self.values,
+            })
         }
     }
 }
