@@ -862,6 +862,24 @@ impl<V: Value> DynamicStorage<V> {
         }
     }
 
+    /// [`Self::into_raw_parts`] with the values of a pattern (`explicitVal`) written out, one
+    /// copy of the constant per stored entry: what a peer that holds values needs
+    /// (`interop`).
+    #[cfg(any(
+        feature = "sprs",
+        feature = "nalgebra-sparse",
+        feature = "faer",
+        feature = "ndarray"
+    ))]
+    pub(crate) fn into_raw_parts_with_values(self) -> RawParts<V> {
+        let filled = self.explicit.map(|c| vec![c; self.nse()]);
+        let mut parts = self.into_raw_parts();
+        if let Some(values) = filled {
+            parts.values = values;
+        }
+        parts
+    }
+
     /// The stored entries as a COO tensor in storage order (dimension coordinates, explicit
     /// zeros and duplicates included), with this tensor's shape.
     pub fn to_coo(&self) -> CooTensor<V> {
