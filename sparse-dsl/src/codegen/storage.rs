@@ -363,13 +363,13 @@ pub(super) fn emit_structs(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         ));
     }
     if e.explicit_val.is_some() || e.implicit_val.is_some() {
-        let v = e
+        let declared = e
             .implicit_val
             .as_ref()
-            .map_or_else(|| "0".to_string(), |v| format!("`implicitVal = {v}`"));
+            .map_or_else(String::new, |v| format!(": `implicitVal = {v}`"));
         doc_values.push(format!(
-            " Entries not stored are zero ({v}, the only implicit value MLIR allows), which \
-             nothing stores."
+            " Entries not stored hold the implicit value zero{declared} (the only implicit \
+             value MLIR allows), which nothing stores."
         ));
     }
     let doc_values: Vec<TokenStream> = doc_values
