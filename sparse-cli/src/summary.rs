@@ -21,10 +21,12 @@ use sparse_runtime::IndexView;
 /// TYPE is the element type: `u8` .. `u64` for the `posWidth`/`crdWidth` in bits, `usize` for
 /// width 0, `u1`/`u2`/`u4` for packed coordinates (BYTES counts the packed bytes), and the value
 /// type. `nse` is what the print shows (per batch with batch levels); lengths are of the whole
-/// arrays.
+/// arrays. A format with `explicitVal` stores no values array: its last line before the total is
+/// `values : none (explicitVal = C)`.
 pub fn summary<S>(s: &S) -> String
 where
     S: SparseStorage + ?Sized,
+    S::Value: std::fmt::Display,
 {
     let sizes = s.lvl_sizes();
     let batch_levels = s
@@ -35,7 +37,9 @@ where
         .min(sizes.len());
     let batches: usize = sizes[..batch_levels].iter().product();
     let values = s.value_slice();
-    let nse = values.len().checked_div(batches).unwrap_or(0);
+    let nse = sparse_runtime::storage::stored_entries(s)
+        .checked_div(batches)
+        .unwrap_or(0);
     let list = |xs: &[usize]| {
         let items: Vec<String> = xs.iter().map(|x| x.to_string()).collect();
         format!("( {} )", items.join(", "))
@@ -71,9 +75,16 @@ where
             );
         }
     }
-    let value_type = std::any::type_name::<S::Value>();
-    let value_bytes = std::mem::size_of_val(values);
-    array(&mut out, "values", values.len(), value_type, value_bytes);
+    match s.explicit_value() {
+        Some(c) => {
+            let _ = writeln!(out, "values : none (explicitVal = {c})");
+        }
+        None => {
+            let value_type = std::any::type_name::<S::Value>();
+            let value_bytes = std::mem::size_of_val(values);
+            array(&mut out, "values", values.len(), value_type, value_bytes);
+        }
+    }
     let _ = writeln!(out, "total = {total} bytes");
     out
 }

@@ -792,3 +792,56 @@ fn fmt_and_expand_keep_a_sparsecore_clause() {
         "{err}"
     );
 }
+
+/// A pattern format (`explicitVal`): no values array; the print gives the constant per stored
+/// entry, the summary no value bytes, a value other than the constant is an error.
+#[test]
+fn inspect_pattern_format() {
+    let dir = temp_dir("pattern");
+    let pattern = dir.join("p.mtx");
+    std::fs::write(
+        &pattern,
+        "%%MatrixMarket matrix coordinate pattern general\n3 4 4\n1 2\n1 4\n3 1\n3 3\n",
+    )
+    .unwrap();
+    let real = dir.join("a.mtx");
+    std::fs::write(
+        &real,
+        "%%MatrixMarket matrix coordinate real general\n3 4 2\n1 2 1\n3 3 2.5\n",
+    )
+    .unwrap();
+    let enc = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), explicitVal = 1.0 : f64, implicitVal = 0.0 : f64 }>";
+    let (rc, out, err) = sparse(&["inspect", "--encoding", enc, pattern.to_str().unwrap()]);
+    assert_eq!((rc, err.as_str()), (0, ""));
+    assert_eq!(
+        out,
+        "---- Sparse Tensor ----\nnse = 4\ndim = ( 3, 4 )\nlvl = ( 3, 4 )\npos[1] : ( 0, 2, 2, 4 )\ncrd[1] : ( 1, 3, 0, 2 )\nvalues : ( 1, 1, 1, 1 )\n----\n"
+    );
+    let (rc, out, err) = sparse(&[
+        "inspect",
+        "--summary",
+        "--encoding",
+        enc,
+        pattern.to_str().unwrap(),
+    ]);
+    assert_eq!((rc, err.as_str()), (0, ""));
+    assert_eq!(
+        out,
+        "nse = 4\n\
+         dim = ( 3, 4 )\n\
+         lvl = ( 3, 4 )\n\
+         pos[1] : 4 x usize = 32 bytes\n\
+         crd[1] : 4 x usize = 32 bytes\n\
+         values : none (explicitVal = 1)\n\
+         total = 64 bytes\n"
+    );
+    let (rc, out, err) = sparse(&["inspect", "--encoding", enc, real.to_str().unwrap()]);
+    assert_eq!((rc, out.as_str()), (1, ""));
+    assert_eq!(
+        err,
+        format!(
+            "error: cannot store {} (3 x 4) in the encoding: entry at [2, 2]: value 2.5 differs from explicitVal 1\n",
+            real.display()
+        )
+    );
+}

@@ -1195,3 +1195,75 @@ fn quantized_values() {
         "error: --emit rust: the Rust back end does not generate kernels over !quant.uniform<i8:f32> values (`A`) yet (`sparse eval` runs it through the interpreter)"
     );
 }
+
+/// A pattern operand (`explicitVal`) reads its constant; a pattern output is assembled by the
+/// interpreter and every computed value checked against the constant.
+#[test]
+fn pattern_operands_and_outputs() {
+    let pat = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), explicitVal = 1.0 : f64 }>";
+    let p = file(
+        "pattern",
+        "p.mtx",
+        "%%MatrixMarket matrix coordinate pattern general\n3 4 4\n1 2\n1 4\n3 1\n3 3\n",
+    );
+    let x = file("pattern", "x.tns", "1 1\n2 2\n3 3\n4 4\n");
+    let ta = format!("A=tensor<3x4xf64, {pat}>");
+    let tc = format!("C=tensor<3x4xf64, {pat}>");
+    let ia = format!("A={p}");
+    let ix = format!("x={x}");
+    assert_eq!(
+        ok(&[
+            "eval",
+            "y(i) = A(i,j) * x(j)",
+            "--tensor",
+            &ta,
+            "--tensor",
+            "x=tensor<4xf64>",
+            "--tensor",
+            "y=tensor<3xf64>",
+            "--input",
+            &ia,
+            "--input",
+            &ix,
+        ]),
+        "( 6, 0, 4 )\n"
+    );
+    // A * A keeps the constant: a pattern output
+    assert_eq!(
+        ok(&["eval", "C(i,j) = A(i,j) * A(i,j)", "--tensor", &ta, "--tensor", &tc, "--input", &ia]),
+        "---- Sparse Tensor ----\nnse = 4\ndim = ( 3, 4 )\nlvl = ( 3, 4 )\npos[1] : ( 0, 2, 2, 4 )\ncrd[1] : ( 1, 3, 0, 2 )\nvalues : ( 1, 1, 1, 1 )\n----\n"
+    );
+    // A + A does not
+    assert_eq!(
+        fails(&[
+            "eval",
+            "C(i,j) = A(i,j) + A(i,j)",
+            "--tensor",
+            &ta,
+            "--tensor",
+            &tc,
+            "--input",
+            &ia
+        ]),
+        "error: cannot assemble `C`: entry at [0, 1]: value 2 differs from explicitVal 1"
+    );
+    // the generated Rust reads the literal, and refuses the pattern output
+    let rust = ok(&[
+        "eval",
+        "--emit",
+        "rust",
+        "y(i) = A(i,j) * x(j)",
+        "--tensor",
+        &ta,
+        "--tensor",
+        "x=tensor<4xf64>",
+        "--tensor",
+        "y=tensor<3xf64>",
+    ]);
+    assert!(rust.contains("t0 += 1.0 * *x.get_unchecked(j);"), "{rust}");
+    assert!(!rust.contains("values"), "{rust}");
+    assert_eq!(
+        fails(&["eval", "--emit", "rust", "C(i,j) = A(i,j) * A(i,j)", "--tensor", &ta, "--tensor", &tc]),
+        "error: --emit rust: the Rust back end does not generate outputs whose format has an `explicitVal` (`C`) yet (`sparse eval` runs it through the interpreter)"
+    );
+}

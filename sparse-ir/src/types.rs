@@ -339,6 +339,36 @@ pub struct TypedValue {
     pub ty: ElementType,
 }
 
+impl ScalarValue {
+    /// The real part as an `f64`: an integer converted (`i as f64`, to nearest), a float as
+    /// stored, a complex number's real part. With [`Self::imag`] and [`Self::integer`], the one
+    /// conversion of a constant (`explicitVal`) into a value type, shared by the runtime
+    /// (`sparse_runtime::value::FromScalar`) and the code generator's literals.
+    pub fn real(&self) -> f64 {
+        match *self {
+            ScalarValue::Int(v) => v as f64,
+            ScalarValue::Float(b) | ScalarValue::Complex(b, _) => f64::from_bits(b),
+        }
+    }
+
+    /// The imaginary part as an `f64` (`0` for an integer or a float).
+    pub fn imag(&self) -> f64 {
+        match *self {
+            ScalarValue::Complex(_, b) => f64::from_bits(b),
+            ScalarValue::Int(_) | ScalarValue::Float(_) => 0.0,
+        }
+    }
+
+    /// The value as an integer: an integer as stored, a float's (or a complex number's real
+    /// part's) integer part, rounded toward zero and saturating (`f64 as i128`: NaN gives 0).
+    pub fn integer(&self) -> i128 {
+        match *self {
+            ScalarValue::Int(v) => v,
+            ScalarValue::Float(b) | ScalarValue::Complex(b, _) => f64::from_bits(b) as i128,
+        }
+    }
+}
+
 impl TypedValue {
     /// `true` if the value is zero (`0`, `0.0`, `-0.0`, `(0, 0)`).
     pub fn is_zero(&self) -> bool {

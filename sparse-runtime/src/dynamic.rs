@@ -27,6 +27,17 @@
 //! `crdWidth = 2`), both with the encoding's widths; `values` holds one value per stored position
 //! of the last level (`nse`).
 //!
+//! # Patterns (`explicitVal`)
+//!
+//! An encoding with `explicitVal = c` stores no values array (`values` is empty): every stored
+//! entry holds `c` (converted to `V` by [`FromScalar`](crate::value::FromScalar)), which reads
+//! ([`DynamicStorage::get`], iteration, [`DynamicStorage::to_dense`], printing, conversions)
+//! give back, and [`DynamicStorage::explicit_value`] returns. Constructors refuse any entry
+//! that would hold another value ([`StorageError::ExplicitValueMismatch`]): an input entry
+//! (after duplicates are summed by a unique last level) or an explicit zero the format stores
+//! (BSR block fill, n:m padding, a dense last level). `implicitVal` (always zero: the verifier
+//! refuses any other) is the value of every entry not stored, as without it.
+//!
 //! # Batch layout
 //!
 //! Leading `batch` levels (sizes `b0, b1, ..`) make `B = b0 * b1 * ..` independent batches, each
@@ -79,7 +90,10 @@ pub struct DynamicStorage<V> {
     lvl_sizes: Vec<usize>,
     positions: Vec<Option<IndexBuffer>>,
     coordinates: Vec<Option<CrdBuffer>>,
+    /// Empty when `explicit` is set.
     values: Vec<V>,
+    /// The `explicitVal` every stored entry holds (no values array), converted to `V`.
+    explicit: Option<V>,
     /// Global stored positions per level.
     counts: Vec<usize>,
     /// Product of the leading batch level sizes (1 without batch levels).
@@ -100,7 +114,8 @@ pub struct RawParts<V> {
     pub positions: Vec<Option<IndexBuffer>>,
     /// Per level: the coordinate buffer the level owns (see the module docs), width `crdWidth`.
     pub coordinates: Vec<Option<CrdBuffer>>,
-    /// One value per stored position of the last level.
+    /// One value per stored position of the last level; empty for an encoding with
+    /// `explicitVal` (see the module docs), which stores none.
     pub values: Vec<V>,
 }
 
@@ -611,19 +626,47 @@ impl<V: Value> DynamicStorage<V> {
             positions,
             coordinates,
             values,
+            explicit: None,
             counts: Vec::new(),
             batches: layout.batches,
             counting: layout.counting,
         };
         s.counts = storage::level_counts(&s)?;
+        if let Some(c) = &encoding.explicit_val {
+            let explicit = V::from_scalar(&c.value);
+            let values = std::mem::take(&mut s.values);
+            storage::check_explicit_values(&explicit, &values, |p| s.coords_at(p))?;
+            s.explicit = Some(explicit);
+        }
         Ok(s)
     }
 
+    /// The dimension coordinates of the entry at stored position `p` of the last level
+    /// (empty if no entry is stored there).
+    fn coords_at(&self, p: usize) -> Vec<usize> {
+        let a = self.arrays();
+        let mut lc = vec![0; self.encoding.lvl_rank()];
+        let mut found = None;
+        self.walk(&a, 0, 0, &mut lc, &mut |lc, q| {
+            if q == p && found.is_none() {
+                found = Some(lc.to_vec());
+            }
+        });
+        found.map_or_else(Vec::new, |lc| {
+            let mut dc = vec![0; self.encoding.dim_rank()];
+            lvl_to_dim(&self.encoding, &lc, &mut dc);
+            dc
+        })
+    }
+
     /// Builds the storage of a dense tensor given row-major (last dimension fastest) in `data`;
-    /// elements equal to zero are not stored (except where a dense level stores them anyway).
+    /// elements equal to zero (the implicit value) are not stored (except where a dense level
+    /// stores them anyway). With `explicitVal` every element that is not zero must equal it
+    /// (a 0/1 matrix for `explicitVal = 1.0`), and the format stores the pattern of those.
     ///
     /// Errors: [`StorageError::LengthMismatch`] if `data.len()` is not the product of `dim_shape`;
-    /// otherwise as [`Self::from_coo`].
+    /// otherwise as [`Self::from_coo`] ([`StorageError::ExplicitValueMismatch`] for an element
+    /// that is neither zero nor `explicitVal`).
     pub fn from_dense(
         encoding: &VerifiedEncoding,
         dim_shape: &[usize],
@@ -656,11 +699,15 @@ impl<V: Value> DynamicStorage<V> {
     ///
     /// `positions[l]` must be present exactly for compressed and loose_compressed levels, with
     /// width `posWidth`; `coordinates[l]` exactly for the levels that own a coordinate buffer
-    /// (see the module docs), with width `crdWidth`.
+    /// (see the module docs), with width `crdWidth`. With `explicitVal`, `values` is empty (as
+    /// [`Self::into_raw_parts`] gives it) or holds one value per stored position, each equal to
+    /// the constant (then dropped: nothing of it is stored).
     ///
     /// Errors: [`StorageError::RawParts`] naming the level for a missing, extra or mis-sized
-    /// array; [`StorageError::Invariant`] naming the invariant, level and position; as
-    /// [`Self::from_coo`] for an encoding or shape that cannot be stored. Never panics.
+    /// array; [`StorageError::Invariant`] naming the invariant, level and position;
+    /// [`StorageError::ExplicitValueMismatch`] naming the first given value that differs from
+    /// `explicitVal`; as [`Self::from_coo`] for an encoding or shape that cannot be stored.
+    /// Never panics.
     pub fn from_raw_parts(
         encoding: &VerifiedEncoding,
         dim_shape: &[usize],
@@ -734,11 +781,28 @@ impl<V: Value> DynamicStorage<V> {
                 _ => {}
             }
         }
+        // the values of a pattern are checked below, once the stored positions are known
+        let (values, given) = match encoding.explicit_val {
+            Some(_) => (Vec::new(), values),
+            None => (values, Vec::new()),
+        };
         // SAFETY: the arrays are checked by `validate` before the value is returned.
         let s = unsafe {
             Self::from_raw_parts_unchecked(encoding, dim_shape, positions, coordinates, values)
         };
         s.validate()?;
+        if let (Some(explicit), false) = (&s.explicit, given.is_empty()) {
+            let nse = s.nse();
+            if given.len() != nse {
+                return Err(StorageError::Invariant {
+                    level: encoding.lvl_rank().saturating_sub(1),
+                    invariant: "one value per stored position",
+                    position: given.len(),
+                    detail: format!("{} values for {nse} positions", given.len()),
+                });
+            }
+            storage::check_explicit_values(explicit, &given, |p| s.coords_at(p))?;
+        }
         Ok(s)
     }
 
@@ -747,8 +811,9 @@ impl<V: Value> DynamicStorage<V> {
     /// # Safety
     ///
     /// The arrays must be exactly what [`Self::from_raw_parts`] accepts for `encoding` and
-    /// `dim_shape`. No memory unsafety follows otherwise (this crate has no `unsafe` access), but
-    /// reading inconsistent arrays may panic or give wrong results.
+    /// `dim_shape` (with `explicitVal`, `values` is dropped unread). No memory unsafety follows
+    /// otherwise (this crate has no `unsafe` access), but reading inconsistent arrays may panic
+    /// or give wrong results.
     pub unsafe fn from_raw_parts_unchecked(
         encoding: &VerifiedEncoding,
         dim_shape: &[usize],
@@ -760,13 +825,22 @@ impl<V: Value> DynamicStorage<V> {
             Ok(l) => (l.lvl_sizes, l.batches, l.counting),
             Err(_) => (vec![0; encoding.lvl_rank()], 1, None),
         };
+        let explicit = encoding
+            .explicit_val
+            .as_ref()
+            .map(|c| V::from_scalar(&c.value));
         let mut s = DynamicStorage {
             encoding: encoding.clone(),
             dim_shape: dim_shape.to_vec(),
             lvl_sizes,
             positions,
             coordinates,
-            values,
+            values: if explicit.is_some() {
+                Vec::new()
+            } else {
+                values
+            },
+            explicit,
             counts: Vec::new(),
             batches,
             counting,
@@ -777,6 +851,7 @@ impl<V: Value> DynamicStorage<V> {
     }
 
     /// Takes the tensor apart into its arrays (no copy); [`Self::from_raw_parts`] puts them back.
+    /// With `explicitVal` the values are empty (none are stored).
     pub fn into_raw_parts(self) -> RawParts<V> {
         RawParts {
             encoding: self.encoding,
@@ -785,6 +860,24 @@ impl<V: Value> DynamicStorage<V> {
             coordinates: self.coordinates,
             values: self.values,
         }
+    }
+
+    /// [`Self::into_raw_parts`] with the values of a pattern (`explicitVal`) written out, one
+    /// copy of the constant per stored entry: what a peer that holds values needs
+    /// (`interop`).
+    #[cfg(any(
+        feature = "sprs",
+        feature = "nalgebra-sparse",
+        feature = "faer",
+        feature = "ndarray"
+    ))]
+    pub(crate) fn into_raw_parts_with_values(self) -> RawParts<V> {
+        let filled = self.explicit.map(|c| vec![c; self.nse()]);
+        let mut parts = self.into_raw_parts();
+        if let Some(values) = filled {
+            parts.values = values;
+        }
+        parts
     }
 
     /// The stored entries as a COO tensor in storage order (dimension coordinates, explicit
@@ -829,17 +922,42 @@ impl<V> DynamicStorage<V> {
     pub fn shape(&self) -> &[usize] {
         &self.dim_shape
     }
-    /// Number of stored entries (explicit zeros included), MLIR's `nse`.
+    /// Number of stored entries (explicit zeros included; over all batches), MLIR's `nse`.
     pub fn nse(&self) -> usize {
-        self.values.len()
+        match self.explicit {
+            Some(_) => self.counts.last().copied().unwrap_or(0),
+            None => self.values.len(),
+        }
     }
     /// Number of batches: the product of the leading batch level sizes (1 without batch levels).
     pub fn batches(&self) -> usize {
         self.batches
     }
-    /// The values array.
+    /// The values array, one per stored entry in storage order; empty for an encoding with
+    /// `explicitVal`, which stores none (see [`Self::explicit_value`]).
     pub fn values(&self) -> &[V] {
         &self.values
+    }
+    /// The `explicitVal` every stored entry holds, converted to `V`, when the encoding has one
+    /// (then no values array is stored); `None` otherwise.
+    pub fn explicit_value(&self) -> Option<&V> {
+        self.explicit.as_ref()
+    }
+    /// The value of the stored entry at position `p` of the last level (storage order): the
+    /// values array's, or `explicitVal` for a pattern; `None` when `p` is not below
+    /// [`Self::nse`].
+    pub fn value_at(&self, p: usize) -> Option<&V> {
+        match &self.explicit {
+            Some(v) => (p < self.nse()).then_some(v),
+            None => self.values.get(p),
+        }
+    }
+    /// The value at stored position `p` (a position the walk gave).
+    fn value_ref(&self, p: usize) -> &V {
+        match &self.explicit {
+            Some(v) => v,
+            None => &self.values[p],
+        }
     }
     /// The same storage seen through permuted dimensions, no element moved (MLIR's
     /// dimension-to-level maps make a transpose a change of encoding only): dimension `d` of
@@ -883,6 +1001,7 @@ impl<V> DynamicStorage<V> {
             positions: self.positions,
             coordinates: self.coordinates,
             values: self.values,
+            explicit: self.explicit,
             counts: self.counts,
             batches: self.batches,
             counting: self.counting.map(|c| Counting {
@@ -901,14 +1020,16 @@ impl<V> DynamicStorage<V> {
     }
 
     /// The same storage with every stored value mapped by `f`, in storage order (positions
-    /// and coordinates unchanged): a change of value type, or values turned into text.
-    pub fn map_values<W>(self, f: impl FnMut(V) -> W) -> DynamicStorage<W> {
+    /// and coordinates unchanged): a change of value type, or values turned into text. With
+    /// `explicitVal`, `f` maps the one constant.
+    pub fn map_values<W>(self, mut f: impl FnMut(V) -> W) -> DynamicStorage<W> {
         DynamicStorage {
             encoding: self.encoding,
             dim_shape: self.dim_shape,
             lvl_sizes: self.lvl_sizes,
             positions: self.positions,
             coordinates: self.coordinates,
+            explicit: self.explicit.map(&mut f),
             values: self.values.into_iter().map(f).collect(),
             counts: self.counts,
             batches: self.batches,
@@ -1014,7 +1135,7 @@ impl<V> DynamicStorage<V> {
     pub fn for_each_level(&self, mut f: impl FnMut(&[usize], &V)) {
         let a = self.arrays();
         let mut lc = vec![0; self.encoding.lvl_rank()];
-        self.walk(&a, 0, 0, &mut lc, &mut |lc, p| f(lc, &self.values[p]));
+        self.walk(&a, 0, 0, &mut lc, &mut |lc, p| f(lc, self.value_ref(p)));
     }
 
     /// All stored entries in storage order as `(level coordinates, value)`.
@@ -1023,7 +1144,7 @@ impl<V> DynamicStorage<V> {
         let a = self.arrays();
         let mut lc = vec![0; self.encoding.lvl_rank()];
         self.walk(&a, 0, 0, &mut lc, &mut |lc, p| out.push((lc.to_vec(), p)));
-        out.into_iter().map(move |(lc, p)| (lc, &self.values[p]))
+        out.into_iter().map(move |(lc, p)| (lc, self.value_ref(p)))
     }
 
     /// All stored entries in storage order as `(dimension coordinates, value)` (through
@@ -1054,7 +1175,7 @@ impl<V> DynamicStorage<V> {
         )
         .ok()?;
         let a = self.arrays();
-        self.locate(&a, 0, 0, &lc).map(|p| &self.values[p])
+        self.locate(&a, 0, 0, &lc).map(|p| self.value_ref(p))
     }
 
     fn locate(&self, a: &Arrays<'_>, l: usize, parent: usize, lc: &[usize]) -> Option<usize> {
@@ -1082,7 +1203,7 @@ impl<V> DynamicStorage<V> {
             .find_map(next)
     }
 
-    /// Bytes held by positions, coordinates and values.
+    /// Bytes held by positions, coordinates and values (no values for `explicitVal`).
     pub fn memory_bytes(&self) -> usize {
         storage::memory_bytes(self)
     }
@@ -1205,6 +1326,9 @@ impl<V> SparseStorage for DynamicStorage<V> {
     }
     fn value_slice(&self) -> &[V] {
         &self.values
+    }
+    fn explicit_value(&self) -> Option<&V> {
+        self.explicit.as_ref()
     }
     fn ell_levels(&self) -> Option<storage::EllLevels> {
         let c = self.counting?;

@@ -185,6 +185,21 @@ pub enum StorageError {
     /// `i32::MIN`), as MLIR's `arith.divsi`/`divui` are lowered.
     #[error("integer division by zero")]
     DivisionByZero,
+    /// A stored entry of a format whose encoding has an `explicitVal` (a pattern: no values
+    /// array, every stored entry holds that constant) would hold another value: an input entry
+    /// of `from_coo` / `from_dense` (after duplicates are summed by a unique last level), an
+    /// explicit zero the format stores (a BSR block's fill, n:m padding, the elements of a dense
+    /// last level), or a value given to `DynamicStorage::from_raw_parts`. Values are named in
+    /// their `Display` form.
+    #[error("entry at {coords:?}: value {value} differs from explicitVal {explicit}")]
+    ExplicitValueMismatch {
+        /// The entry's dimension coordinates.
+        coords: Vec<usize>,
+        /// The value it would hold.
+        value: String,
+        /// The encoding's `explicitVal`, converted to the value type.
+        explicit: String,
+    },
     /// Raw parts given to `from_raw_parts` do not have the encoding's shape of arrays (which
     /// levels have positions or coordinates, widths, number of levels).
     #[error("raw parts, level {level}: {reason}")]

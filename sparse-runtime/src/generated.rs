@@ -17,7 +17,7 @@ use crate::dynamic;
 use crate::index::IndexBuffer;
 use crate::level::Builder;
 use crate::packed::{CrdBuffer, PackedBuffer};
-use crate::storage::FromCoo;
+use crate::storage::{FromCoo, LevelIter, SparseStorage};
 use crate::{CooTensor, DynamicStorage, Index, IndexSlice, StorageError, Value};
 
 /// A tensor that can visit its stored entries in storage order with dimension coordinates:
@@ -914,6 +914,35 @@ fn finish<V: Value>(
         positions,
         coordinates,
         values,
+    })
+}
+
+/// For a generated format whose encoding has an `explicitVal` (it stores no values array):
+/// checks that every value assembly produced (`values`, one per stored position of `s`, in
+/// storage order; input entries after duplicates are summed, and the explicit zeros the format
+/// stores) equals the constant `s` holds ([`SparseStorage::explicit_value`]); `Ok` for a format
+/// without one.
+///
+/// Errors: [`StorageError::ExplicitValueMismatch`] naming the first entry in storage order that
+/// differs, by its dimension coordinates (`lvl_to_dim` of its level coordinates), its value and
+/// the constant.
+pub fn check_explicit<S, const L: usize, const D: usize>(
+    s: &S,
+    values: &[S::Value],
+    lvl_to_dim: impl Fn(&[usize; L]) -> [usize; D],
+) -> Result<(), StorageError>
+where
+    S: SparseStorage,
+    S::Value: Value,
+{
+    let Some(explicit) = s.explicit_value() else {
+        return Ok(());
+    };
+    crate::storage::check_explicit_values(explicit, values, |p| {
+        LevelIter::<S, L>::new(s)
+            .find(|&(_, q)| q == p)
+            .map(|(lc, _)| lvl_to_dim(&lc).to_vec())
+            .unwrap_or_default()
     })
 }
 

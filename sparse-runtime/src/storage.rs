@@ -29,8 +29,16 @@ pub trait SparseStorage {
     /// The coordinate buffer owned by level `l`, if the level owns one (for an AoS COO region,
     /// the interleaved buffer is owned by the region's first level; its singletons own none).
     fn coordinate_buffer(&self, l: usize) -> Option<IndexSlice<'_>>;
-    /// The values array (`nse` elements, explicit zeros included).
+    /// The values array (`nse` elements, explicit zeros included); empty for a format whose
+    /// encoding has an `explicitVal`, which stores none ([`Self::explicit_value`]).
     fn value_slice(&self) -> &[Self::Value];
+    /// The constant every stored entry holds when the encoding has an `explicitVal` (a pattern
+    /// format: no values array is stored, [`Self::value_slice`] is empty); `None` (the default)
+    /// for a format that stores its values. The implicit value (`implicitVal`, always zero) is
+    /// that of every entry not stored, with or without this constant.
+    fn explicit_value(&self) -> Option<&Self::Value> {
+        None
+    }
     /// The coordinate buffer owned by level `l` as a view that also covers packed sub-byte
     /// buffers (`crdWidth` 1, 2, 4 of n:m levels). The default wraps
     /// [`Self::coordinate_buffer`]; storages with packed buffers override it. Print, validate and
@@ -72,7 +80,10 @@ pub struct EllLevels {
 /// ----
 /// ```
 /// One `pos[l]` line per level that stores positions and one `crd[l]` line per level that owns a
-/// coordinate buffer, in level order, `pos` before `crd`; values last, in `Display` form.
+/// coordinate buffer, in level order, `pos` before `crd`; values last, in `Display` form. A
+/// format with `explicitVal` ([`SparseStorage::explicit_value`]) stores no values array; its
+/// `values` line holds the constant once per stored entry, as MLIR prints the values buffer of
+/// such a tensor (its storage keeps one, which its sparsifier never reads).
 ///
 /// With leading `batch` levels (sizes `b0, b1, ..`) every buffer is printed as MLIR prints its
 /// batched memrefs (shape `b0 x b1 x .. x n`): one nested group per batch level and, innermost,
@@ -136,7 +147,8 @@ where
         .min(sizes.len());
     let batch_shape = &sizes[..batch_levels];
     let batches: usize = batch_shape.iter().product();
-    let nse = s.value_slice().len().checked_div(batches).unwrap_or(0);
+    let stored = stored_entries(s);
+    let nse = stored.checked_div(batches).unwrap_or(0);
     writeln!(f, "---- Sparse Tensor ----")?;
     writeln!(f, "nse = {nse}")?;
     f.write_str("dim = ")?;
@@ -157,11 +169,28 @@ where
         }
     }
     f.write_str("values : ")?;
-    buffer(f, s.value_slice(), batch_shape)?;
+    match s.explicit_value() {
+        Some(v) => buffer(f, &vec![v; stored], batch_shape)?,
+        None => buffer(f, s.value_slice(), batch_shape)?,
+    }
     f.write_str("\n----\n")
 }
 
-/// Bytes held by the position, coordinate and value arrays (not counting `Vec` headers).
+/// Number of stored entries of `s` over all batches (MLIR's `nse` times the batch count): the
+/// length of its values array, or for a format with `explicitVal` (no values array) the count
+/// of its last level (0 when the arrays overflow a count, which [`validate`] reports).
+pub fn stored_entries<S: SparseStorage + ?Sized>(s: &S) -> usize {
+    match s.explicit_value() {
+        Some(_) => level_counts(s)
+            .ok()
+            .and_then(|c| c.last().copied())
+            .unwrap_or(0),
+        None => s.value_slice().len(),
+    }
+}
+
+/// Bytes held by the position, coordinate and value arrays (not counting `Vec` headers); a
+/// format with `explicitVal` holds no value array, so no value bytes count.
 pub fn memory_bytes<S: SparseStorage + ?Sized>(s: &S) -> usize {
     let mut total = std::mem::size_of_val(s.value_slice());
     for l in 0..s.lvl_types().len() {
@@ -203,7 +232,8 @@ pub fn memory_bytes<S: SparseStorage + ?Sized>(s: &S) -> usize {
 ///   PyTorch's `is_coalesced`);
 /// - an AoS COO buffer holds whole tuples (its length is a multiple of the region length).
 ///
-/// Finally the number of values must equal the count of the last level.
+/// Finally the number of values must equal the count of the last level (a format with
+/// `explicitVal` stores none: [`SparseStorage::explicit_value`]).
 ///
 /// ELL counting maps ([`SparseStorage::ell_levels`], last level not dense): the stored entries of
 /// a row, in level order of the levels other than the counting level, sit in slices `0, 1, ..`
@@ -255,7 +285,7 @@ pub fn validate<S: SparseStorage + ?Sized>(s: &S) -> Result<(), StorageError> {
         parent = dispatch!(t.format, K => K::check(&cx, l, parent))?;
         cx.counts.push(parent);
     }
-    if s.value_slice().len() != parent {
+    if s.explicit_value().is_none() && s.value_slice().len() != parent {
         return Err(inv(
             lvl_rank.saturating_sub(1),
             "one value per stored position",
@@ -517,6 +547,25 @@ pub fn balanced_splits(units: usize, parts: usize, before: impl Fn(usize) -> usi
     }
     out.push(units);
     out
+}
+
+/// The first of `values` (one per stored position, in storage order) that differs from
+/// `explicit`, as [`StorageError::ExplicitValueMismatch`] with the dimension coordinates
+/// `coords_of(position)` gives; `Ok` when every value equals it (`==`: a NaN constant admits no
+/// stored entry).
+pub fn check_explicit_values<V: PartialEq + fmt::Display>(
+    explicit: &V,
+    values: &[V],
+    coords_of: impl FnOnce(usize) -> Vec<usize>,
+) -> Result<(), StorageError> {
+    match values.iter().position(|v| v != explicit) {
+        None => Ok(()),
+        Some(p) => Err(StorageError::ExplicitValueMismatch {
+            coords: coords_of(p),
+            value: values[p].to_string(),
+            explicit: explicit.to_string(),
+        }),
+    }
 }
 
 #[cfg(test)]

@@ -201,6 +201,13 @@ impl std::ops::Mul for I1 {
     }
 }
 
+/// An `explicitVal` as an `i1`: `1` unless the constant is zero (`true`).
+impl sparse_runtime::value::FromScalar for I1 {
+    fn from_scalar(v: &sparse_runtime::sparse_ir::types::ScalarValue) -> I1 {
+        I1(v.integer() != 0 || v.real() != 0.0 || v.imag() != 0.0)
+    }
+}
+
 impl sparse_runtime::num_traits::Zero for I1 {
     fn zero() -> I1 {
         I1(false)
@@ -676,9 +683,12 @@ impl<V: Num> St<'_, V> {
                 Some(&last) => self.pos[last],
                 None => (0, 1),
             };
+            // a pattern (`explicitVal`) gives its constant at every stored position
             let mut v = V::zero();
-            for p in lo..hi.min(s.values().len()) {
-                v += s.values()[p];
+            for p in lo..hi.min(s.nse()) {
+                if let Some(x) = s.value_at(p) {
+                    v += *x;
+                }
             }
             return v;
         }
@@ -699,7 +709,7 @@ impl<V: Num> St<'_, V> {
                     .iter()
                     .zip(s.lvl_sizes())
                     .fold(0, |acc, (c, n)| acc * n + c);
-                s.values().get(at).copied().unwrap_or_else(V::zero)
+                s.value_at(at).copied().unwrap_or_else(V::zero)
             }
         }
     }

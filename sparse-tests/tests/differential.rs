@@ -31,6 +31,12 @@ sparse::sparse_format! {
     BatchCoo = #sparse_tensor.encoding<{ map = (b, i, j) -> (b : batch, i : compressed(nonunique), j : singleton) }>;
     BatchLoose = #sparse_tensor.encoding<{ map = (b, i, j) -> (b : batch, i : dense, j : loose_compressed) }>;
     Nv13 = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j floordiv 3 : dense, j mod 3 : structured[1, 3]), crdWidth = 8 }>;
+    // patterns (`explicitVal`): no values array, every stored entry holds 1
+    PatCsr = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32, explicitVal = 1.0 : f64, implicitVal = 0.0 : f64 }>;
+    PatDcsc = #sparse_tensor.encoding<{ map = (i, j) -> (j : compressed, i : compressed), explicitVal = 1.0 : f64 }>;
+    PatCoo = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton(soa)), explicitVal = 1.0 : f64 }>;
+    PatEll = #sparse_tensor.encoding<{ map = [c](i, j) -> (c * 4 * i : dense, i : dense, j : compressed), explicitVal = 1.0 : f64 }>;
+    PatCsf = #sparse_tensor.encoding<{ map = (i, j, k) -> (i : compressed, j : compressed, k : compressed), crdWidth = 8, explicitVal = 1.0 : f64 }>;
 }
 
 /// Per level: (positions, owned coordinate buffer), widened.
@@ -93,6 +99,53 @@ macro_rules! check_format {
         prop_assert_eq!(&again, &g);
         g
     }};
+}
+
+/// A pattern format (`explicitVal = 1.0`) against the dynamic storage and the dense tensor, as
+/// `check_format!` (no values array: the constant, the print form with it, `nse`).
+macro_rules! check_pattern {
+    ($ty:ident, $shape:expr, $entries:expr) => {{
+        let shape = $shape;
+        let entries: &Vec<(_, f64)> = $entries;
+        let g = $ty::<f64>::from_coo(shape, entries.iter().cloned()).unwrap();
+        let mut coo = CooTensor::new(shape.to_vec());
+        for (c, v) in entries {
+            coo.push(&c[..], *v);
+        }
+        let d = DynamicStorage::from_coo(&$ty::<f64>::encoding().verify().unwrap(), &coo).unwrap();
+        prop_assert_eq!(arrays(&g), arrays(&d), "{} arrays", stringify!($ty));
+        prop_assert!(d.values().is_empty());
+        prop_assert_eq!(g.explicit_value(), 1.0);
+        prop_assert_eq!(d.explicit_value(), Some(&1.0));
+        prop_assert_eq!(g.nse(), d.nse());
+        prop_assert_eq!(g.to_string(), d.to_string());
+        g.validate().unwrap();
+        let dense = dense_of(shape, entries);
+        prop_assert_eq!(&g.to_dense().unwrap(), &dense);
+        prop_assert_eq!(&d.to_dense().unwrap(), &dense);
+        let gi: Vec<(Vec<usize>, f64)> = g.iter().map(|(c, v)| (c.to_vec(), *v)).collect();
+        let di: Vec<(Vec<usize>, f64)> = d.iter().map(|(c, v)| (c, *v)).collect();
+        prop_assert_eq!(&gi, &di);
+        prop_assert_eq!(gi.len(), g.nse());
+        for (c, _) in entries.iter().take(20) {
+            prop_assert_eq!(g.get(*c).copied(), d.get(&c[..]).copied());
+        }
+        prop_assert_eq!(g.memory_bytes(), d.memory_bytes());
+        prop_assert_eq!(g.to_coo(), d.to_coo());
+        let again = $ty::<f64>::from_raw_parts(g.clone().into_raw_parts()).unwrap();
+        prop_assert_eq!(&again, &g);
+        g
+    }};
+}
+
+/// A pattern: distinct coordinates, each holding 1.
+fn pattern_matrix() -> impl Strategy<Value = ([usize; 2], Vec<([usize; 2], f64)>)> {
+    matrix().prop_map(|(shape, entries)| {
+        let mut cs: Vec<[usize; 2]> = entries.into_iter().map(|(c, _)| c).collect();
+        cs.sort();
+        cs.dedup();
+        (shape, cs.into_iter().rev().map(|c| (c, 1.0)).collect())
+    })
 }
 
 fn matrix() -> impl Strategy<Value = ([usize; 2], Vec<([usize; 2], f64)>)> {
@@ -295,6 +348,57 @@ proptest! {
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn patterns_match_dynamic_and_dense((shape, entries) in pattern_matrix(), bad in any::<prop::sample::Index>()) {
+        let x: Vec<f64> = (0..shape[1]).map(|j| 1.0 + (j % 7) as f64).collect();
+        let want = dense_spmv(shape, &entries, &x);
+        macro_rules! with_spmv {
+            ($ty:ident) => {{
+                let g = check_pattern!($ty, shape, &entries);
+                let mut y = vec![f64::NAN; shape[0]];
+                g.spmv(&x, &mut y).unwrap();
+                prop_assert_eq!(&y, &want, "{} spmv", stringify!($ty));
+            }};
+        }
+        with_spmv!(PatCsr);
+        with_spmv!(PatDcsc);
+        with_spmv!(PatCoo);
+        if entries.iter().all(|([i, _], _)| entries.iter().filter(|([r, _], _)| r == i).count() <= 4) {
+            with_spmv!(PatEll);
+        }
+        // the plain CSR with the same entries: only the values differ in memory
+        let plain = check_format!(Csr, shape, &entries);
+        let pattern = PatCsr::<f64>::from_coo(shape, entries.iter().cloned()).unwrap();
+        prop_assert_eq!(plain.memory_bytes() - pattern.memory_bytes(), 8 * entries.len());
+        // one entry off the constant: the same error from both storages
+        if !entries.is_empty() {
+            let mut off = entries.clone();
+            let k = bad.index(off.len());
+            off[k].1 = 3.0;
+            let e = PatCsr::<f64>::from_coo(shape, off.iter().cloned()).unwrap_err();
+            let mut coo = CooTensor::new(shape.to_vec());
+            for (c, v) in &off {
+                coo.push(&c[..], *v);
+            }
+            let de = DynamicStorage::from_coo(&PatCsr::<f64>::encoding().verify().unwrap(), &coo).unwrap_err();
+            prop_assert_eq!(&e, &de);
+            prop_assert_eq!(e, sparse::runtime::StorageError::ExplicitValueMismatch {
+                coords: off[k].0.to_vec(),
+                value: "3".into(),
+                explicit: "1".into(),
+            });
+        }
+    }
+
+    #[test]
+    fn pattern_tensors_match_dynamic_and_dense((shape, entries) in tensor3()) {
+        let mut cs: Vec<[usize; 3]> = entries.into_iter().map(|(c, _)| c).collect();
+        cs.sort();
+        cs.dedup();
+        let ones: Vec<([usize; 3], f64)> = cs.into_iter().map(|c| (c, 1.0)).collect();
+        check_pattern!(PatCsf, shape, &ones);
+    }
 
     #[test]
     fn conversions_match_dynamic((shape, entries) in blocked_matrix()) {

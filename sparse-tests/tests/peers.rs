@@ -229,3 +229,31 @@ fn csr32_moves_through_faer_at_its_own_widths() {
         .unwrap_err();
     assert!(e.to_string().contains("signed maximum"), "{e}");
 }
+
+/// A pattern (`explicitVal`, no values array) leaves for a peer with its constant written out
+/// as each stored entry's value.
+#[test]
+fn a_pattern_leaves_with_its_constant_as_values() {
+    let enc = sparse::runtime::sparse_ir::ir::Encoding {
+        explicit_val: Some(sparse::runtime::sparse_ir::types::TypedValue {
+            value: sparse::runtime::sparse_ir::types::ScalarValue::Float(1.0f64.to_bits()),
+            ty: sparse::runtime::sparse_ir::types::ElementType::Float(
+                sparse::runtime::sparse_ir::types::FloatKind::F64,
+            ),
+        }),
+        ..Csr::<f64>::encoding()
+    }
+    .verify()
+    .unwrap();
+    let mut coo = sparse::runtime::CooTensor::new(vec![3, 4]);
+    for c in [[0, 3], [2, 0], [0, 1]] {
+        coo.push(&c, 1.0);
+    }
+    let d = sparse::runtime::DynamicStorage::from_coo(&enc, &coo).unwrap();
+    assert!(d.values().is_empty());
+    let m = interop::sprs::from_dynamic(d.clone()).unwrap();
+    assert_eq!(m.data(), &[1.0, 1.0, 1.0]);
+    assert_eq!(m.indices(), &[1, 3, 0]);
+    let n = interop::nalgebra_sparse::csr_from_dynamic(d).unwrap();
+    assert_eq!(n.values(), &[1.0, 1.0, 1.0]);
+}

@@ -19,11 +19,23 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
     } = cx;
     let (dim_rank, lvl_rank, counting) = (cx.dim_rank, cx.lvl_rank, *counting);
     let nest = |inner, locate| cx.nest(inner, locate);
+    // a pattern (`explicitVal`) gives its one constant for every stored entry
+    let (value_at_last, value_at) = if cx.explicit().is_some() {
+        (
+            quote!(&self.explicit),
+            quote!(|(lc, _)| (lc, &self.explicit)),
+        )
+    } else {
+        (
+            quote!(&self.values[#p_last]),
+            quote!(|(lc, p)| (lc, &self.values[p])),
+        )
+    };
     let for_each_body = nest(
-        quote!(f(Self::lvl_to_dim(&[#(#cs),*]), &self.values[#p_last]);),
+        quote!(f(Self::lvl_to_dim(&[#(#cs),*]), #value_at_last);),
         false,
     );
-    let mut get_body = nest(quote!(return Some(&self.values[#p_last]);), true);
+    let mut get_body = nest(quote!(return Some(#value_at_last);), true);
     let compressed = compressed_arrays(cx);
     if let Some((cl, (_, k))) = counting {
         // `get` tries every slice of the counting level.
@@ -38,12 +50,12 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
         impl<V> #name<V> {
             /// Stored entries in storage order as `(dimension coordinates, &value)`.
             pub fn iter(&self) -> impl Iterator<Item = ([usize; #dim_rank], &V)> + '_ {
-                #rt::storage::LevelIter::new(self).map(move |(lc, p)| (Self::lvl_to_dim(&lc), &self.values[p]))
+                self.iter_levels().map(|(lc, v)| (Self::lvl_to_dim(&lc), v))
             }
 
             /// Stored entries in storage order as `(level coordinates, &value)`.
             pub fn iter_levels(&self) -> impl Iterator<Item = ([usize; #lvl_rank], &V)> + '_ {
-                #rt::storage::LevelIter::new(self).map(move |(lc, p)| (lc, &self.values[p]))
+                #rt::storage::LevelIter::new(self).map(move #value_at)
             }
 
             /// Calls `f(dimension coordinates, &value)` for every stored entry in storage order

@@ -1,7 +1,9 @@
 //! Assembly: `from_coo`, `from_coo_tensor`, `from_dense`, the raw parts (`into_raw_parts`,
 //! `from_raw_parts`, `from_raw_parts_unchecked`) and the `FromCoo` impl. Entries are assembled
 //! by the runtime's one assembly (`generated::assemble`, driven by the encoding's level types);
-//! the arrays it builds move into the struct's typed fields without a copy.
+//! the arrays it builds move into the struct's typed fields without a copy. A format with
+//! `explicitVal` checks the values assembly produced against its constant
+//! (`generated::check_explicit`) and keeps none of them.
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -22,17 +24,46 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         ..
     } = cx;
     let dim_rank = cx.dim_rank;
-    // The struct from its fields: built in place, or completed with the batch counts.
+    let explicit = cx.explicit();
+    // a pattern's `Parts` holds no values, so it has no value type parameter
+    let parts_ty = if explicit.is_some() {
+        quote!(#parts)
+    } else {
+        quote!(#parts<V>)
+    };
+    // The struct from its fields: built in place, or completed with the batch counts (and the
+    // number of stored entries of a pattern, which has no values to count).
+    let (values_field, values_move, set_nse, raw_bound) = match &explicit {
+        Some(c) => (
+            quote!(explicit: #c, nse: 0,),
+            quote!(),
+            quote! {
+                // unchecked arrays may overflow a count (then `validate` reports it): no panic
+                s.nse = #rt::storage::level_counts(&s)
+                    .ok()
+                    .and_then(|c| c.last().copied())
+                    .unwrap_or(0);
+            },
+            quote!(V: #rt::value::FromScalar),
+        ),
+        None => (
+            quote!(values: parts.values,),
+            quote!(values: self.values,),
+            quote!(),
+            quote!(V),
+        ),
+    };
     let raw_fields = quote! {
         dim_shape: parts.dim_shape,
         lvl_sizes: Self::lvl_sizes_for(&parts.dim_shape),
         #( #field_names: parts.#field_names, )*
-        values: parts.values,
+        #values_field
     };
-    let raw_struct = if cx.batched {
+    let raw_struct = if cx.batched || explicit.is_some() {
         quote! {
             let mut s = #name { #raw_fields #batch_init_zero };
             #set_counts
+            #set_nse
             s
         }
     } else {
@@ -61,29 +92,75 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             #shape_check
         }
     };
+    // a pattern keeps none of the values assembly produced: each must equal its constant
+    let from_assembled = match &explicit {
+        Some(_) => quote! {
+            let values = ::core::mem::take(&mut a.values);
+            let parts = #parts {
+                dim_shape: shape,
+                #(#assembled,)*
+            };
+            let s = Self::from_parts(parts);
+            #rt::generated::check_explicit(&s, &values, Self::lvl_to_dim)?;
+            Ok(s)
+        },
+        None => quote! {
+            let parts = #parts {
+                dim_shape: shape,
+                #(#assembled,)*
+                values: a.values,
+            };
+            Ok(Self::from_parts(parts))
+        },
+    };
+    let (explicit_errors, dense_doc) = if explicit.is_some() {
+        (
+            " `StorageError::ExplicitValueMismatch` naming the first entry in storage order \
+             whose value (after duplicates are summed by a unique last level; an explicit zero \
+             the format stores, such as a block's fill, counts too) differs from `explicitVal`;",
+            " With `explicitVal` every element that is not zero (the implicit value) must equal \
+             it, and the format stores the pattern of those elements (a 0/1 matrix for \
+             `explicitVal = 1.0`).",
+        )
+    } else {
+        ("", "")
+    };
+    let from_coo_doc = format!(
+        " Errors: `StorageError::ShapeMismatch` if `shape` differs from a declared static \
+         shape; `StorageError::BlockShape` if a blocked dimension is not a multiple of its \
+         block size; `StorageError::CoordinateOutOfRange` naming the entry, dimension and \
+         value; `StorageError::WidthOverflow` naming the level when a position or coordinate \
+         does not fit the width;{explicit_errors} as `DynamicStorage::from_coo` for the rest."
+    );
+    let from_dense_doc = format!(
+        " Builds the storage from a dense row-major array (last dimension fastest); zeros are \
+         not stored (except where a dense level stores them anyway).{dense_doc}"
+    );
     Ok(quote! {
         impl<V> #name<V> {
             /// Takes the storage apart into its arrays (no copy).
-            pub fn into_raw_parts(self) -> #parts<V> {
+            pub fn into_raw_parts(self) -> #parts_ty {
                 #parts {
                     dim_shape: self.dim_shape,
                     #( #field_names: self.#field_names, )*
-                    values: self.values,
+                    #values_move
                 }
             }
+        }
 
+        impl<#raw_bound> #name<V> {
             /// Builds the storage from arrays without checking them.
             ///
             /// # Safety
             /// The arrays must satisfy every invariant `validate` checks for this format and
             /// `parts.dim_shape` (as `from_raw_parts` verifies); otherwise later calls may panic
             /// or return wrong results.
-            pub unsafe fn from_raw_parts_unchecked(parts: #parts<V>) -> Self {
+            pub unsafe fn from_raw_parts_unchecked(parts: #parts_ty) -> Self {
                 Self::from_parts(parts)
             }
 
             /// The struct over `parts`, unchecked (`from_raw_parts` validates it).
-            fn from_parts(parts: #parts<V>) -> Self {
+            fn from_parts(parts: #parts_ty) -> Self {
                 #raw_struct
             }
         }
@@ -92,11 +169,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             /// Builds the storage from entries `(dimension coordinates, value)` in any order.
             /// Duplicates are summed when the last level is unique, kept otherwise.
             ///
-            /// Errors: `StorageError::ShapeMismatch` if `shape` differs from a declared static
-            /// shape; `StorageError::BlockShape` if a blocked dimension is not a multiple of its
-            /// block size; `StorageError::CoordinateOutOfRange` naming the entry, dimension and
-            /// value; `StorageError::WidthOverflow` naming the level when a position or
-            /// coordinate does not fit the width; as `DynamicStorage::from_coo` for the rest.
+            #[doc = #from_coo_doc]
             pub fn from_coo(
                 shape: [usize; #dim_rank],
                 entries: impl IntoIterator<Item = ([usize; #dim_rank], V)>,
@@ -136,12 +209,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 shape: [usize; #dim_rank],
                 mut a: #rt::generated::Assembled<V>,
             ) -> Result<Self, StorageError> {
-                let parts = #parts {
-                    dim_shape: shape,
-                    #(#assembled,)*
-                    values: a.values,
-                };
-                Ok(Self::from_parts(parts))
+                #from_assembled
             }
 
             /// Builds the storage from a `CooTensor` (e.g. read from a Matrix Market file).
@@ -153,8 +221,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 Self::from_coo(shape, entries)
             }
 
-            /// Builds the storage from a dense row-major array (last dimension fastest); zeros
-            /// are not stored (except where a dense level stores them anyway).
+            #[doc = #from_dense_doc]
             ///
             /// Errors: `StorageError::LengthMismatch` if `data.len()` is not the product of
             /// `shape`; otherwise as [`Self::from_coo`].
@@ -170,7 +237,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             /// them `"array lengths fit usize"` for a shape whose arrays cannot be addressed,
             /// the COO tuple order and uniqueness of singleton levels, and the ELL slice layout).
             /// Never panics.
-            pub fn from_raw_parts(parts: #parts<V>) -> Result<Self, StorageError> {
+            pub fn from_raw_parts(parts: #parts_ty) -> Result<Self, StorageError> {
                 #shape_checks
                 let s = Self::from_parts(parts);
                 s.validate()?;

@@ -321,7 +321,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                         let before = #before0;
                         let distinct = #distinct;
                         // a stored position of level 1 holds a block of values (1 unless blocked)
-                        let block = (self.values.len() / before(#units).max(1)).max(1) as u64;
+                        let block = (self.nse() / before(#units).max(1)).max(1) as u64;
                     },
                     quote!(block * value + crd),
                 ),
@@ -363,7 +363,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             ids.sort_unstable();
             ids.dedup();
             let unique = ids.len() as u64;
-            #sc::run_whole(chip, y, 1, self.values.len(), unique, bytes, |y| self.spmv(x, y))
+            #sc::run_whole(chip, y, 1, self.nse(), unique, bytes, |y| self.spmv(x, y))
         },
     };
     // the byte sizes the SpMV's bytes model reads, each bound only where it is used

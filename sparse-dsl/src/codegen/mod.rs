@@ -469,6 +469,16 @@ impl<'a> Ctx<'a> {
         })
     }
 
+    /// For a format with `explicitVal` (no values array): the constant as a `V`, the
+    /// runtime's conversion of the encoding's scalar (`FromScalar::from_scalar`); `None` for a
+    /// format that stores its values.
+    fn explicit(&self) -> Option<TokenStream> {
+        let v = self.e.explicit_val.as_ref()?;
+        let rt = &self.rt;
+        let scalar = scalar_value(&v.value, rt);
+        Some(quote!(<V as #rt::value::FromScalar>::from_scalar(&#scalar)))
+    }
+
     /// Nested loops over all stored entries (`locate = false`) or over the entries at the level
     /// coordinates `c0, c1, ...` (`locate = true`), innermost `inner`.
     fn nest(&self, inner: TokenStream, locate: bool) -> TokenStream {
@@ -653,6 +663,21 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             #body
         };
     }))
+}
+
+/// The constant `v` as a `ScalarValue` expression (`rt::sparse_ir::types::ScalarValue::Float(
+/// bits)`): what generated code converts to its value type with `FromScalar`.
+pub(crate) fn scalar_value(v: &crate::types::ScalarValue, rt: &TokenStream) -> TokenStream {
+    use crate::types::ScalarValue;
+    let value = match *v {
+        ScalarValue::Int(i) => {
+            let i = proc_macro2::Literal::i128_unsuffixed(i);
+            quote!(Int(#i))
+        }
+        ScalarValue::Float(bits) => quote!(Float(#bits)),
+        ScalarValue::Complex(re, im) => quote!(Complex(#re, #im)),
+    };
+    quote!(#rt::sparse_ir::types::ScalarValue::#value)
 }
 
 /// Every identifier in `tokens`.

@@ -2,6 +2,10 @@
 //! format needs, values), its public `Parts` twin, the constants and plain accessors
 //! (`ENCODING`, `LVL_TYPES`, `encoding()`, `positions`, `coordinates`, `values`, `validate`,
 //! `memory_bytes`, ...) and the `SparseStorage` impl the runtime's generic code reads.
+//!
+//! A format with `explicitVal` (a pattern) has no values array: the struct holds the constant
+//! once (`explicit: V`, converted by the runtime's `FromScalar`) and its number of stored
+//! entries (`nse`), its `Parts` no `values`, and `explicit_value()` replaces `values()`.
 
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
@@ -110,6 +114,60 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             }
         }
     };
+    let (value_accessors, value_slice) = if cx.explicit().is_some() {
+        let text = e
+            .explicit_val
+            .as_ref()
+            .map(|v| v.to_string())
+            .unwrap_or_default();
+        let doc = format!(
+            " The value every stored entry holds: the encoding's `explicitVal = {text}`, \
+             converted to `V` (`FromScalar`). No values array is stored."
+        );
+        (
+            quote! {
+                /// Number of stored entries (explicit zeros included), MLIR's `nse`.
+                pub fn nse(&self) -> usize {
+                    self.nse
+                }
+
+                #[doc = #doc]
+                pub fn explicit_value(&self) -> V
+                where
+                    V: Copy,
+                {
+                    self.explicit
+                }
+            },
+            quote! {
+                fn value_slice(&self) -> &[V] {
+                    &[]
+                }
+                fn explicit_value(&self) -> Option<&V> {
+                    Some(&self.explicit)
+                }
+            },
+        )
+    } else {
+        (
+            quote! {
+                /// Number of stored entries (explicit zeros included), MLIR's `nse`.
+                pub fn nse(&self) -> usize {
+                    self.values.len()
+                }
+
+                /// The values array, `nse()` elements in storage order.
+                pub fn values(&self) -> &[V] {
+                    &self.values
+                }
+            },
+            quote! {
+                fn value_slice(&self) -> &[V] {
+                    &self.values
+                }
+            },
+        )
+    };
     Ok(quote! {
         impl<V> #name<V> {
             /// Number of dimensions.
@@ -155,15 +213,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 self.lvl_sizes
             }
 
-            /// Number of stored entries (explicit zeros included), MLIR's `nse`.
-            pub fn nse(&self) -> usize {
-                self.values.len()
-            }
-
-            /// The values array, `nse()` elements in storage order.
-            pub fn values(&self) -> &[V] {
-                &self.values
-            }
+            #value_accessors
 
             /// The positions array of level `lvl`; `None` if the level stores none.
             pub fn positions(&self, lvl: usize) -> Option<&[#pos_ty]> {
@@ -184,7 +234,8 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 }
             }
 
-            /// Bytes held by the position, coordinate and value arrays.
+            /// Bytes held by the position, coordinate and value arrays (a format with
+            /// `explicitVal` holds no value array).
             pub fn memory_bytes(&self) -> usize {
                 #rt::storage::memory_bytes(self)
             }
@@ -214,9 +265,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             fn coordinate_buffer(&self, l: usize) -> Option<#rt::IndexSlice<'_>> {
                 self.coordinates(l).map(<#crd_ty as #rt::Index>::slice)
             }
-            fn value_slice(&self) -> &[V] {
-                &self.values
-            }
+            #value_slice
             #coordinate_view
             #ell_levels
         }
@@ -252,14 +301,25 @@ pub(super) fn emit_structs(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         quote!()
     };
     let parts_doc = format!(" The arrays of a [`{name}`], taken apart by `into_raw_parts` and given to `from_raw_parts`: the same fields, public.");
+    let parts_doc = if cx.explicit().is_some() {
+        format!("{parts_doc} A pattern (`explicitVal`): no values, so no value type parameter.")
+    } else {
+        parts_doc
+    };
     let doc_separator = if attrs.is_empty() {
         quote!()
     } else {
         quote!(#[doc = ""])
     };
     let doc_encoding = format!(" Encoding: `{canonical}`.");
+    let explicit = cx.explicit().is_some();
+    let values_doc = if explicit {
+        "no values array".to_string()
+    } else {
+        "values".to_string()
+    };
     let doc_fields = format!(
-        " Stored arrays: {}values.",
+        " Stored arrays: {}{values_doc}.",
         ctxs.iter()
             .map(|cx| {
                 let mut s = String::new();
@@ -293,32 +353,75 @@ pub(super) fn emit_structs(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             .collect::<String>()
     );
 
+    // what a pattern holds instead of values, and the implicit value of the entries not stored
+    let mut doc_values = Vec::new();
+    if let Some(v) = &e.explicit_val {
+        doc_values.push(format!(
+            " Every stored entry holds `explicitVal = {v}` (a pattern: `explicit_value()`, \
+             converted to `V`); constructors refuse an entry with another value \
+             (`StorageError::ExplicitValueMismatch`)."
+        ));
+    }
+    if e.explicit_val.is_some() || e.implicit_val.is_some() {
+        let declared = e
+            .implicit_val
+            .as_ref()
+            .map_or_else(String::new, |v| format!(": `implicitVal = {v}`"));
+        doc_values.push(format!(
+            " Entries not stored hold the implicit value zero{declared} (the only implicit \
+             value MLIR allows), which nothing stores."
+        ));
+    }
+    let doc_values: Vec<TokenStream> = doc_values
+        .iter()
+        .map(|d| quote!(#[doc = ""] #[doc = #d]))
+        .collect();
+    // a pattern's `Parts` holds no values, so it has no value type parameter
+    let (values_field, parts_values, parts_generics) = if explicit {
+        (
+            quote! {
+                explicit: V,
+                nse: usize,
+            },
+            quote!(),
+            quote!(),
+        )
+    } else {
+        (
+            quote!(values: ::std::vec::Vec<V>,),
+            quote! {
+                /// One value per stored position of the last level.
+                pub values: ::std::vec::Vec<V>,
+            },
+            quote!(<V = #value_type>),
+        )
+    };
     Ok(quote! {
         #(#attrs)*
         #doc_separator
         #[doc = #doc_encoding]
         #[doc = ""]
         #[doc = #doc_fields]
+        #(#doc_values)*
         #[derive(Clone, Debug, PartialEq)]
         #vis struct #name<V = #value_type> {
             dim_shape: [usize; #dim_rank],
             lvl_sizes: [usize; #lvl_rank],
             #( #field_names: #field_types, )*
-            values: ::std::vec::Vec<V>,
+            #values_field
             #batch_decl
         }
 
         #[doc = #parts_doc]
         #[derive(Clone, Debug, PartialEq)]
-        #vis struct #parts<V = #value_type> {
+        #vis struct #parts #parts_generics {
             /// Dimension sizes.
             pub dim_shape: [usize; #dim_rank],
             #(
                 #[doc = #field_docs]
                 pub #field_names: #field_types,
             )*
-            /// One value per stored position of the last level.
-            pub values: ::std::vec::Vec<V>,
+            #parts_values
         }
     })
 }

@@ -41,20 +41,26 @@ fn method(f: &Declaration, g: &Ident, rt: &TokenStream) -> Result<TokenStream, C
     let name = &f.name;
     let fields = &cx.field_names;
     let g_parts = quote::format_ident!("{g}Parts");
+    // a pattern (`explicitVal`) moves no values: `G` has the same constant, computed again
+    let (values, bound) = if f.encoding.explicit_val.is_some() {
+        (quote!(), quote!(V: #rt::value::FromScalar))
+    } else {
+        (quote!(values: p.values,), quote!(V))
+    };
     let doc = format!(
         "The transpose as a view: this storage of `A` is the storage of `Aᵀ` in [`{g}`], whose \
          encoding is this one's with the two dimensions swapped. The arrays move over as they \
          are (same addresses); nothing is copied or sorted."
     );
     Ok(quote! {
-        impl<V> #name<V> {
+        impl<#bound> #name<V> {
             #[doc = #doc]
             pub fn transpose(self) -> #g<V> {
                 let p = self.into_raw_parts();
                 let parts = #g_parts {
                     dim_shape: [p.dim_shape[1], p.dim_shape[0]],
                     #( #fields: p.#fields, )*
-                    values: p.values,
+                    #values
                 };
                 #rt::safety!("the two formats have the same levels (level types, widths and sizes from the swapped shape), so arrays valid for one are valid for the other.");
                 unsafe { #g::from_raw_parts_unchecked(parts) }

@@ -414,6 +414,20 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         )));
     }
     let out_t = p.kernel.output.tensor;
+    // a pattern output (`explicitVal`) would need every computed value checked against its
+    // constant: refused at the output (the interpreter assembles it and checks each value)
+    if cx.ops[out_t]
+        .encoding
+        .as_ref()
+        .is_some_and(|e| e.explicit_val.is_some())
+    {
+        let mut e = unsupported(&format!(
+            "outputs whose format has an `explicitVal` (`{}`)",
+            cx.ops[out_t].name
+        ));
+        e.span = Some(p.kernel.output.span);
+        return Err(e);
+    }
     let sparse_out = match (&cx.ops[out_t].kind, p.strategy) {
         (_, Strategy::InPlace) => None,
         (ParamKind::Format { format, .. }, _) => Some(format.clone()),
@@ -936,7 +950,10 @@ impl Cx<'_> {
                     ParamKind::Scalar { mutable: false } => quote!(::core::slice::from_ref(&#name)),
                     ParamKind::Scalar { mutable: true } => quote!(::core::slice::from_ref(&*#name)),
                     ParamKind::Slice { .. } | ParamKind::Matrix { .. } => quote!(&#name[..]),
-                    ParamKind::Format { .. } => quote!(&#name.values[..]),
+                    ParamKind::Format { .. } => match self.explicit_value(t) {
+                        Some(c) => quote!(::core::slice::from_ref(&#c)),
+                        None => quote!(&#name.values[..]),
+                    },
                 })
             })
             .collect()
@@ -2535,7 +2552,6 @@ impl Cx<'_> {
             return Ok(quote!(#h));
         }
         let acc = &self.p.kernel.accesses[a];
-        let name = self.tensor_name(acc.tensor);
         if let Some(its) = &self.p.levels.access_iters[a] {
             return Ok(match its.last() {
                 Some(&last) if self.grouped(last) => {
@@ -2543,10 +2559,8 @@ impl Cx<'_> {
                     let p = self.pos_ident(last);
                     let next = self.next_ident(last);
                     let zero = self.zero();
-                    let add = self.add_assign(
-                        quote!(__s),
-                        self.widen(quote!(*#name.values.get_unchecked(__q))),
-                    );
+                    let add =
+                        self.add_assign(quote!(__s), self.value_load(acc.tensor, quote!(__q)));
                     quote!({
                         let mut __s = #zero;
                         for __q in #p..#next {
@@ -2557,9 +2571,9 @@ impl Cx<'_> {
                 }
                 Some(&last) => {
                     let p = self.pos_ident(last);
-                    self.widen(quote!(*#name.values.get_unchecked(#p)))
+                    self.value_load(acc.tensor, quote!(#p))
                 }
-                None => self.widen(quote!(*#name.values.get_unchecked(0))),
+                None => self.value_load(acc.tensor, quote!(0)),
             });
         }
         let output = acc.tensor == self.p.kernel.output.tensor;
@@ -2576,6 +2590,72 @@ impl Cx<'_> {
             }
         }
         self.load_stored(acc)
+    }
+
+    /// The stored value of tensor `t` at position `at` of its last level, widened: a load from
+    /// its values array, or for a pattern (`explicitVal`) its constant, which loads nothing.
+    fn value_load(&self, t: usize, at: TokenStream) -> TokenStream {
+        match self.explicit_value(t) {
+            Some(c) => c,
+            None => {
+                let name = self.tensor_name(t);
+                self.widen(quote!(*#name.values.get_unchecked(#at)))
+            }
+        }
+    }
+
+    /// The constant every stored entry of tensor `t` holds when its format has an
+    /// `explicitVal` (a pattern: no values array), in the compute type: a literal for the
+    /// types that compute as themselves, converted from the encoding's scalar as the runtime's
+    /// `FromScalar` converts it (the struct's `explicit_value()`); the runtime's conversion
+    /// itself (folded by the compiler) for narrow types, non-finite floats and methods generic
+    /// over `V`. `None` for an operand that stores its values.
+    fn explicit_value(&self, t: usize) -> Option<TokenStream> {
+        let c = &self.ops[t].encoding.as_ref()?.explicit_val.as_ref()?.value;
+        let rt = self.rt;
+        let scalar = crate::codegen::scalar_value(c, rt);
+        if self.generic {
+            return Some(quote!(<V as #rt::value::FromScalar>::from_scalar(&#scalar)));
+        }
+        let stored = self.p.kernel.tensors[t].value;
+        let paren = |neg: bool, l: Lit| if neg { quote!((#l)) } else { quote!(#l) };
+        let (re, im) = (c.real(), c.imag());
+        let int = |min: i128, max: i128| c.integer().clamp(min, max);
+        Some(match stored {
+            ValueType::F64 if re.is_finite() => paren(re < 0.0, Lit::f64_unsuffixed(re)),
+            ValueType::F32 if (re as f32).is_finite() => {
+                paren(re < 0.0, Lit::f32_unsuffixed(re as f32))
+            }
+            ValueType::I64 => {
+                let v = int(i64::MIN.into(), i64::MAX.into()) as i64;
+                paren(v < 0, Lit::i64_suffixed(v))
+            }
+            ValueType::I32 => {
+                let v = int(i32::MIN.into(), i32::MAX.into()) as i32;
+                paren(v < 0, Lit::i32_suffixed(v))
+            }
+            ValueType::U64 => {
+                let l = Lit::u64_suffixed(int(0, u64::MAX.into()) as u64);
+                quote!(#l)
+            }
+            ValueType::U32 => {
+                let l = Lit::u32_suffixed(int(0, u32::MAX.into()) as u32);
+                quote!(#l)
+            }
+            ValueType::C64 if re.is_finite() && im.is_finite() => {
+                let (re, im) = (Lit::f64_unsuffixed(re), Lit::f64_unsuffixed(im));
+                quote!(#rt::num_complex::Complex::new(#re, #im))
+            }
+            ValueType::C32 if (re as f32).is_finite() && (im as f32).is_finite() => {
+                let re = Lit::f32_unsuffixed(re as f32);
+                let im = Lit::f32_unsuffixed(im as f32);
+                quote!(#rt::num_complex::Complex::new(#re, #im))
+            }
+            _ => {
+                let ty = value_type(stored, rt);
+                self.widen(quote!(<#ty as #rt::value::FromScalar>::from_scalar(&#scalar)))
+            }
+        })
     }
 
     /// A random-access read of `acc` as its operand holds it (the output: its copy, if any).
@@ -2602,9 +2682,11 @@ impl Cx<'_> {
             }
             (ParamKind::Format { .. }, snap) => {
                 let at = self.dense_flat(acc.tensor, &acc.indices)?;
-                match snap {
-                    Some(snap) => quote!(*#snap.get_unchecked(#at)),
-                    None => quote!(*#name.values.get_unchecked(#at)),
+                match (snap, self.explicit_value(acc.tensor)) {
+                    (Some(snap), _) => quote!(*#snap.get_unchecked(#at)),
+                    // every element of an all-dense pattern is stored and holds the constant
+                    (None, Some(c)) => c,
+                    (None, None) => quote!(*#name.values.get_unchecked(#at)),
                 }
             }
         })

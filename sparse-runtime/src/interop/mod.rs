@@ -335,7 +335,7 @@ pub(crate) fn take_compressed<V: crate::Value>(
     let layout = Layout::of(s.encoding())
         .filter(|l| want.contains(l))
         .ok_or_else(|| wrong_layout(peer, want, s.encoding()))?;
-    let parts = s.into_raw_parts();
+    let parts = s.into_raw_parts_with_values();
     let mut positions = parts.positions;
     let mut coordinates = parts.coordinates;
     let pos = positions[1].take().map(buffer_into_native);

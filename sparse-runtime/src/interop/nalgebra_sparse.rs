@@ -107,7 +107,7 @@ pub fn coo_from_dynamic<V: Value>(s: DynamicStorage<V>) -> Result<CooMatrix<V>, 
     if Layout::of(s.encoding()) != Some(Layout::Coo) {
         return Err(wrong_layout(PEER, &[Layout::Coo], s.encoding()));
     }
-    let parts = s.into_raw_parts();
+    let parts = s.into_raw_parts_with_values();
     let [rows, cols] = [parts.dim_shape[0], parts.dim_shape[1]];
     let mut crd = parts.coordinates.into_iter().map(|c| match c {
         Some(CrdBuffer::Plain(b)) => Some(buffer_into_native(b)),

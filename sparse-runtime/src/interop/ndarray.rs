@@ -120,8 +120,8 @@ pub fn from_dynamic<V: Value>(s: DynamicStorage<V>) -> Result<Array2<V>, Storage
     }
     let (rows, cols) = (s.shape()[0], s.shape()[1]);
     let (values, col_major) = match Layout::of(s.encoding()) {
-        Some(Layout::DenseRowMajor) => (s.into_raw_parts().values, false),
-        Some(Layout::DenseColMajor) => (s.into_raw_parts().values, true),
+        Some(Layout::DenseRowMajor) => (s.into_raw_parts_with_values().values, false),
+        Some(Layout::DenseColMajor) => (s.into_raw_parts_with_values().values, true),
         _ => (s.to_dense()?, false),
     };
     let made = if col_major {
