@@ -754,7 +754,16 @@ fn typed<S: Stored>(
         ops.push(operand::<S>(t, input)?);
     }
     let out = run(p, &ops).map_err(|e| e.to_string())?;
-    let text = |v: S::Compute| Text(S::narrow(v).text());
+    output_text(out, dense_print, |v: S::Compute| Text(S::narrow(v).text()))
+}
+
+/// The printed output: a sparse one in the `sparse_tensor.print` form, or with `dense_print`
+/// (and a dense one) in the `vector.print` form, each value printed by `text`.
+fn output_text<C: Value>(
+    out: Output<C>,
+    dense_print: bool,
+    text: impl Fn(C) -> Text,
+) -> Result<String, String> {
     Ok(match out {
         Output::Sparse(s) if !dense_print => s.map_values(text).to_string(),
         Output::Sparse(s) => {
@@ -820,19 +829,7 @@ fn quantized(
     let out_t = &p.kernel.tensors[p.kernel.output.tensor];
     let out = run(p, &ops).map_err(|e| e.to_string())?;
     let Some(q) = quant_of(out_t) else {
-        let text = |v: f32| Text(v.to_string());
-        return Ok(match out {
-            Output::Sparse(s) if !dense_print => s.map_values(text).to_string(),
-            Output::Sparse(s) => {
-                let values = s.to_dense().map_err(|e| e.to_string())?;
-                let values: Vec<Text> = values.into_iter().map(text).collect();
-                dense_text(s.shape(), &values)
-            }
-            Output::Dense { shape, values } => {
-                let values: Vec<Text> = values.into_iter().map(text).collect();
-                dense_text(&shape, &values)
-            }
-        });
+        return output_text(out, dense_print, |v: f32| Text(v.to_string()));
     };
     Ok(match out {
         Output::Sparse(s) if !dense_print => {

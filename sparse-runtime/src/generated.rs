@@ -359,22 +359,12 @@ fn direct_from<C: Index, V: Value>(
     n0: usize,
     enc: &Encoding,
 ) -> Option<(Vec<usize>, IndexBuffer, Vec<V>)> {
-    fn typed<C: Index, T: Index, V: Value>(
-        positions: IndexSlice<'_>,
-        crd: &[C],
-        values: &[V],
-        transpose: bool,
-        n0: usize,
-    ) -> Option<(Vec<usize>, IndexBuffer, Vec<V>)> {
-        let (pos, out, vals) = direct_typed::<C, T, V>(positions, crd, values, transpose, n0)?;
-        Some((pos, buffer_of(out)?, vals))
-    }
     match enc.crd_width {
-        8 => typed::<C, u8, V>(positions, crd, values, transpose, n0),
-        16 => typed::<C, u16, V>(positions, crd, values, transpose, n0),
-        32 => typed::<C, u32, V>(positions, crd, values, transpose, n0),
-        64 => typed::<C, u64, V>(positions, crd, values, transpose, n0),
-        _ => typed::<C, usize, V>(positions, crd, values, transpose, n0),
+        8 => direct_typed::<C, u8, V>(positions, crd, values, transpose, n0),
+        16 => direct_typed::<C, u16, V>(positions, crd, values, transpose, n0),
+        32 => direct_typed::<C, u32, V>(positions, crd, values, transpose, n0),
+        64 => direct_typed::<C, u64, V>(positions, crd, values, transpose, n0),
+        _ => direct_typed::<C, usize, V>(positions, crd, values, transpose, n0),
     }
 }
 
@@ -389,7 +379,7 @@ fn direct_typed<C: Index, T: Index, V: Value>(
     values: &[V],
     transpose: bool,
     n0: usize,
-) -> Option<(Vec<usize>, Vec<T>, Vec<V>)> {
+) -> Option<(Vec<usize>, IndexBuffer, Vec<V>)> {
     let rows = positions.len().checked_sub(1)?;
     if !transpose {
         let out = crd
@@ -400,7 +390,8 @@ fn direct_typed<C: Index, T: Index, V: Value>(
         if values.iter().any(|v| v.is_zero()) {
             drop_zeros(&mut arrays);
         }
-        return Some(arrays);
+        let (pos, out, vals) = arrays;
+        return Some((pos, buffer_of(out)?, vals));
     }
     // stored zeros are not counted and not copied (`assemble` drops them)
     let mut pos = vec![0usize; n0.checked_add(1)?];
@@ -428,7 +419,7 @@ fn direct_typed<C: Index, T: Index, V: Value>(
             *vals.get_mut(at)? = *v;
         }
     }
-    Some((pos, out, vals))
+    Some((pos, buffer_of(out)?, vals))
 }
 
 /// Removes the entries whose value is zero from compressed arrays `(positions, coordinates,
