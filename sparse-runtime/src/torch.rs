@@ -163,6 +163,31 @@ impl TorchDtype {
         Self::ALL.into_iter().find(|d| d.name() == name)
     }
 
+    /// The dtype of the Rust value type `V`: `bool`, `u8`, `i8`..`i64`, `half::f16`
+    /// (`float16`), `half::bf16` (`bfloat16`), `f32`, `f64`, `Complex<f32>` (`complex64`),
+    /// `Complex<f64>` (`complex128`); `None` for a type PyTorch's list here has no dtype for
+    /// (`u16`, `u32`, `u64`, `usize`, ...).
+    pub fn of<V: 'static>() -> Option<Self> {
+        use crate::num_complex::Complex;
+        use std::any::TypeId;
+        let t = TypeId::of::<V>();
+        let table = [
+            (TypeId::of::<bool>(), Self::Bool),
+            (TypeId::of::<u8>(), Self::Uint8),
+            (TypeId::of::<i8>(), Self::Int8),
+            (TypeId::of::<i16>(), Self::Int16),
+            (TypeId::of::<i32>(), Self::Int32),
+            (TypeId::of::<i64>(), Self::Int64),
+            (TypeId::of::<crate::half::f16>(), Self::Float16),
+            (TypeId::of::<crate::half::bf16>(), Self::Bfloat16),
+            (TypeId::of::<f32>(), Self::Float32),
+            (TypeId::of::<f64>(), Self::Float64),
+            (TypeId::of::<Complex<f32>>(), Self::Complex64),
+            (TypeId::of::<Complex<f64>>(), Self::Complex128),
+        ];
+        table.into_iter().find(|&(id, _)| id == t).map(|(_, d)| d)
+    }
+
     /// The inclusive range of an integer dtype's values (`bool` is `0..=1`), `None` for floating
     /// and complex dtypes.
     pub fn integer_range(self) -> Option<(i64, i64)> {
@@ -664,6 +689,18 @@ pub enum TorchError {
     /// dimension count too large for it).
     #[error("{0}")]
     Unsupported(String),
+    /// The values' dtype is not the Rust value type's ([`TorchDtype::of`]): `float32` values
+    /// given as `f64`, say. PyTorch's `values` tensor fixes the element type; storing it as
+    /// another would convert, which these constructors never do.
+    #[error("values have dtype {}, but the storage's value type is {rust}{}", values.name(), match expected { Some(d) => format!(" ({})", d.name()), None => " (no PyTorch dtype)".to_string() })]
+    Dtype {
+        /// The dtype of `values`.
+        values: TorchDtype,
+        /// The Rust value type's name.
+        rust: &'static str,
+        /// The dtype of the Rust value type, if it has one.
+        expected: Option<TorchDtype>,
+    },
     /// `values` does not hold `batches * nnz * blocksize[0] * blocksize[1] * prod(dense)`
     /// elements (`batches` the product of the batch sizes, `blocksize` `[1, 1]` for CSR/CSC).
     #[error(
@@ -860,7 +897,7 @@ fn values_count(
 /// the plain indices the coordinates of the compressed level (level `B + 1`), both flat and
 /// batch-major as PyTorch holds them; the values as given.
 #[allow(clippy::type_complexity)]
-fn storage_parts<V>(
+fn storage_parts<V: 'static>(
     args: &CompressedArgs,
     summary: &CompressedSummary,
     values: Vec<V>,
@@ -873,6 +910,14 @@ fn storage_parts<V>(
     ),
     TorchError,
 > {
+    let rust_dtype = TorchDtype::of::<V>();
+    if rust_dtype != Some(args.values.dtype) {
+        return Err(TorchError::Dtype {
+            values: args.values.dtype,
+            rust: std::any::type_name::<V>(),
+            expected: rust_dtype,
+        });
+    }
     let expected = values_count(args.layout, summary)?;
     if values.len() != expected {
         return Err(TorchError::ValuesLength {
@@ -917,7 +962,8 @@ fn storage_parts<V>(
 /// [`TorchError::Invariant`] as [`validate_compressed`] (per batch invariants name the batch,
 /// `crow_indices[1, 0]`); [`TorchError::ValuesLength`] if `values` has another length;
 /// [`TorchError::Storage`] if that length overflows `usize`; [`TorchError::Unsupported`] as
-/// [`encoding_of`] (a block size beyond `i64::MAX`).
+/// [`encoding_of`] (a block size beyond `i64::MAX`); [`TorchError::Dtype`] if `values`' dtype is
+/// not `V`'s ([`TorchDtype::of`]).
 pub fn to_storage<V: crate::Value>(
     args: &CompressedArgs,
     values: Vec<V>,
@@ -946,7 +992,7 @@ pub fn to_storage<V: crate::Value>(
 /// [`TorchError::Unsupported`] without a size; [`TorchError::Invariant`] for the
 /// dimensionalities above; otherwise as [`to_storage`] ([`TorchError::ValuesLength`],
 /// [`TorchError::Storage`] for an overflowing values count, [`TorchError::Unsupported`] from
-/// [`encoding_of`]).
+/// [`encoding_of`], [`TorchError::Dtype`]).
 pub unsafe fn to_storage_unchecked<V: crate::Value>(
     args: &CompressedArgs,
     values: Vec<V>,
@@ -1004,10 +1050,32 @@ mod tests {
 
     fn values(shape: &[usize]) -> TensorMeta {
         TensorMeta {
-            dtype: TorchDtype::Float32,
+            dtype: TorchDtype::Float64,
             shape: shape.to_vec(),
             strides: TensorMeta::contiguous_strides(shape),
         }
+    }
+
+    #[test]
+    fn values_of_another_dtype_are_refused() {
+        let mut args = bsr();
+        args.values.dtype = TorchDtype::Float32;
+        let err = to_storage(&args, vec![0.0f64; 24]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "values have dtype float32, but the storage's value type is f64 (float64)"
+        );
+        // SAFETY: the reference BSR is valid; the dtype is checked before anything is stored
+        let err = unsafe { to_storage_unchecked(&args, vec![0u32; 24]) }.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "values have dtype float32, but the storage's value type is u32 (no PyTorch dtype)"
+        );
+        assert!(to_storage(&args, vec![0.0f32; 24]).is_ok());
+        assert_eq!(
+            TorchDtype::of::<crate::half::bf16>(),
+            Some(TorchDtype::Bfloat16)
+        );
     }
 
     /// The reference's 4 x 6 BSR with blocksize (2, 3).
