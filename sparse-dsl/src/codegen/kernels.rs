@@ -5,6 +5,12 @@
 //! levels (rows of CSR, block rows of BSR, the pairs of COO, the columns of CSC scattering
 //! into `y`, ELL slots, ...), emitted as methods generic over the value type.
 //!
+//! `spmv` and `spmv_par` sum each row's innermost segment in four interleaved partial sums
+//! (`Method::reassociate`, as MLIR's sparsifier reassociates a vectorized reduction), so a
+//! row is not one chain of dependent additions; floating-point results may differ from a
+//! sequential sum in the last bits. The other built-ins and every user kernel keep the
+//! statement's order.
+//!
 //! `spmv_par` splits the outermost level, when it is a dense range over the rows of `y` (CSR,
 //! BSR, loose CSR, all-dense), into ranges of about equal stored entries (the positions of
 //! level 1 when it has segment bounds), one rayon task each, each running the row-range form
@@ -68,6 +74,7 @@ fn method(
             rows,
             doc: doc.iter().map(|l| format!(" {l}")).collect(),
             extra,
+            reassociate: name.starts_with("spmv") && !name.starts_with("spmv_transpose"),
         }),
     };
     let program = sparse_sparsifier::compile(&k.statement, &k.tensor_decls())?;
@@ -115,7 +122,10 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             rows: false,
             doc: &[
             "`y = A · x`: `x` has `shape()[1]` elements, `y` has `shape()[0]` and is overwritten.",
-            "Compiled by the sparsifier from `y(i) = a(i, j) * x(j)` for this format's levels.",
+            "Compiled by the sparsifier from `y(i) = a(i, j) * x(j)` for this format's levels; the",
+            "innermost segment of a row is summed in four interleaved partial sums, added together",
+            "at its end (reassociated: a float result may differ from a sequential sum in the",
+            "last bits).",
             "",
             "Errors: `StorageError::LengthMismatch` naming `\"x\"` or `\"y\"` when a length is wrong.",
         ],
@@ -392,8 +402,8 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             /// `y` (CSR, BSR, all-dense), its units are split into ranges of about equal stored
             /// entries, one task each, running the same loops as [`Self::spmv`] on their rows;
             /// other formats (COO, column-major ones, ELL) run the serial `spmv`. Same operands
-            /// and errors as `spmv`; the result is identical (each row is summed in the same
-            /// order).
+            /// and errors as `spmv`; the result is identical to `spmv`'s (each row is summed in
+            /// the same order).
             pub fn spmv_par(&self, x: &[V], y: &mut [V]) -> Result<(), StorageError> {
                 #par_body
                 Ok(())

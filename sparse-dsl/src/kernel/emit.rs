@@ -77,6 +77,8 @@ struct Cx<'a> {
     snapshot: Option<Ident>,
     /// A method of a storage struct: values are its generic `V`.
     generic: bool,
+    /// Innermost sums into a register run in partial sums ([`crate::kernel::Method::reassociate`]).
+    reassociate: bool,
     /// The row-range form: the block size of the output's first index (1 if not blocked).
     rows: Option<usize>,
     /// Set while emitting the outermost loop's header (the row-range form replaces its range).
@@ -372,6 +374,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         temp_appended: vec![false; p.temps],
         snapshot: None,
         generic: k.method.is_some(),
+        reassociate: k.method.as_ref().is_some_and(|m| m.reassociate),
         rows: None,
         outermost: std::cell::Cell::new(false),
         par: None,
@@ -2205,6 +2208,16 @@ impl Cx<'_> {
     /// and the body. Accesses of the output (its values change in the loop) and sums of
     /// duplicate groups stay where they are.
     fn hoist(&self, var: usize, body: &[Stmt]) -> Result<(TokenStream, TokenStream), Error> {
+        self.hoist_then(var, body, || self.stmts(body))
+    }
+
+    /// [`Self::hoist`] with the body emitted by `emit`, while the hoisted values are in scope.
+    fn hoist_then<T>(
+        &self,
+        var: usize,
+        body: &[Stmt],
+        emit: impl FnOnce() -> Result<T, Error>,
+    ) -> Result<(TokenStream, T), Error> {
         let innermost = body
             .iter()
             .all(|s| !matches!(s, Stmt::Loop(_) | Stmt::Locate(_)));
@@ -2248,7 +2261,7 @@ impl Cx<'_> {
             }
             self.hoisted.borrow_mut().push((a, h));
         }
-        let body = self.stmts(body);
+        let body = emit();
         self.hoisted.borrow_mut().truncate(before);
         Ok((lets, body?))
     }
@@ -2259,8 +2272,12 @@ impl Cx<'_> {
         let c = self.var_ident(var);
         let p = self.pos_ident(it);
         let seg = self.segment(it);
-        let (hoisted, body) = self.hoist(var, body)?;
         let read = self.read(it, quote!(#p));
+        if let (false, Some((t, expr))) = (self.grouped(it), self.reassociated_sum(body)) {
+            let (hoisted, v) = self.hoist_then(var, body, || self.expr(expr))?;
+            return Ok(self.partial_sums(t, hoisted, &seg, &p, &c, &read, v));
+        }
+        let (hoisted, body) = self.hoist(var, body)?;
         if !self.grouped(it) {
             return Ok(quote! {
                 #hoisted
@@ -2287,6 +2304,95 @@ impl Cx<'_> {
                 #p = #next;
             }
         })
+    }
+
+    /// The temporary a loop body only sums into, when that sum may be reassociated
+    /// ([`Self::reassociate`]): the body is one `Compute` adding into a register temporary
+    /// without a visited flag.
+    fn reassociated_sum<'b>(&self, body: &'b [Stmt]) -> Option<(usize, &'b Expr)> {
+        if !self.reassociate {
+            return None;
+        }
+        match body {
+            [Stmt::Compute {
+                target: Target::Temp(t),
+                combine: Combine::Reduce(ReduceOp::Sum),
+                expr,
+            }] if !self.temp_flag(*t) => Some((*t, expr)),
+            _ => None,
+        }
+    }
+
+    /// The loop over one segment summing into temporary `t` in
+    /// [`crate::kernel::REASSOCIATE_LANES`] partial sums: lane `k` (`t` itself for lane 0,
+    /// `t_k` after it) adds the value `v` at position `p + k` of each step, the positions left
+    /// over go into `t`, and the other lanes' sum is added to `t` after the loop.
+    #[allow(clippy::too_many_arguments)]
+    fn partial_sums(
+        &self,
+        t: usize,
+        hoisted: TokenStream,
+        seg: &TokenStream,
+        p: &Ident,
+        c: &Ident,
+        read: &TokenStream,
+        v: TokenStream,
+    ) -> TokenStream {
+        let name = format_ident!("t{}", t);
+        let zero = self.zero();
+        let lanes = crate::kernel::REASSOCIATE_LANES;
+        let acc: Vec<Ident> = (0..lanes)
+            .map(|k| match k {
+                0 => name.clone(),
+                k => format_ident!("t{}_{}", t, k),
+            })
+            .collect();
+        let step: Vec<TokenStream> = acc
+            .iter()
+            .enumerate()
+            .map(|(k, acc)| {
+                // lane 0 reads at `p` itself; lane `k` rebinds `p` to `p + k` in its block
+                let at = match k {
+                    0 => TokenStream::new(),
+                    k => {
+                        let k = usize_lit(k);
+                        quote!(let #p = #p + #k;)
+                    }
+                };
+                let add = self.add_assign(quote!(#acc), v.clone());
+                quote! {
+                    #at
+                    let #c = #read;
+                    #add
+                }
+            })
+            .collect();
+        let lane = &acc[1..];
+        let n = usize_lit(lanes);
+        let add = self.add_assign(quote!(#name), v.clone());
+        // the lanes summed, then added to `t`
+        let lanes_sum = lane
+            .iter()
+            .map(|l| quote!(#l))
+            .reduce(|a, b| quote!(#a + #b))
+            .unwrap_or_else(|| zero.clone());
+        let combine = self.add_assign(quote!(#name), lanes_sum);
+        quote! {
+            #hoisted
+            let (lo, hi) = #seg;
+            #(let mut #lane = #zero;)*
+            let mut #p = lo;
+            while #p + #n <= hi {
+                #({ #step })*
+                #p += #n;
+            }
+            while #p < hi {
+                let #c = #read;
+                #add
+                #p += 1;
+            }
+            #combine
+        }
     }
 
     /// Co-iteration (TACO's merge loop): over a dense range (every coordinate, iterators

@@ -92,7 +92,17 @@ pub struct Method {
     /// Extra parameters after the operands (`n: usize`, read by a matrix's dimension
     /// expressions).
     pub extra: Vec<TokenStream>,
+    /// A sum over the innermost compressed segment into a register runs in
+    /// [`REASSOCIATE_LANES`] interleaved partial sums (positions `p`, `p + 1`, ... each into its
+    /// own), combined pairwise after the segment: the additions are reassociated, as MLIR's
+    /// sparsifier reassociates a vectorized reduction, so the loop is not bound by one chain of
+    /// dependent additions. Floating-point results may then differ from the statement's order
+    /// in the last bits. The built-in `spmv` and `spmv_par` use it.
+    pub reassociate: bool,
 }
+
+/// The partial sums of a reassociated innermost sum ([`Method::reassociate`]).
+pub const REASSOCIATE_LANES: usize = 4;
 
 impl KernelDecl {
     /// The sparsifier's tensor declarations of the parameters (dimension sizes known at run
