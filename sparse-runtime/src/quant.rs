@@ -61,6 +61,56 @@ macro_rules! expressed {
 expressed!(f32);
 expressed!(f64);
 
+/// `dequantize` of one storage integer: `convert(q - zero_point) * scale`, the subtraction in
+/// integers (exact: both lie within 32 bits), the conversion to `E` rounded to nearest, the
+/// product in `E` (StableHLO's `dequantize`). What generated quantized structs and kernels call.
+#[inline]
+pub fn dequantize_value<E: Expressed>(q: i64, scale: E, zero_point: i64) -> E {
+    E::from_i64(q - zero_point).scaled(scale)
+}
+
+/// `quantize` of one expressed value: `round_nearest_even(clamp(storage_min, x / scale +
+/// zero_point, storage_max))` computed in `E`, as an integer within `[storage_min,
+/// storage_max]`; `±inf` clamp, NaN gives 0 ([`Expressed::quantize`], StableHLO's
+/// `quantize`). What generated quantized structs and kernels call.
+#[inline]
+pub fn quantize_value<E: Expressed>(
+    x: E,
+    scale: E,
+    zero_point: i64,
+    storage_min: i64,
+    storage_max: i64,
+) -> i64 {
+    x.quantize(scale, zero_point, storage_min, storage_max)
+}
+
+/// A Rust integer type that holds the storage integers of a uniform quantized type in a
+/// generated struct (`i8` for `i1`..`i8` storage, `i16`, `i32`, `u8`, `u16`, `u32`): lossless
+/// conversions to and from `i64` within the type's range.
+pub trait StorageInt: Copy + 'static {
+    /// The value as an `i64` (exact).
+    fn to_i64(self) -> i64;
+    /// `v` in this type, saturating at the type's bounds (callers pass integers already
+    /// clamped to a storage range inside them, so nothing saturates).
+    fn from_i64(v: i64) -> Self;
+}
+
+macro_rules! storage_int {
+    ($($t:ty),*) => {$(
+        impl StorageInt for $t {
+            #[inline]
+            fn to_i64(self) -> i64 {
+                i64::from(self)
+            }
+            #[inline]
+            fn from_i64(v: i64) -> Self {
+                v.clamp(i64::from(<$t>::MIN), i64::from(<$t>::MAX)) as $t
+            }
+        }
+    )*};
+}
+storage_int!(i8, i16, i32, u8, u16, u32);
+
 /// Why a quantized type or an operand cannot be used.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum QuantError {
