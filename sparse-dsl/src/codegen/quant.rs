@@ -25,6 +25,10 @@ use super::{CodegenError, Ctx};
 /// with their scales rounded to `f32`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct QuantInfo {
+    /// `true` for `iN` storage, `false` for `uN`.
+    pub signed: bool,
+    /// The storage width `N` in bits.
+    pub width: u32,
     /// The Rust integer type of the stored values (`i8`, `i16`, `i32`, `u8`, `u16`, `u32`).
     pub storage: &'static str,
     /// `storage_min`.
@@ -46,18 +50,11 @@ impl QuantInfo {
     pub fn new(q: &QuantizedType, shape: &[Option<u64>]) -> Result<Self, CodegenError> {
         let err = |m: String| Err(CodegenError(m));
         let sign = if q.storage_signed { "i" } else { "u" };
-        let storage = match (q.storage_signed, q.storage_width) {
-            (true, 1..=8) => "i8",
-            (true, 9..=16) => "i16",
-            (true, 17..=32) => "i32",
-            (false, 1..=8) => "u8",
-            (false, 9..=16) => "u16",
-            (false, 17..=32) => "u32",
-            (_, w) => {
-                return err(format!(
-                    "quantized storage type {sign}{w} is not stored yet (iN or uN with N <= 32)"
-                ))
-            }
+        let Some(storage) = storage_name(q.storage_signed, q.storage_width) else {
+            let w = q.storage_width;
+            return err(format!(
+                "quantized storage type {sign}{w} is not stored yet (iN or uN with N <= 32)"
+            ));
         };
         if q.expressed != FloatKind::F32 {
             return err(format!(
@@ -107,6 +104,8 @@ impl QuantInfo {
             params.push((scale, zp));
         }
         Ok(QuantInfo {
+            signed: q.storage_signed,
+            width: q.storage_width,
             storage,
             min: q.storage_min,
             max: q.storage_max,
@@ -120,6 +119,20 @@ impl QuantInfo {
         let t = format_ident!("{}", self.storage);
         quote!(#t)
     }
+}
+
+/// The Rust integer type holding `iN` (`signed`) or `uN` storage of `width` bits: the
+/// narrowest of `i8`, `i16`, `i32` (`u8`, `u16`, `u32`) that holds it; `None` above 32 bits.
+pub fn storage_name(signed: bool, width: u32) -> Option<&'static str> {
+    Some(match (signed, width) {
+        (true, 1..=8) => "i8",
+        (true, 9..=16) => "i16",
+        (true, 17..=32) => "i32",
+        (false, 1..=8) => "u8",
+        (false, 9..=16) => "u16",
+        (false, 17..=32) => "u32",
+        _ => return None,
+    })
 }
 
 fn sparse_ir_float(k: FloatKind) -> &'static str {
