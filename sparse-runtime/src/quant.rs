@@ -111,6 +111,45 @@ macro_rules! storage_int {
 }
 storage_int!(i8, i16, i32, u8, u16, u32);
 
+/// A generated struct of a uniform quantized format over its storage integers (`sparse_format!`
+/// implements it for `Name<i8>` of `tensor<?x?x!quant.uniform<i8:f32, ...>, #enc>`): the
+/// conversions between it and the same format over real values, which
+/// [`requantize`] composes.
+pub trait QuantizedFormat: Sized {
+    /// The same format over real `f32` values (`Name<f32>`).
+    type Real;
+    /// Quantizes every stored real value (StableHLO's `uniform_quantize`, the pair of a
+    /// per-axis type chosen by the value's dimension coordinate).
+    ///
+    /// # Errors
+    /// [`StorageError::ShapeMismatch`](crate::StorageError::ShapeMismatch) when a per-axis
+    /// type's pair count differs from the quantized dimension's size.
+    fn quantize_real(real: &Self::Real) -> Result<Self, crate::StorageError>;
+    /// Dequantizes every stored integer (StableHLO's `dequantize`).
+    fn dequantize_real(&self) -> Self::Real;
+}
+
+/// StableHLO's `uniform_quantize` of a quantized tensor into another quantized type
+/// (requantization): `quantize(dequantize(q, from), to)` element by element, `from` stored in
+/// `S`'s format, `to` in `T`'s (any format: the real values are converted in between). An
+/// entry whose real value is 0 is not stored in `T` unless `T`'s levels store it (then it holds
+/// `T`'s zero point).
+///
+/// # Errors
+/// As `convert` between the two formats over real values (shapes, widths), and
+/// [`QuantizedFormat::quantize_real`]'s.
+pub fn requantize<const D: usize, S, T>(s: &S) -> Result<T, crate::StorageError>
+where
+    S: QuantizedFormat,
+    S::Real: crate::generated::Entries<D, Value = f32>,
+    T: QuantizedFormat,
+    T::Real: crate::storage::FromCoo<f32>,
+{
+    let real = s.dequantize_real();
+    let converted = <T::Real as crate::storage::FromCoo<f32>>::from_entries(&real)?;
+    T::quantize_real(&converted)
+}
+
 /// Why a quantized type or an operand cannot be used.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum QuantError {

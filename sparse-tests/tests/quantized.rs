@@ -153,3 +153,21 @@ fn dense_levels_store_the_zero_point_for_a_real_zero() {
     assert_eq!(q.values(), &[0i8, 127, -128]);
     assert_eq!(q.dim_shape(), &[1, 3]);
 }
+
+#[test]
+fn requantize_dequantizes_then_quantizes() {
+    let q = Q::from_coo_real([2, 3], a_entries()).unwrap();
+    // 58.5 in [-100, 100] at scale 0.5, zero point 10: 127 -> 100; A(0, 0) stores 10, a real
+    // 0, which the target does not store
+    let r: QRange = q.requantize().unwrap();
+    assert_eq!(r.values(), &[13i8, 12, 100]);
+    // the reals 1.5 (column 2), 1 (column 1), 58.5 (column 2) into per-axis columns:
+    // 1.5/0.3 + 30 = 35, 1/0.1 + 10 = 20, 58.5/0.3 + 30 = 225 -> 127
+    let a: QAxis = q.requantize().unwrap();
+    assert_eq!(a.values(), &[35i8, 20, 127]);
+    // into a dense format, the real 0s hold its zero point
+    let d: QDense = q.requantize().unwrap();
+    assert_eq!(d.values(), &[10i8, 10, 13, 10, 12, 127]);
+    // `convert` copies the integers as they are
+    assert_eq!(q.convert::<Q>().unwrap(), q);
+}

@@ -621,8 +621,10 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
     };
     let sparsecore = sparsecore::emit(&cx);
     let quant = quant::emit(&cx);
+    let quant_trait = quant::emit_trait(&cx);
     let body = quote! {
         #quant
+        #quant_trait
         #storage
         #assembly
         #access

@@ -10,7 +10,9 @@
 //!   `from_coo_real`, `from_dense_real` (assembled in `f32`, then quantized position by
 //!   position, so a position no entry reaches, a dense level's or a block's fill, holds the
 //!   zero point: a real 0), `dequantized()`, `to_dense_real()`, `quantization()` and
-//!   `check_storage_range()`, which the integer constructors call (`StorageError::StorageRange`).
+//!   `check_storage_range()`, which the integer constructors call (`StorageError::StorageRange`),
+//!   and `requantize::<T>()` (StableHLO's `quantize(dequantize(q))` into another quantized
+//!   format, through the runtime's `QuantizedFormat` trait, which the stored struct implements).
 //!
 //! A per-axis type picks the pair of each element by its dimension coordinate on the quantized
 //! axis.
@@ -356,6 +358,21 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
                 }
             }
 
+            /// StableHLO's requantization into the quantized format `T` (any format, any
+            /// quantized type of the same rank): `quantize(dequantize(q))` element by element
+            /// (`sparse_runtime::quant::requantize`). `convert` instead copies the integers
+            /// as they are (and, as for any integer format, drops stored integer zeros).
+            ///
+            /// Errors: as `convert` between the formats over `f32`, and `ShapeMismatch` for a
+            /// per-axis pair count of `T` other than its quantized dimension's size.
+            pub fn requantize<T>(&self) -> Result<T, StorageError>
+            where
+                T: #rt::quant::QuantizedFormat,
+                T::Real: #rt::storage::FromCoo<f32>,
+            {
+                #rt::quant::requantize(self)
+            }
+
             /// The dense row-major real array (last dimension fastest): every stored entry
             /// dequantized, duplicates summed in `f32`, a real 0 where nothing is stored.
             ///
@@ -402,6 +419,26 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
                     }),
                     None => Ok(()),
                 }
+            }
+        }
+    }
+}
+
+/// The `QuantizedFormat` impl of the stored struct.
+pub(super) fn emit_trait(cx: &Ctx) -> TokenStream {
+    let Some(q) = &cx.decl.quant else {
+        return TokenStream::new();
+    };
+    let (name, rt) = (&cx.name, &cx.rt);
+    let s = q.storage_type();
+    quote! {
+        impl #rt::quant::QuantizedFormat for #name<#s> {
+            type Real = #name<f32>;
+            fn quantize_real(real: &#name<f32>) -> Result<Self, StorageError> {
+                real.quantize()
+            }
+            fn dequantize_real(&self) -> #name<f32> {
+                self.dequantized()
             }
         }
     }
