@@ -66,7 +66,8 @@ expressed!(f64);
 /// product in `E` (StableHLO's `dequantize`). What generated quantized structs and kernels call.
 #[inline]
 pub fn dequantize_value<E: Expressed>(q: i64, scale: E, zero_point: i64) -> E {
-    E::from_i64(q - zero_point).scaled(scale)
+    // saturating: exact for storage integers, and no overflow panic for any other `q`
+    E::from_i64(q.saturating_sub(zero_point)).scaled(scale)
 }
 
 /// `quantize` of one expressed value: `round_nearest_even(clamp(storage_min, x / scale +

@@ -64,6 +64,28 @@ fn spmv_matches_sparse_eval() {
 }
 
 #[test]
+fn integer_only_spmv() {
+    // A stores 10, 13, 12, 127 (zero point 10), x stores 13, 23, 33 (zero point 3):
+    // y = 0.05 * (0*10 + 3*30, 2*20 + 117*30) = (4.5, 177.5), the f32 kernel's answer here
+    let a = Q0::from_coo_real([2, 3], a_entries()).unwrap();
+    let a10 = Q::from_coo_real([2, 3], a_entries()).unwrap();
+    let x = QX::from_dense_real([3], &X).unwrap();
+    let mut y = [0.0f32; 2];
+    a10.spmv_int(x.values(), QX::<u8>::QUANT_PARAMS[0], &mut y)
+        .unwrap();
+    assert_eq!(y, [4.5, 177.5]);
+    // per axis 0: each row's scale and zero point
+    let r = QRows::from_coo_real([5, 3], vec![([0, 0], 1.0), ([4, 2], 3.0)]).unwrap();
+    let mut y5 = [9.0f32; 5];
+    r.spmv_int(x.values(), QX::<u8>::QUANT_PARAMS[0], &mut y5)
+        .unwrap();
+    // row 0: 1/0.5 + 1 = 3 -> (3-1) * 0.5 * 1 = 1; row 4: 3/2 - 1 = 0.5 -> 0 (half to even)
+    // -> (0+1) * 2 * 3 = 6
+    assert_eq!(y5, [1.0, 0.0, 0.0, 0.0, 6.0]);
+    assert!(a.spmv_int(&[1u8, 2], (1.0, 0), &mut y).is_err());
+}
+
+#[test]
 fn quantized_output_is_quantized_once() {
     let a = Q::from_coo_real([2, 3], a_entries()).unwrap();
     // 4.5 / 2 = 2.25 -> 2, 177.5 / 2 = 88.75 -> 89: `sparse eval` prints ( 2, 89 )

@@ -12,7 +12,9 @@
 //!   zero point: a real 0), `dequantized()`, `to_dense_real()`, `quantization()` and
 //!   `check_storage_range()`, which the integer constructors call (`StorageError::StorageRange`),
 //!   and `requantize::<T>()` (StableHLO's `quantize(dequantize(q))` into another quantized
-//!   format, through the runtime's `QuantizedFormat` trait, which the stored struct implements).
+//!   format, through the runtime's `QuantizedFormat` trait, which the stored struct implements);
+//!   rank-2 formats quantized per tensor or per row also get `spmv_int`, the integer-only
+//!   product (an `i32` sum of `(a - zp_a) * (x - zp_x)`, scaled once).
 //!
 //! A per-axis type picks the pair of each element by its dimension coordinate on the quantized
 //! axis.
@@ -220,6 +222,57 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
             }
         },
     };
+    // the integer-only alternative of a matrix-vector product (rank 2, a scale per row at
+    // most: a per-column scale cannot leave the sum)
+    let int_dot = if dim_rank == 2 && q.axis.is_none_or(|a| a == 0) {
+        quote! {
+            /// SpMV on the integers, the alternative to a `kernel` that dequantizes: `y(i) =
+            /// (scale_a(i) * scale_x) * sum_j (a(i, j) - zp_a(i)) * (x(j) - zp_x)`, the sum
+            /// accumulated in `i32` over the stored entries (wrapping on overflow, as the
+            /// integer `dot_general` lowerings of quantized StableHLO accumulate), converted to
+            /// `f32` once and scaled by the product of the scales (rounded to `f32`). `x` holds
+            /// the storage integers of a vector quantized per tensor by `x_pair = (scale,
+            /// zero_point)` (`QX::<u8>::QUANT_PARAMS[0]`); a missing entry of `self` is a real
+            /// 0 and adds nothing. The result can differ from the `f32` kernel in the last
+            /// bits (one rounding instead of one per term). Generated for rank-2 formats
+            /// quantized per tensor or per axis 0.
+            ///
+            /// Errors: `StorageError::LengthMismatch` when `x` or `y` does not have the
+            /// length of dimension 1 or 0.
+            pub fn spmv_int<X: #rt::quant::StorageInt>(
+                &self,
+                x: &[X],
+                x_pair: (f32, i64),
+                y: &mut [f32],
+            ) -> Result<(), StorageError> {
+                let [rows, cols] = self.dim_shape;
+                if x.len() != cols {
+                    return Err(StorageError::LengthMismatch { operand: "x", expected: cols, got: x.len() });
+                }
+                if y.len() != rows {
+                    return Err(StorageError::LengthMismatch { operand: "y", expected: rows, got: y.len() });
+                }
+                let (x_scale, x_zp) = x_pair;
+                let mut acc = ::std::vec![0i32; rows];
+                self.for_each(|c, &q| {
+                    // stored coordinates lie below the shape: both are found
+                    if let (Some(xv), Some(slot)) = (x.get(c[1]), acc.get_mut(c[0])) {
+                        let (_, zp) = Self::quant_pair(c[0]);
+                        let a = <#s as #rt::quant::StorageInt>::to_i64(q).wrapping_sub(zp) as i32;
+                        let xv = xv.to_i64().wrapping_sub(x_zp) as i32;
+                        *slot = slot.wrapping_add(a.wrapping_mul(xv));
+                    }
+                });
+                for (i, (o, &s)) in y.iter_mut().zip(&acc).enumerate() {
+                    let (scale, _) = Self::quant_pair(i);
+                    *o = s as f32 * (scale * x_scale);
+                }
+                Ok(())
+            }
+        }
+    } else {
+        quote!()
+    };
     let doc_from_coo = format!(
         " Builds the storage from real `f32` entries `(dimension coordinates, value)` in any \
          order: assembled as `{name}::<f32>::from_coo` assembles them (duplicates summed in \
@@ -372,6 +425,8 @@ pub(super) fn emit(cx: &Ctx) -> TokenStream {
             {
                 #rt::quant::requantize(self)
             }
+
+            #int_dot
 
             /// The dense row-major real array (last dimension fastest): every stored entry
             /// dequantized, duplicates summed in `f32`, a real 0 where nothing is stored.
