@@ -354,7 +354,16 @@ fn quantization(
 /// `--tensor` order (the output `&mut`): rank 1 dense as slices, 0-d by value, any other as a
 /// format struct named after the tensor (`A` → `AFormat`), listed in a comment above with its
 /// encoding (all-dense row-major for a dense tensor).
-fn rust_text(statement: &str, decls: &[TensorDecl], program: &Program) -> Result<String, String> {
+///
+/// A quantized tensor (`quants`) is always a format struct (a dense one all-dense), declared in
+/// the comment with its tensor type: the kernel dequantizes its loads through the struct's
+/// `dequantize_value` (and quantizes a quantized output through `quantize_value`).
+fn rust_text(
+    statement: &str,
+    decls: &[TensorDecl],
+    quants: &[(String, QuantizedType)],
+    program: &Program,
+) -> Result<String, String> {
     use sparse_dsl::kernel::{expand_kernel_to_string, KernelDecl, KernelParam, ParamKind};
     let ident = |n: &str| {
         syn::parse_str::<syn::Ident>(n)
@@ -368,9 +377,24 @@ fn rust_text(statement: &str, decls: &[TensorDecl], program: &Program) -> Result
             continue;
         }
         let mutable = d.name == *out;
+        let quant = match quants.iter().find(|(n, _)| *n == d.name) {
+            Some((_, q)) if d.value.is_quantized() => {
+                let shape: Vec<Option<u64>> = d.shape.iter().map(|s| s.map(|n| n as u64)).collect();
+                let info = sparse_dsl::codegen::quant::QuantInfo::new(q, &shape)
+                    .map_err(|e| format!("--emit rust: --tensor {}: {e}", d.name))?;
+                Some((q, info))
+            }
+            _ => None,
+        };
         let kind = match (&d.encoding, d.shape.len()) {
+            (None, 0) if quant.is_some() => {
+                return Err(format!(
+                    "--emit rust: a quantized 0-d tensor (`{}`) has no generated struct",
+                    d.name
+                ))
+            }
             (None, 0) => ParamKind::Scalar { mutable },
-            (None, 1) => ParamKind::Slice { mutable },
+            (None, 1) if quant.is_none() => ParamKind::Slice { mutable },
             (enc, rank) => {
                 let encoding = match enc {
                     Some(e) => e.clone(),
@@ -381,12 +405,27 @@ fn rust_text(statement: &str, decls: &[TensorDecl], program: &Program) -> Result
                     Some(c) => format!("{}{}Format", c.to_uppercase(), cap.as_str()),
                     None => String::from("Format"),
                 };
-                header.push_str(&format!("// {format} = {}\n", &*encoding));
+                match &quant {
+                    Some((q, _)) => {
+                        let dims: String = d
+                            .shape
+                            .iter()
+                            .map(|s| s.map_or("?x".to_string(), |n| format!("{n}x")))
+                            .collect();
+                        let element = sparse_dsl::types::ElementType::Quant(Box::new((*q).clone()));
+                        header.push_str(&format!(
+                            "// {format} = tensor<{dims}{element}, {}>\n",
+                            &*encoding
+                        ));
+                    }
+                    None => header.push_str(&format!("// {format} = {}\n", &*encoding)),
+                }
                 ParamKind::Format {
                     mutable,
                     format: ident(&format)?,
                     encoding: Box::new(encoding),
                     shape: None,
+                    quant: quant.map(|(_, info)| info),
                 }
             }
         };
@@ -474,7 +513,9 @@ pub fn eval(
     match args.emit.as_deref() {
         None => {}
         Some("loops") => return write_stdout(&print::print(&program)),
-        Some("rust") => return write_stdout(&rust_text(&args.statement, &decls, &program)?),
+        Some("rust") => {
+            return write_stdout(&rust_text(&args.statement, &decls, &quants, &program)?)
+        }
         Some(o) => return Err(format!("--emit {o}: expected loops or rust")),
     }
     let quantized_kernel = program

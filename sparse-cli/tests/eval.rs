@@ -1190,9 +1190,46 @@ fn quantized_values() {
         fails(&["eval", "C(i,j) = A(i,j) & A(i,j)", "--tensor", &ta, "--tensor", &tc]),
         "error: <statement>:1:10: the operator `&` needs integer values, but `C` holds !quant.uniform<i8:f32>"
     );
+    // `--emit rust`: the kernel `sparse_format!` generates, the quantized tensors as format
+    // structs declared with their tensor types; loads dequantize, a quantized output is
+    // computed in f32 and quantized once
+    let rust = ok(&[
+        "eval",
+        "C(i,j) = A(i,j)",
+        "--tensor",
+        &ta,
+        "--tensor",
+        &tcf,
+        "--emit",
+        "rust",
+    ]);
+    assert!(rust.starts_with("// AFormat = tensor<2x3x!quant.uniform<i8:f32, 5.000000e-01:10>, #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed) }>>\n"), "{rust}");
+    assert!(rust.contains("A: &AFormat<i8>"), "{rust}");
+    assert!(rust.contains(">::dequantize_value("), "{rust}");
+    let ty = "y=tensor<2x!quant.uniform<i8<-100:100>:f32, 2.0>>";
+    let rust = ok(&[
+        "eval",
+        "y(i) = A(i,j) * x(j)",
+        "--tensor",
+        &ta,
+        "--tensor",
+        "x=tensor<3xf32>",
+        "--tensor",
+        ty,
+        "--emit",
+        "rust",
+    ]);
+    assert!(rust.contains("// YFormat = tensor<2x!quant.uniform<i8<-100:100>:f32, 2.000000e+00>, #sparse_tensor.encoding<{ map = (d0) -> (d0 : dense) }>>"), "{rust}");
+    assert!(rust.contains("y: &mut YFormat<i8>"), "{rust}");
+    assert!(
+        rust.contains("YFormat::<i8>::quantize_value(w, 0)"),
+        "{rust}"
+    );
+    // a per-axis output would pick its pair by coordinates the narrowing does not see
+    let tcp = format!("C=tensor<2x3x!quant.uniform<i8:f32:1, {{0.5:0, 0.25:4, 1.0:-2}}>, {CSR}>");
     assert_eq!(
-        fails(&["eval", "C(i,j) = A(i,j)", "--tensor", &ta, "--tensor", &tcf, "--emit", "rust"]),
-        "error: --emit rust: the Rust back end does not generate kernels over !quant.uniform<i8:f32> values (`A`) yet (`sparse eval` runs it through the interpreter)"
+        fails(&["eval", "C(i,j) = A(i,j)", "--tensor", &ta, "--tensor", &tcp, "--emit", "rust"]),
+        "error: --emit rust: the Rust back end does not generate per-axis quantized outputs (`C`: quantize it per tensor, or compute into f32) yet (`sparse eval` runs it through the interpreter)"
     );
 }
 

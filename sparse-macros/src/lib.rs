@@ -334,6 +334,7 @@ fn expand(decls: Declarations) -> TokenStream {
                     decl.name.clone(),
                     decl.encoding.clone(),
                     decl.static_shape.clone(),
+                    decl.quant.clone(),
                 ));
                 match generate(&decl, &rt) {
                     Ok(tokens) => out.extend(tokens),
@@ -360,8 +361,14 @@ fn expand(decls: Declarations) -> TokenStream {
     out
 }
 
-/// A declared format: its name, encoding and static shape (tensor-type declarations).
-type Format = (Ident, VerifiedEncoding, Option<Vec<Option<u64>>>);
+/// A declared format: its name, encoding, static shape (tensor-type declarations) and
+/// quantization (a uniform quantized element type).
+type Format = (
+    Ident,
+    VerifiedEncoding,
+    Option<Vec<Option<u64>>>,
+    Option<sparse_dsl::codegen::quant::QuantInfo>,
+);
 
 /// The value type named by `ty`: `f64`, `f32`, `i64`, `i32`, `i16`, `i8`, `u64`, `u32`,
 /// `u16`, `u8`, `f16`/`bf16` (the `half` crate's), or `Complex<f64>`/`Complex<f32>` (also
@@ -444,7 +451,8 @@ fn kernel_param(name: Ident, ty: &syn::Type, formats: &[Format]) -> syn::Result<
         }),
         syn::Type::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
             let seg = &p.path.segments[0];
-            let Some((_, encoding, shape)) = formats.iter().find(|(f, _, _)| *f == seg.ident)
+            let Some((_, encoding, shape, quant)) =
+                formats.iter().find(|(f, _, _, _)| *f == seg.ident)
             else {
                 return Err(syn::Error::new_spanned(
                     &seg.ident,
@@ -457,6 +465,18 @@ fn kernel_param(name: Ident, ty: &syn::Type, formats: &[Format]) -> syn::Result<
             let [syn::GenericArgument::Type(v)] = &args.args.iter().collect::<Vec<_>>()[..] else {
                 return Err(syn::Error::new_spanned(ty, expected));
             };
+            // a quantized format passed with its storage type holds quantized values; with
+            // another value type (`&Q<f32>`, its `dequantized()` form), plain ones
+            let quant = quant
+                .as_ref()
+                .filter(|q| matches!(v, syn::Type::Path(p) if p.path.is_ident(q.storage)));
+            let value = match quant {
+                Some(q) => ValueType::Quant {
+                    signed: q.signed,
+                    width: q.width,
+                },
+                None => value_type(v)?,
+            };
             Ok(KernelParam {
                 name,
                 kind: ParamKind::Format {
@@ -464,8 +484,9 @@ fn kernel_param(name: Ident, ty: &syn::Type, formats: &[Format]) -> syn::Result<
                     format: seg.ident.clone(),
                     encoding: Box::new(encoding.clone()),
                     shape: shape.clone(),
+                    quant: quant.cloned(),
                 },
-                value: value_type(v)?,
+                value,
             })
         }
         _ => Err(syn::Error::new_spanned(ty, expected)),

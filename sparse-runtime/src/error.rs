@@ -200,6 +200,23 @@ pub enum StorageError {
         /// The encoding's `explicitVal`, converted to the value type.
         explicit: String,
     },
+    /// A stored integer of a uniform quantized format (`!quant.uniform<i8<-100:100>:f32,
+    /// ...>`) lies outside the type's storage range `[storage_min, storage_max]` (StableHLO's
+    /// constraint on quantized values): a value given to a generated quantized struct's
+    /// `from_coo`, `from_dense`, `from_raw_parts` or `convert`, first in storage order.
+    #[error(
+        "entry at {coords:?}: stored integer {value} is outside the storage range [{min}, {max}]"
+    )]
+    StorageRange {
+        /// The entry's dimension coordinates.
+        coords: Vec<usize>,
+        /// The stored integer.
+        value: i64,
+        /// storage_min.
+        min: i64,
+        /// storage_max.
+        max: i64,
+    },
     /// Raw parts given to `from_raw_parts` do not have the encoding's shape of arrays (which
     /// levels have positions or coordinates, widths, number of levels).
     #[error("raw parts, level {level}: {reason}")]

@@ -61,6 +61,96 @@ macro_rules! expressed {
 expressed!(f32);
 expressed!(f64);
 
+/// `dequantize` of one storage integer: `convert(q - zero_point) * scale`, the subtraction in
+/// integers (exact: both lie within 32 bits), the conversion to `E` rounded to nearest, the
+/// product in `E` (StableHLO's `dequantize`). What generated quantized structs and kernels call.
+#[inline]
+pub fn dequantize_value<E: Expressed>(q: i64, scale: E, zero_point: i64) -> E {
+    // saturating: exact for storage integers, and no overflow panic for any other `q`
+    E::from_i64(q.saturating_sub(zero_point)).scaled(scale)
+}
+
+/// `quantize` of one expressed value: `round_nearest_even(clamp(storage_min, x / scale +
+/// zero_point, storage_max))` computed in `E`, as an integer within `[storage_min,
+/// storage_max]`; `±inf` clamp, NaN gives 0 ([`Expressed::quantize`], StableHLO's
+/// `quantize`). What generated quantized structs and kernels call.
+#[inline]
+pub fn quantize_value<E: Expressed>(
+    x: E,
+    scale: E,
+    zero_point: i64,
+    storage_min: i64,
+    storage_max: i64,
+) -> i64 {
+    x.quantize(scale, zero_point, storage_min, storage_max)
+}
+
+/// A Rust integer type that holds the storage integers of a uniform quantized type in a
+/// generated struct (`i8` for `i1`..`i8` storage, `i16`, `i32`, `u8`, `u16`, `u32`): lossless
+/// conversions to and from `i64` within the type's range.
+pub trait StorageInt: Copy + 'static {
+    /// The value as an `i64` (exact).
+    fn to_i64(self) -> i64;
+    /// `v` in this type, saturating at the type's bounds (callers pass integers already
+    /// clamped to a storage range inside them, so nothing saturates).
+    fn from_i64(v: i64) -> Self;
+}
+
+macro_rules! storage_int {
+    ($($t:ty),*) => {$(
+        impl StorageInt for $t {
+            #[inline]
+            fn to_i64(self) -> i64 {
+                i64::from(self)
+            }
+            #[inline]
+            fn from_i64(v: i64) -> Self {
+                v.clamp(i64::from(<$t>::MIN), i64::from(<$t>::MAX)) as $t
+            }
+        }
+    )*};
+}
+storage_int!(i8, i16, i32, u8, u16, u32);
+
+/// A generated struct of a uniform quantized format over its storage integers (`sparse_format!`
+/// implements it for `Name<i8>` of `tensor<?x?x!quant.uniform<i8:f32, ...>, #enc>`): the
+/// conversions between it and the same format over real values, which
+/// [`requantize`] composes.
+pub trait QuantizedFormat: Sized {
+    /// The same format over real `f32` values (`Name<f32>`).
+    type Real;
+    /// Quantizes every stored real value (StableHLO's `uniform_quantize`, the pair of a
+    /// per-axis type chosen by the value's dimension coordinate).
+    ///
+    /// # Errors
+    /// [`StorageError::ShapeMismatch`](crate::StorageError::ShapeMismatch) when a per-axis
+    /// type's pair count differs from the quantized dimension's size.
+    fn quantize_real(real: &Self::Real) -> Result<Self, crate::StorageError>;
+    /// Dequantizes every stored integer (StableHLO's `dequantize`).
+    fn dequantize_real(&self) -> Self::Real;
+}
+
+/// StableHLO's `uniform_quantize` of a quantized tensor into another quantized type
+/// (requantization): `quantize(dequantize(q, from), to)` element by element, `from` stored in
+/// `S`'s format, `to` in `T`'s (any format: the real values are converted in between). An
+/// entry whose real value is 0 is not stored in `T` unless `T`'s levels store it (then it holds
+/// `T`'s zero point).
+///
+/// # Errors
+/// As `convert` between the two formats over real values (shapes, widths), and
+/// [`QuantizedFormat::quantize_real`]'s.
+pub fn requantize<const D: usize, S, T>(s: &S) -> Result<T, crate::StorageError>
+where
+    S: QuantizedFormat,
+    S::Real: crate::generated::Entries<D, Value = f32>,
+    T: QuantizedFormat,
+    T::Real: crate::storage::FromCoo<f32>,
+{
+    let real = s.dequantize_real();
+    let converted = <T::Real as crate::storage::FromCoo<f32>>::from_entries(&real)?;
+    T::quantize_real(&converted)
+}
+
 /// Why a quantized type or an operand cannot be used.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum QuantError {

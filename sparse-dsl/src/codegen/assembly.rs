@@ -25,6 +25,8 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
     } = cx;
     let dim_rank = cx.dim_rank;
     let explicit = cx.explicit();
+    // a quantized format's integers must lie in the storage range (when `V` is its storage)
+    let qcheck = super::quant::check(cx, quote!(s));
     // a pattern's `Parts` holds no values, so it has no value type parameter
     let parts_ty = if explicit.is_some() {
         quote!(#parts)
@@ -182,7 +184,9 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                     entries,
                     Self::dim_to_lvl,
                 )?;
-                Self::from_assembled(shape, a)
+                let s = Self::from_assembled(shape, a)?;
+                #qcheck
+                Ok(s)
             }
 
             /// Builds the storage from entries already in the format's level order, each
@@ -241,6 +245,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 #shape_checks
                 let s = Self::from_parts(parts);
                 s.validate()?;
+                #qcheck
                 Ok(s)
             }
         }
@@ -266,7 +271,9 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                     s,
                     Self::dim_to_lvl,
                 )?;
-                Self::from_assembled(shape, a)
+                let s = Self::from_assembled(shape, a)?;
+                #qcheck
+                Ok(s)
             }
         }
     })

@@ -60,6 +60,7 @@ fn method(
             format: cx.name.clone(),
             encoding: Box::new(encoding),
             shape: None,
+            quant: None,
         },
         value: ValueType::F64,
     }];

@@ -28,6 +28,7 @@ mod kernels;
 pub mod level;
 pub mod loose_compressed;
 pub mod n_out_of_m;
+pub mod quant;
 pub mod singleton;
 mod sparsecore;
 mod storage;
@@ -64,6 +65,9 @@ pub struct Declaration {
     /// reads (the struct, its basics and `from_coo` assembly, the `FromCoo` impl), no
     /// accessors, built-in kernels or `Display`.
     pub converted: bool,
+    /// The uniform quantized element type of a tensor type (`!quant.uniform<i8:f32,
+    /// 0.5:10>`): the struct stores its integers and gets the quantization (`quant.rs`).
+    pub quant: Option<quant::QuantInfo>,
 }
 
 impl Declaration {
@@ -78,14 +82,19 @@ impl Declaration {
             value_type: None,
             sparsecore: None,
             converted: false,
+            quant: None,
         }
     }
 
     /// A declaration of what the parser read: a bare encoding, or a tensor type (which fixes the
     /// static shape and the default value type).
     ///
+    /// A uniform quantized element type stores its integers (`V` defaults to `i8` for
+    /// `!quant.uniform<i8:f32, ...>`) and records the quantization ([`quant::QuantInfo`]).
+    ///
     /// Errors: [`CodegenError`] for a tensor type without an encoding or with an element type that
-    /// has no Rust value type yet (quantized, complex).
+    /// has no Rust value type yet (complex); a quantized type [`quant::QuantInfo::new`] refuses,
+    /// or with an `explicitVal`.
     pub fn from_declared(
         vis: TokenStream,
         name: Ident,
@@ -97,6 +106,20 @@ impl Declaration {
                 let enc = t.encoding.clone().ok_or_else(|| {
                     CodegenError("the tensor type has no #sparse_tensor.encoding".into())
                 })?;
+                if let crate::types::ElementType::Quant(q) = &t.element {
+                    let info = quant::QuantInfo::new(q, &t.shape)?;
+                    if enc.explicit_val.is_some() {
+                        return Err(CodegenError(
+                            "a quantized element type with an explicitVal is not stored yet".into(),
+                        ));
+                    }
+                    let ty = info.storage_type();
+                    let mut decl = Declaration::new(vis, name, enc);
+                    decl.static_shape = Some(t.shape.clone());
+                    decl.value_type = Some(ty);
+                    decl.quant = Some(info);
+                    return Ok(decl);
+                }
                 let ty = t
                     .element
                     .rust_type()
@@ -597,7 +620,11 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
         )
     };
     let sparsecore = sparsecore::emit(&cx);
+    let quant = quant::emit(&cx);
+    let quant_trait = quant::emit_trait(&cx);
     let body = quote! {
+        #quant
+        #quant_trait
         #storage
         #assembly
         #access

@@ -372,6 +372,22 @@ pub(super) fn emit_structs(cx: &Ctx) -> Result<TokenStream, CodegenError> {
              value MLIR allows), which nothing stores."
         ));
     }
+    if let Some(q) = &decl.quant {
+        let axis = match q.axis {
+            Some(a) => format!("per axis {a}, pair chosen by the dimension coordinate on it"),
+            None => "per tensor".to_string(),
+        };
+        doc_values.push(format!(
+            " Uniform quantized ({axis}): `values` are the storage integers (`{}`, within \
+             `[STORAGE_MIN, STORAGE_MAX]` = `[{}, {}]`), each meaning the real \
+             `scale * (q - zero_point)` (`QUANT_PARAMS`); `from_coo_real` / `from_dense_real` \
+             quantize real `f32` values as StableHLO's `uniform_quantize`, `dequantized()` / \
+             `to_dense_real()` read them back. The built-in kernels (`spmv`, ...) are generic \
+             over `V` and compute on what is stored (run them on `dequantized()`); a `kernel` \
+             item of `sparse_format!` over this format dequantizes its loads.",
+            q.storage, q.min, q.max
+        ));
+    }
     let doc_values: Vec<TokenStream> = doc_values
         .iter()
         .map(|d| quote!(#[doc = ""] #[doc = #d]))

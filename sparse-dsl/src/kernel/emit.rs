@@ -29,6 +29,16 @@
 //! copy when the statement reads it or adds to it), a sparse output's values are collected
 //! wide, and everything is stored back once after the loops (rounded to nearest, or wrapping).
 //!
+//! Quantized operands (a format declared with a `!quant.uniform` element type and passed with
+//! its storage type, `&Q<i8>`) compute in `f32`, as the interpreter under `sparse eval` does:
+//! each load dequantizes on the fly through the struct's `dequantize_value(q, k)` (StableHLO's
+//! `convert(q - zero_point) * scale`, `k` the access's dimension coordinate on a per-axis
+//! type's quantized axis), `f32` operands are read as they are, and a quantized output (per
+//! tensor) is computed in an `f32` buffer and quantized once after the loops by its
+//! `quantize_value` (round half to even, clamped to the storage range). Refused (named in the
+//! error): quantized operands that are not formats, conversions of quantized operands, and
+//! per-axis quantized outputs.
+//!
 //! Sparse outputs are collected as coordinates in the IR's strategy (in order, through a
 //! workspace, or buffered) and assembled with the output format's `from_coo`.
 
@@ -95,8 +105,19 @@ struct Cx<'a> {
     /// The slice of a dense format output's values the loops write (`c_values`).
     out_slice: Option<Ident>,
     /// The value type the operands store when the kernel computes in a wider one
-    /// ([`ValueType::compute`]): loads widen, the output is stored back narrowed.
+    /// ([`ValueType::compute`]): loads widen, the output is stored back narrowed. For a kernel
+    /// over quantized operands, the output's quantized type (`None` for an `f32` output).
     stored: Option<ValueType>,
+    /// Per kernel tensor: its quantization when it holds quantized values.
+    quant: Vec<Option<QuantOp>>,
+}
+
+/// A quantized operand: the format struct whose associated functions (de)quantize its values
+/// (`Fmt::<i8>::dequantize_value(q, k)`), its storage type, and its quantized axis.
+struct QuantOp {
+    format: Ident,
+    storage: TokenStream,
+    axis: Option<usize>,
 }
 
 /// In-order insertion into the output's arrays (MLIR's `sparse_tensor.insert`), each level's
@@ -209,16 +230,11 @@ fn upper_first(s: &str) -> String {
 /// Emits the kernel function for `p`, compiled from `k`.
 ///
 /// Errors: a parameter passed in a way the statement cannot use; a loop form or a value type
-/// (`i1`, quantized) not generated yet (named in the message).
+/// (`i1`; quantized operands other than formats, their conversions, per-axis quantized
+/// outputs) not generated yet (named in the message).
 pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream, Error> {
-    // the storage the generated formats hold is a Rust number type with `+` and `*`: no `bool`,
-    // no quantized integers with their scales
-    if let Some(t) = p
-        .kernel
-        .tensors
-        .iter()
-        .find(|t| t.value == ValueType::I1 || t.value.is_quantized())
-    {
+    // the storage the generated formats hold is a Rust number type with `+` and `*`: no `bool`
+    if let Some(t) = p.kernel.tensors.iter().find(|t| t.value == ValueType::I1) {
         return Err(unsupported(&format!(
             "kernels over {} values (`{}`)",
             t.value.name(),
@@ -229,8 +245,18 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
     // type, as the interpreter does: loads widen, the output is computed in a buffer of the
     // wide type and stored back once, at the end
     let stored = p.kernel.value;
+    // quantized operands compute in `f32` (their expressed type): loads dequantize, a
+    // quantized output is computed in an `f32` buffer and quantized once, at the end
+    let quantized = p.kernel.tensors.iter().any(|t| t.value.is_quantized());
+    let out_value = p.kernel.tensors[p.kernel.output.tensor].value;
+    let stored = if quantized { out_value } else { stored };
     let wide_program;
-    let p = if stored.compute() == stored {
+    let p = if quantized && stored == ValueType::F32 {
+        let mut wide = p.clone();
+        wide.kernel.value = ValueType::F32;
+        wide_program = wide;
+        &wide_program
+    } else if stored.compute() == stored {
         p
     } else {
         let mut wide = p.clone();
@@ -334,6 +360,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
                     format,
                     encoding: Box::new(encoding),
                     shape: None,
+                    quant: None,
                 },
                 Some(c.from),
             )
@@ -366,9 +393,46 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
             encoding,
         });
     }
+    // per tensor, the quantization its loads (and the output's stores) go through
+    let mut quant: Vec<Option<QuantOp>> = Vec::with_capacity(ops.len());
+    for (t, (decl, op)) in p.kernel.tensors.iter().zip(&ops).enumerate() {
+        if !decl.value.is_quantized() {
+            quant.push(None);
+            continue;
+        }
+        let q = match (&op.kind, op.converts) {
+            (ParamKind::Format { format, quant: Some(q), .. }, None) => QuantOp {
+                format: format.clone(),
+                storage: q.storage_type(),
+                axis: q.axis,
+            },
+            (_, Some(_)) => {
+                return Err(unsupported(&format!(
+                    "conversions of quantized operands (`{}`: pass it in an order the other operands share)",
+                    decl.name
+                )))
+            }
+            _ => {
+                return Err(unsupported(&format!(
+                    "quantized operands other than formats (`{}`: declare it as a format with the quantized tensor type)",
+                    decl.name
+                )))
+            }
+        };
+        if t == p.kernel.output.tensor && q.axis.is_some() {
+            let mut e = unsupported(&format!(
+                "per-axis quantized outputs (`{}`: quantize it per tensor, or compute into f32)",
+                decl.name
+            ));
+            e.span = Some(p.kernel.output.span);
+            return Err(e);
+        }
+        quant.push(Some(q));
+    }
     let mut cx = Cx {
         p,
         ops,
+        quant,
         rt,
         temp_ops: vec![None; p.temps],
         temp_appended: vec![false; p.temps],
@@ -778,7 +842,14 @@ fn value_type(v: ValueType, rt: &TokenStream) -> TokenStream {
         ValueType::U8 => quote!(u8),
         // refused by `emit` before any type is written
         ValueType::I1 => quote!(bool),
-        ValueType::Quant { .. } => quote!(f32),
+        // the storage integers (the kernel computes in `f32`)
+        ValueType::Quant { signed, width } => {
+            let t = format_ident!(
+                "{}",
+                crate::codegen::quant::storage_name(signed, width).unwrap_or("i32")
+            );
+            quote!(#t)
+        }
         ValueType::C32 => quote!(#rt::num_complex::Complex<f32>),
         ValueType::C64 => quote!(#rt::num_complex::Complex<f64>),
     }
@@ -1439,6 +1510,15 @@ impl Cx<'_> {
     fn widen(&self, e: TokenStream) -> TokenStream {
         match self.stored {
             None => e,
+            Some(ValueType::Quant { .. }) => {
+                // the output's stored integers (per tensor: per-axis outputs are refused)
+                match &self.quant[self.p.kernel.output.tensor] {
+                    Some(QuantOp {
+                        format, storage, ..
+                    }) => quote!(#format::<#storage>::dequantize_value(i64::from(#e), 0)),
+                    None => e,
+                }
+            }
             Some(ValueType::F16 | ValueType::BF16) => {
                 let r = receiver_of(&e);
                 quote!(#r.to_f32())
@@ -1454,6 +1534,12 @@ impl Cx<'_> {
     fn narrow(&self, w: TokenStream) -> Option<TokenStream> {
         let rt = self.rt;
         Some(match self.stored? {
+            ValueType::Quant { .. } => {
+                let QuantOp {
+                    format, storage, ..
+                } = self.quant[self.p.kernel.output.tensor].as_ref()?;
+                quote!(<#storage as #rt::quant::StorageInt>::from_i64(#format::<#storage>::quantize_value(#w, 0)))
+            }
             ValueType::F16 => quote!(#rt::half::f16::from_f32(#w)),
             ValueType::BF16 => quote!(#rt::half::bf16::from_f32(#w)),
             t => {
@@ -2665,8 +2751,7 @@ impl Cx<'_> {
                     let p = self.pos_ident(last);
                     let next = self.next_ident(last);
                     let zero = self.zero();
-                    let add =
-                        self.add_assign(quote!(__s), self.value_load(acc.tensor, quote!(__q)));
+                    let add = self.add_assign(quote!(__s), self.value_load(acc, quote!(__q)));
                     quote!({
                         let mut __s = #zero;
                         for __q in #p..#next {
@@ -2677,15 +2762,15 @@ impl Cx<'_> {
                 }
                 Some(&last) => {
                     let p = self.pos_ident(last);
-                    self.value_load(acc.tensor, quote!(#p))
+                    self.value_load(acc, quote!(#p))
                 }
-                None => self.value_load(acc.tensor, quote!(0)),
+                None => self.value_load(acc, quote!(0)),
             });
         }
         let output = acc.tensor == self.p.kernel.output.tensor;
         if !output {
             // an input stores its values narrow; the output was shadowed by a wide buffer
-            return Ok(self.widen(self.load_stored(acc)?));
+            return Ok(self.widen_input(acc, self.load_stored(acc)?));
         }
         if let (Some(vals), true) = (&self.out_slice, self.stored.is_some()) {
             if matches!(self.ops[acc.tensor].kind, ParamKind::Format { .. })
@@ -2700,14 +2785,43 @@ impl Cx<'_> {
 
     /// The stored value of tensor `t` at position `at` of its last level, widened: a load from
     /// its values array, or for a pattern (`explicitVal`) its constant, which loads nothing.
-    fn value_load(&self, t: usize, at: TokenStream) -> TokenStream {
+    fn value_load(&self, acc: &sparse_sparsifier::check::Access, at: TokenStream) -> TokenStream {
+        let t = acc.tensor;
         match self.explicit_value(t) {
             Some(c) => c,
             None => {
                 let name = self.tensor_name(t);
-                self.widen(quote!(*#name.values.get_unchecked(#at)))
+                let e = quote!(*#name.values.get_unchecked(#at));
+                if t == self.p.kernel.output.tensor {
+                    self.widen(e)
+                } else {
+                    self.widen_input(acc, e)
+                }
             }
         }
+    }
+
+    /// The stored value `e` of an input read through `acc`, in the compute type: a quantized
+    /// operand dequantized on the fly (StableHLO's `dequantize`, the pair of a per-axis type
+    /// chosen by the access's dimension coordinate on the quantized axis); an `f32` operand of
+    /// a kernel whose output is quantized as it is; otherwise [`Self::widen`].
+    fn widen_input(&self, acc: &sparse_sparsifier::check::Access, e: TokenStream) -> TokenStream {
+        if let Some(QuantOp {
+            format,
+            storage,
+            axis,
+        }) = &self.quant[acc.tensor]
+        {
+            let k = match axis {
+                Some(a) => self.index_expr(acc.indices[*a]),
+                None => quote!(0),
+            };
+            return quote!(#format::<#storage>::dequantize_value(i64::from(#e), #k));
+        }
+        if matches!(self.stored, Some(ValueType::Quant { .. })) {
+            return e;
+        }
+        self.widen(e)
     }
 
     /// The constant every stored entry of tensor `t` holds when its format has an

@@ -48,6 +48,10 @@ pub enum ParamKind {
         /// The static dimension sizes of a tensor-type declaration (`tensor<4x?xf64, ...>`
         /// gives `[Some(4), None]`); `None` for a bare encoding.
         shape: Option<Vec<Option<u64>>>,
+        /// The quantization of a format declared with a uniform quantized element type and
+        /// passed with its storage type (`&Q<i8>`): the kernel dequantizes its loads (and
+        /// quantizes the output) through the struct's `dequantize_value` / `quantize_value`.
+        quant: Option<crate::codegen::quant::QuantInfo>,
     },
 }
 
