@@ -773,12 +773,8 @@ fn build<V: Value>(
     }
 }
 
-/// Runs `p` on tensors of `S` values (computed in `S::Compute`) and prints the output.
-fn typed<S: Stored>(
-    p: &Program,
-    inputs: &[(String, String)],
-    dense_print: bool,
-) -> Result<String, String> {
+/// Errors with `--input NAME: ...` for an input naming no tensor of the statement.
+fn check_inputs(p: &Program, inputs: &[(String, String)]) -> Result<(), String> {
     for (n, _) in inputs {
         if !p.kernel.tensors.iter().any(|t| &t.name == n) {
             return Err(format!(
@@ -786,6 +782,16 @@ fn typed<S: Stored>(
             ));
         }
     }
+    Ok(())
+}
+
+/// Runs `p` on tensors of `S` values (computed in `S::Compute`) and prints the output.
+fn typed<S: Stored>(
+    p: &Program,
+    inputs: &[(String, String)],
+    dense_print: bool,
+) -> Result<String, String> {
+    check_inputs(p, inputs)?;
     let mut ops = Vec::new();
     for t in &p.kernel.tensors[..p.inputs()] {
         let input = inputs
@@ -835,13 +841,7 @@ fn quantized(
     quants: &[(String, QuantizedType)],
     dense_print: bool,
 ) -> Result<String, String> {
-    for (n, _) in inputs {
-        if !p.kernel.tensors.iter().any(|t| &t.name == n) {
-            return Err(format!(
-                "--input {n}: `{n}` does not appear in the statement"
-            ));
-        }
-    }
+    check_inputs(p, inputs)?;
     let quant_of = |t: &TensorDecl| {
         quants
             .iter()
