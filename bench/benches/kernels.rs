@@ -211,7 +211,12 @@ fn sparse_dense(c: &mut Criterion, label: &str, coo: &CooTensor<f64>) {
     for ([i, j], v) in a.iter() {
         scale[i] += v.abs() * x[j].abs();
     }
-    check(&format!("{label}: the kernel and the built-in"), &y, &y_ref, &scale);
+    check(
+        &format!("{label}: the kernel and the built-in"),
+        &y,
+        &y_ref,
+        &scale,
+    );
     let mut yf = vec![0.0; m];
     let faer_spmv = |y: &mut [f64]| {
         faer::sparse::linalg::matmul::sparse_dense_matmul(
