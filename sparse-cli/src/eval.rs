@@ -773,6 +773,14 @@ fn build<V: Value>(
     }
 }
 
+/// The `--input` value given for tensor `name`, if any.
+fn input_of<'a>(inputs: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    inputs
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+}
+
 /// Errors with `--input NAME: ...` for an input naming no tensor of the statement.
 fn check_inputs(p: &Program, inputs: &[(String, String)]) -> Result<(), String> {
     for (n, _) in inputs {
@@ -794,10 +802,7 @@ fn typed<S: Stored>(
     check_inputs(p, inputs)?;
     let mut ops = Vec::new();
     for t in &p.kernel.tensors[..p.inputs()] {
-        let input = inputs
-            .iter()
-            .find(|(n, _)| *n == t.name)
-            .map(|(_, v)| v.as_str());
+        let input = input_of(inputs, &t.name);
         ops.push(operand::<S>(t, input)?);
     }
     let out = run(p, &ops).map_err(|e| e.to_string())?;
@@ -851,10 +856,7 @@ fn quantized(
     };
     let mut ops = Vec::new();
     for t in &p.kernel.tensors[..p.inputs()] {
-        let input = inputs
-            .iter()
-            .find(|(n, _)| *n == t.name)
-            .map(|(_, v)| v.as_str());
+        let input = input_of(inputs, &t.name);
         let (shape, mut merged) = entries::<f32>(t, input)?;
         if let Some(q) = quant_of(t) {
             let qz = quantization(&t.name, q, &shape)?;
