@@ -1980,37 +1980,17 @@ impl Cx<'_> {
                     Some(pp) => (pp.parent.clone(), self.append_after(&pp.step, value)),
                     None => (TokenStream::new(), self.append(value)),
                 };
-                if self.marks_untouched() {
-                    if let (Some(pp), Some(ins)) = (per_parent, ins) {
-                        if let (Some(extend), None) = (&pp.extend, &ins.leaf) {
-                            let values = &ins.values;
-                            return Ok(quote! {
-                                if !touched.is_empty() {
-                                    let touched_now = touched.take_sorted();
-                                    #parent
-                                    #extend
-                                    // each value read and its slot marked untouched again
-                                    let drained = touched_now.iter().map(|&#j| {
-                                        ::core::mem::replace(workspace.get_unchecked_mut(#j), untouched)
-                                    });
-                                    #values.extend(drained);
-                                }
-                            });
-                        }
-                    }
-                    return Ok(quote! {
-                        if !touched.is_empty() {
-                            let touched_now = touched.take_sorted();
-                            #parent
-                            for &#j in touched_now {
-                                #append
-                                *workspace.get_unchecked_mut(#j) = untouched;
-                            }
-                        }
-                    });
-                }
-                if self.sum_workspace() {
+                // a workspace that only sums refills each slot it drains: with the marker of an
+                // untouched slot (`f64`), or with the sum's identity and its flag cleared
+                let refill = if self.marks_untouched() {
+                    Some((quote!(untouched), TokenStream::new()))
+                } else if self.sum_workspace() {
                     let identity = self.sum_identity();
+                    Some((identity, quote!(*visited.get_unchecked_mut(#j) = false;)))
+                } else {
+                    None
+                };
+                if let Some((fill, clear)) = refill {
                     // a compressed last level takes the row's coordinates and values in two
                     // `extend` calls (one capacity check each, not one per entry)
                     if let (Some(pp), Some(ins)) = (per_parent, ins) {
@@ -2021,10 +2001,10 @@ impl Cx<'_> {
                                     let touched_now = touched.take_sorted();
                                     #parent
                                     #extend
-                                    // each value read, its slot and flag cleared
+                                    // each value read, its slot refilled
                                     let drained = touched_now.iter().map(|&#j| {
-                                        *visited.get_unchecked_mut(#j) = false;
-                                        ::core::mem::replace(workspace.get_unchecked_mut(#j), #identity)
+                                        #clear
+                                        ::core::mem::replace(workspace.get_unchecked_mut(#j), #fill)
                                     });
                                     #values.extend(drained);
                                 }
@@ -2037,8 +2017,8 @@ impl Cx<'_> {
                             #parent
                             for &#j in touched_now {
                                 #append
-                                *workspace.get_unchecked_mut(#j) = #identity;
-                                *visited.get_unchecked_mut(#j) = false;
+                                *workspace.get_unchecked_mut(#j) = #fill;
+                                #clear
                             }
                         }
                     });
