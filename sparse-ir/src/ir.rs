@@ -853,6 +853,24 @@ impl Encoding {
         self.lvl_types.len()
     }
 
+    /// The XLA dense layout this encoding is, if it is one: when every level is `dense` (no
+    /// properties), the map permutes the dimensions and nothing is sliced or given an
+    /// `explicitVal`, the dimensions fastest-varying first (`minor_to_major`: the levels,
+    /// innermost first). `(i, j) -> (i : dense, j : dense)` is `[1, 0]` (row-major), `(i, j)
+    /// -> (j : dense, i : dense)` is `[0, 1]` (column-major); MLIR spells a dense layout so,
+    /// XLA as `Layout::minor_to_major` (`../shared/reference/dense-layout.md`).
+    pub fn dense_minor_to_major(&self) -> Option<Vec<usize>> {
+        let plain_dense = self.lvl_types.iter().all(|lt| {
+            lt.format == LevelFormat::Dense && lt.properties == LevelProperties::default()
+        });
+        if !plain_dense || self.dim_slices.is_some() || self.explicit_val.is_some() {
+            return None;
+        }
+        let mut perm = self.dim_to_lvl.as_permutation()?;
+        perm.reverse();
+        Some(perm)
+    }
+
     /// The encoding of the same levels seen through permuted dimensions: dimension `d` of the
     /// result is dimension `perm[d]` of `self` (NumPy's `transpose(axes)`; `[1, 0]` turns CSR
     /// into CSC and BSR into BSC). The levels, their types and widths are unchanged, so storage

@@ -413,10 +413,11 @@ fn value_type(ty: &syn::Type) -> syn::Result<ValueType> {
     }
 }
 
-/// One kernel parameter: `&[T]`, `&mut [T]`, `&Fmt<T>`, `&mut Fmt<T>`, `T` or `&mut T` (a 0-d
+/// One kernel parameter: `&[T]`, `&mut [T]`, `&Fmt<T>`, `&mut Fmt<T>`, `&DenseArray<T, Fmt>`,
+/// `&mut DenseArray<T, Fmt>` (an all-dense `Fmt` naming the order), `T` or `&mut T` (a 0-d
 /// output).
 fn kernel_param(name: Ident, ty: &syn::Type, formats: &[Format]) -> syn::Result<KernelParam> {
-    let expected = "expected `&[T]`, `&mut [T]`, `&Format<T>`, `&mut Format<T>` (a format declared in this block) or `T` (`&mut T` for the output) for a 0-d operand, or `Par`";
+    let expected = "expected `&[T]`, `&mut [T]`, `&Format<T>`, `&mut Format<T>` (a format declared in this block), `&DenseArray<T, Format>` (`&mut` for the output; `Format` all-dense, naming the order) or `T` (`&mut T` for the output) for a 0-d operand, or `Par`";
     let syn::Type::Reference(r) = ty else {
         // `par: Par` (or a path ending in `Par`): the parallelism argument
         if let syn::Type::Path(p) = ty {
@@ -449,6 +450,18 @@ fn kernel_param(name: Ident, ty: &syn::Type, formats: &[Format]) -> syn::Result<
             kind: ParamKind::Slice { mutable },
             value: value_type(&s.elem)?,
         }),
+        syn::Type::Path(p)
+            if p.qself.is_none()
+                && p.path
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.ident == "DenseArray") =>
+        {
+            let Some(seg) = p.path.segments.last() else {
+                return Err(syn::Error::new_spanned(ty, expected));
+            };
+            dense_array_param(name, mutable, seg, formats)
+        }
         syn::Type::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
             let seg = &p.path.segments[0];
             let Some((_, encoding, shape, quant)) =
@@ -491,6 +504,55 @@ fn kernel_param(name: Ident, ty: &syn::Type, formats: &[Format]) -> syn::Result<
         }
         _ => Err(syn::Error::new_spanned(ty, expected)),
     }
+}
+
+/// `DenseArray<T, Fmt>` (any path ending so, e.g. `sparse::runtime::layout::DenseArray`): a
+/// dense operand whose order is the declared format `Fmt`'s, which must be all-dense with a
+/// permutation map (an error at `Fmt` otherwise).
+fn dense_array_param(
+    name: Ident,
+    mutable: bool,
+    seg: &syn::PathSegment,
+    formats: &[Format],
+) -> syn::Result<KernelParam> {
+    let usage = "expected `DenseArray<T, Format>`: a value type and a format declared in this block whose levels are all `dense` (its map gives the order)";
+    let syn::PathArguments::AngleBracketed(args) = &seg.arguments else {
+        return Err(syn::Error::new_spanned(seg, usage));
+    };
+    let [syn::GenericArgument::Type(v), syn::GenericArgument::Type(o)] =
+        &args.args.iter().collect::<Vec<_>>()[..]
+    else {
+        return Err(syn::Error::new_spanned(args, usage));
+    };
+    let value = value_type(v)?;
+    let order = match o {
+        syn::Type::Path(p) if p.qself.is_none() => p.path.get_ident(),
+        _ => None,
+    }
+    .ok_or_else(|| syn::Error::new_spanned(o, usage))?;
+    let Some((_, encoding, _, _)) = formats.iter().find(|(f, _, _, _)| f == order) else {
+        return Err(syn::Error::new_spanned(
+            order,
+            format!("unknown format `{order}`: declare it in this block"),
+        ));
+    };
+    let Some(minor_to_major) = encoding.dense_minor_to_major() else {
+        return Err(syn::Error::new_spanned(
+            order,
+            format!(
+                "`{order}` is not a dense layout: the order of a `DenseArray` is a format whose levels are all `dense` (no properties, no slices, no `explicitVal`) and whose map permutes the dimensions, as `(i, j) -> (j : dense, i : dense)` for column-major"
+            ),
+        ));
+    };
+    Ok(KernelParam {
+        name,
+        kind: ParamKind::DenseArray {
+            mutable,
+            order: order.clone(),
+            minor_to_major,
+        },
+        value,
+    })
 }
 
 /// Compiles one kernel item: the statement rendered to text (spans kept), the parameters

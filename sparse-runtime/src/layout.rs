@@ -397,6 +397,17 @@ impl<V, O> DenseArray<V, O> {
         self.values.get(at)
     }
 
+    /// Sets every element to `value`, the padding left as it is (a kernel's dense output is
+    /// cleared so before the loops).
+    pub fn fill(&mut self, value: V)
+    where
+        V: Copy,
+    {
+        for at in row_major_offsets(&self.layout.shape, &self.layout.strides) {
+            self.values[at] = value;
+        }
+    }
+
     /// The layout and the buffer.
     pub fn into_parts(self) -> (DenseLayout<V>, Vec<V>) {
         (self.layout, self.values)

@@ -168,6 +168,20 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             },
         )
     };
+    // an all-dense format is a dense layout: the order of `DenseArray<V, Name>` kernel operands
+    let static_order = match decl.encoding.dense_minor_to_major() {
+        Some(order) => {
+            let order = order
+                .into_iter()
+                .map(proc_macro2::Literal::usize_unsuffixed);
+            quote! {
+                impl<V> #rt::layout::StaticOrder for #name<V> {
+                    const MINOR_TO_MAJOR: &'static [usize] = &[#(#order),*];
+                }
+            }
+        }
+        None => TokenStream::new(),
+    };
     Ok(quote! {
         impl<V> #name<V> {
             /// Number of dimensions.
@@ -269,6 +283,8 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             #coordinate_view
             #ell_levels
         }
+
+        #static_order
     })
 }
 

@@ -202,6 +202,7 @@ fn mutable(kind: &ParamKind) -> bool {
     match kind {
         ParamKind::Slice { mutable }
         | ParamKind::Matrix { mutable, .. }
+        | ParamKind::DenseArray { mutable, .. }
         | ParamKind::Format { mutable, .. }
         | ParamKind::Scalar { mutable } => *mutable,
         ParamKind::Par => false,
@@ -518,6 +519,14 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
                 }
                 ParamKind::Scalar { mutable: true } => quote!(#name: &mut #v),
                 ParamKind::Scalar { mutable: false } => quote!(#name: #v),
+                ParamKind::DenseArray {
+                    mutable: true,
+                    order,
+                    ..
+                } => quote!(#name: &mut #rt::layout::DenseArray<#v, #order>),
+                ParamKind::DenseArray { order, .. } => {
+                    quote!(#name: &#rt::layout::DenseArray<#v, #order>)
+                }
                 ParamKind::Format {
                     mutable: true,
                     format,
@@ -562,6 +571,8 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
             ParamKind::Slice { .. } | ParamKind::Matrix { .. } => {
                 quote!(let #snap = #name.to_vec();)
             }
+            // taken before the array is cleared ([`Cx::dense_arrays`])
+            ParamKind::DenseArray { .. } => TokenStream::new(),
             ParamKind::Format { .. } => match &wide_values {
                 Some(wide) => quote!(let #snap = #wide.clone();),
                 None => quote!(let #snap = #name.values.clone();),
@@ -681,7 +692,9 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
     cx.outermost.set(cx.rows.is_some());
     let body = cx.stmts(&p.body)?;
     // read only the extents something uses
-    let used = idents(&quote!(#checks #conversions #widen_out #init #body #finish #narrow_out));
+    let arrays = cx.dense_arrays();
+    let used =
+        idents(&quote!(#checks #arrays #conversions #widen_out #init #body #finish #narrow_out));
     let extents: TokenStream = extent_lets
         .into_iter()
         .filter(|(n, _)| used.contains(&n.to_string()))
@@ -748,6 +761,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
             #index
             #extents
             #checks
+            #arrays
             #conversions
             #widen_out
             #init
@@ -1023,7 +1037,9 @@ impl Cx<'_> {
                     ParamKind::Par => return None,
                     ParamKind::Scalar { mutable: false } => quote!(::core::slice::from_ref(&#name)),
                     ParamKind::Scalar { mutable: true } => quote!(::core::slice::from_ref(&*#name)),
-                    ParamKind::Slice { .. } | ParamKind::Matrix { .. } => quote!(&#name[..]),
+                    ParamKind::Slice { .. }
+                    | ParamKind::Matrix { .. }
+                    | ParamKind::DenseArray { .. } => quote!(&#name[..]),
                     ParamKind::Format { .. } => match self.explicit_value(t) {
                         Some(c) => quote!(::core::slice::from_ref(&#c)),
                         None => quote!(&#name.values[..]),
@@ -1328,6 +1344,10 @@ impl Cx<'_> {
         match &op.kind {
             ParamKind::Slice { .. } => quote!(#name.len()),
             ParamKind::Matrix { dims, .. } => dims[d].clone(),
+            ParamKind::DenseArray { .. } => {
+                let d = usize_lit(d);
+                quote!(#name.shape()[#d])
+            }
             _ => {
                 let d = usize_lit(d);
                 quote!(#name.dim_shape[#d])
@@ -1568,8 +1588,10 @@ impl Cx<'_> {
             let w = self.widen(quote!(v));
             quote!(#values.iter().map(|&v| #w).collect())
         };
+        // a dense array's padding goes through the wide copy and back unchanged
+        let read = read || matches!(self.ops[t].kind, ParamKind::DenseArray { .. });
         Ok(match &self.ops[t].kind {
-            ParamKind::Slice { .. } | ParamKind::Matrix { .. } => {
+            ParamKind::Slice { .. } | ParamKind::Matrix { .. } | ParamKind::DenseArray { .. } => {
                 let start = if read {
                     widened(quote!(#name))
                 } else {
@@ -1635,8 +1657,10 @@ impl Cx<'_> {
             return s;
         }
         // a wide output buffer the statement does not read starts at zero ([`Self::wide_output`])
-        let cleared =
-            self.stored.is_some() && !self.p.kernel.accesses.iter().any(|a| a.tensor == t);
+        // a dense array is cleared before the loops, its padding kept ([`Self::dense_arrays`])
+        let cleared = (self.stored.is_some()
+            && !self.p.kernel.accesses.iter().any(|a| a.tensor == t))
+            || matches!(self.ops[t].kind, ParamKind::DenseArray { .. });
         let flags = self.flags_ident();
         match self.ops[t].kind {
             ParamKind::Scalar { .. } => {
@@ -1680,7 +1704,9 @@ impl Cx<'_> {
             return quote!(#vals);
         }
         match self.ops[t].kind {
-            ParamKind::Slice { .. } | ParamKind::Matrix { .. } => quote!(#name),
+            ParamKind::Slice { .. } | ParamKind::Matrix { .. } | ParamKind::DenseArray { .. } => {
+                quote!(#name)
+            }
             _ => quote!(#name.values),
         }
     }
@@ -2076,6 +2102,7 @@ impl Cx<'_> {
                         }
                     }
                     ParamKind::Matrix { .. } => self.matrix_flat(t, &kern.output.indices),
+                    ParamKind::DenseArray { .. } => self.strided_flat(t, &kern.output.indices),
                     _ => self.dense_flat(t, &kern.output.indices)?,
                 };
                 let flags = self.flags_ident();
@@ -2128,6 +2155,69 @@ impl Cx<'_> {
                 quote!(#r * #cols + #c)
             }
         }
+    }
+
+    /// The position in a dense array's buffer at the coordinates of `indices`: `c * stride`
+    /// summed over its dimensions, major to minor, the fastest dimension's stride 1
+    /// ([`Self::dense_arrays`] reads the others).
+    fn strided_flat(&self, t: usize, indices: &[usize]) -> TokenStream {
+        let ParamKind::DenseArray { minor_to_major, .. } = &self.ops[t].kind else {
+            return quote!(0);
+        };
+        let name = &self.ops[t].name;
+        let terms = minor_to_major.iter().rev().map(|&d| {
+            if d == minor_to_major[0] {
+                self.index_expr(indices[d])
+            } else {
+                let stride = format_ident!("{}_stride{}", name, d);
+                let c = self.index_factor(indices[d]);
+                quote!(#stride * #c)
+            }
+        });
+        quote!(#(#terms)+*)
+    }
+
+    /// For each dense array operand: the stride of every dimension but the fastest, read once
+    /// (`b_stride0`), then the name bound to its buffer (`values()`, `values_mut()` for the
+    /// output, cleared first element by element unless the statement adds to it: the padding
+    /// is never written).
+    fn dense_arrays(&self) -> TokenStream {
+        let mut out = TokenStream::new();
+        for (t, op) in self.ops.iter().enumerate() {
+            let ParamKind::DenseArray { minor_to_major, .. } = &op.kind else {
+                continue;
+            };
+            let name = &op.name;
+            for &d in &minor_to_major[1..] {
+                let stride = format_ident!("{}_stride{}", name, d);
+                let d = usize_lit(d);
+                out.extend(quote!(let #stride = #name.strides()[#d];));
+            }
+            if t == self.p.kernel.output.tensor {
+                if let Some(snap) = &self.snapshot {
+                    // the statement reads the output: a copy (of the computed type) first
+                    out.extend(match self.stored {
+                        None => quote!(let #snap = #name.values().to_vec();),
+                        Some(_) => {
+                            let w = self.widen(quote!(v));
+                            quote!(let #snap: ::std::vec::Vec<_> = #name.values().iter().map(|&v| #w).collect();)
+                        }
+                    });
+                }
+                if !self.p.kernel.accumulate {
+                    let zero = match self.stored {
+                        None => self.zero(),
+                        // the stored type is narrower than the computed one's `zero()`
+                        Some(_) => quote!(::core::default::Default::default()),
+                    };
+                    out.extend(quote!(#name.fill(#zero);));
+                }
+                out.extend(quote!(let #name = #name.values_mut();));
+            } else {
+                out.extend(quote!(let #name = #name.values();));
+            }
+        }
+        out
     }
 
     /// The flat position of a random-access (all-dense) storage at the coordinates of
@@ -2874,6 +2964,11 @@ impl Cx<'_> {
                 let c = self.index_expr(acc.indices[0]);
                 let from = snap.unwrap_or(name);
                 quote!(*#from.get_unchecked(#c))
+            }
+            (ParamKind::DenseArray { .. }, snap) => {
+                let at = self.strided_flat(acc.tensor, &acc.indices);
+                let from = snap.unwrap_or(name);
+                quote!(*#from.get_unchecked(#at))
             }
             (ParamKind::Matrix { .. }, snap) => {
                 let at = self.matrix_flat(acc.tensor, &acc.indices);

@@ -33,6 +33,19 @@ pub enum ParamKind {
         /// The two dimension sizes, as expressions over the other parameters.
         dims: [TokenStream; 2],
     },
+    /// `&DenseArray<T, O>` or `&mut DenseArray<T, O>` (the runtime's `layout::DenseArray`): a
+    /// dense operand in an XLA layout whose order `O` is a format declared in the same block
+    /// with all levels `dense` and a permutation map, so the loops are compiled for that order
+    /// (the fastest dimension's stride is 1, the others are read once from the array, its
+    /// padding included); the padding is never read or written.
+    DenseArray {
+        /// `&mut`.
+        mutable: bool,
+        /// The format naming the order.
+        order: Ident,
+        /// Dimensions fastest-varying first (its levels, innermost first).
+        minor_to_major: Vec<usize>,
+    },
     /// `par: Par`: how the kernel runs (`sparse::Par`, faer's parallelism argument); not an
     /// operand. Allowed when the outermost loop runs over the rows of a dense output slice
     /// (its first index is not reduced).
@@ -119,6 +132,9 @@ impl KernelDecl {
                 let (shape, encoding) = match &p.kind {
                     ParamKind::Slice { .. } => (vec![None], None),
                     ParamKind::Matrix { .. } => (vec![None, None], None),
+                    ParamKind::DenseArray { minor_to_major, .. } => {
+                        (vec![None; minor_to_major.len()], None)
+                    }
                     ParamKind::Par => (Vec::new(), None),
                     ParamKind::Scalar { .. } => (Vec::new(), None),
                     ParamKind::Format {
