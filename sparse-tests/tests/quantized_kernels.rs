@@ -29,6 +29,34 @@ sparse_format! {
     pub kernel add_q(c: &mut Q<i8>, a: &Q<i8>, b: &Csr32<f32>) { c(i, j) = a(i, j) + b(i, j) }
     pub kernel spgemm_q(c: &mut Csr32<f32>, a: &Q<i8>, b: &QB<i16>) { c(i, j) = a(i, k) * b(k, j) }
     pub kernel mul_qb(c: &mut QB<i16>, a: &Q<i8>, b: &QB<i16>) { c(i, j) = a(i, j) * b(i, j) * 2.0 }
+    // outputs whose levels add fill (a block's other elements, a 2:4 group's): rebuilt from
+    // the real values, so the fill holds the zero point
+    pub QBsr = tensor<?x?x!quant.uniform<i8:f32, 0.5:10>, #sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense) }>>;
+    pub Q24 = tensor<?x?x!quant.uniform<i8:f32, 0.25:-7>, #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : block2_4) }>>;
+    pub kernel copy_bsr(c: &mut QBsr<i8>, a: &Q<i8>) { c(i, j) = a(i, j) }
+    pub kernel copy_24(c: &mut Q24<i8>, a: &Q<i8>) { c(i, j) = a(i, j) }
+}
+
+#[test]
+fn the_fill_of_blocked_outputs_is_the_zero_point() {
+    // A = [[0.5, 0, 1.5, 0], [0, 1, 0, 0], [0, 0, 0, 2], [0, 0, 0, 0]]: every value exact in
+    // the three types
+    let entries = vec![([0, 0], 0.5), ([0, 2], 1.5), ([1, 1], 1.0), ([2, 3], 2.0)];
+    let a = Q::from_coo_real([4, 4], entries).unwrap();
+    let want = a.to_dense_real().unwrap();
+    let mut bsr = QBsr::from_coo([4, 4], []).unwrap();
+    copy_bsr(&mut bsr, &a).unwrap();
+    // three 2x2 blocks stored (rows 0-1 x cols 0-1 and 2-3, rows 2-3 x cols 2-3): eight of
+    // their twelve elements are fill, each the zero point 10 (real 0)
+    assert_eq!(bsr.values().len(), 12);
+    assert_eq!(bsr.values().iter().filter(|&&q| q == 10).count(), 8);
+    assert_eq!(bsr.to_dense_real().unwrap(), want);
+    let mut nm = Q24::from_coo([4, 4], []).unwrap();
+    copy_24(&mut nm, &a).unwrap();
+    // two slots per group of 4 (one group per row): four unused slots, each the zero point -7
+    assert_eq!(nm.values().len(), 8);
+    assert_eq!(nm.values().iter().filter(|&&q| q == -7).count(), 4);
+    assert_eq!(nm.to_dense_real().unwrap(), want);
 }
 
 /// A = [[0.25, 0, 1.3], [0, 0.75, 100]], the eval test's matrix; x = [1, 2, 3].

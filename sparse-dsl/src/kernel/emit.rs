@@ -673,7 +673,14 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
                     let entries = combined;
                 });
             }
-            if let (Some(narrow), None) = (&narrow, &cx.insert) {
+            // a quantized output rebuilt from its entries is assembled from the real values
+            // and quantized whole: the fill its levels add (a block's other elements, an n:m
+            // group's, ELL's) holds the zero point, a real 0, not the integer 0
+            let quantized_out = match (&cx.stored, &cx.quant[out_t]) {
+                (Some(ValueType::Quant { .. }), Some(q)) if cx.insert.is_none() => Some(q),
+                _ => None,
+            };
+            if let (Some(narrow), None, None) = (&narrow, &cx.insert, quantized_out) {
                 finish.extend(quote! {
                     let entries: ::std::vec::Vec<_> = entries.into_iter().map(|(c, w)| (c, #narrow)).collect();
                 });
@@ -681,6 +688,13 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
             // appended in order or through a workspace: already in level order
             if cx.insert.is_some() {
                 // inserted into the output's arrays
+            } else if let Some(QuantOp {
+                format, storage, ..
+            }) = quantized_out
+            {
+                finish.extend(
+                    quote!(*#o = #format::<#storage>::from_coo_real(#o.dim_shape, entries)?;),
+                );
             } else if in_order {
                 finish.extend(quote!(*#o = #format::from_ordered_coo(#o.dim_shape, entries)?;));
             } else {
