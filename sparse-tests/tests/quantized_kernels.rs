@@ -35,6 +35,50 @@ sparse_format! {
     pub Q24 = tensor<?x?x!quant.uniform<i8:f32, 0.25:-7>, #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : block2_4) }>>;
     pub kernel copy_bsr(c: &mut QBsr<i8>, a: &Q<i8>) { c(i, j) = a(i, j) }
     pub kernel copy_24(c: &mut Q24<i8>, a: &Q<i8>) { c(i, j) = a(i, j) }
+    // per-axis quantized sparse outputs: rebuilt from the real entries, each with its pair
+    pub kernel copy_axis(c: &mut QAxis<i8>, a: &Q<i8>) { c(i, j) = a(i, j) }
+    pub kernel spgemm_axis(c: &mut QAxis<i8>, a: &Csr32<f32>, b: &Csr32<f32>) { c(i, j) = a(i, k) * b(k, j) }
+    // a dense one, written in place: each element quantized with its own pair
+    pub QYAxis = tensor<?x!quant.uniform<i8:f32:0, {0.5:1, 2.0:-3}>, #sparse_tensor.encoding<{ map = (i) -> (i : dense) }>>;
+    pub kernel spmv_axis_out(y: &mut QYAxis<i8>, a: &Q<i8>, x: &[f32]) { y(i) = a(i, j) * x(j) }
+}
+
+#[test]
+fn a_dense_per_axis_output_quantizes_each_element_with_its_pair() {
+    let a = Q::from_coo_real([2, 3], a_entries()).unwrap();
+    let mut y = QYAxis::from_dense_real([2], &[0.0, 0.0]).unwrap();
+    spmv_axis_out(&mut y, &a, &X).unwrap();
+    // y = (4.5, 177.5): 4.5 / 0.5 + 1 = 10; 177.5 / 2 - 3 = 85.75 -> 86, reading back 178
+    assert_eq!(y.values(), &[10, 86]);
+    assert_eq!(y.to_dense_real().unwrap(), vec![4.5, 178.0]);
+}
+
+#[test]
+fn per_axis_sparse_outputs_quantize_each_column_with_its_pair() {
+    // column j has (scale, zero point) (0.2, 20), (0.1, 10), (0.3, 30)
+    let a = Q::from_coo_real([2, 3], a_entries()).unwrap();
+    let mut c = QAxis::from_coo([2, 3], []).unwrap();
+    copy_axis(&mut c, &a).unwrap();
+    // a's reals: 0 (0.25 -> q 10 -> 0), 1.5, 1 (0.75 -> 1.5 -> q 12), 58.5 (100 saturates at
+    // q 127)
+    let reals: Vec<([usize; 2], f32)> =
+        vec![([0, 0], 0.0), ([0, 2], 1.5), ([1, 1], 1.0), ([1, 2], 58.5)];
+    assert_eq!(
+        a.to_dense_real().unwrap(),
+        vec![0.0, 0.0, 1.5, 0.0, 1.0, 58.5]
+    );
+    // quantized per column: 0 / 0.2 + 20 = 20; 1.5 / 0.3 + 30 = 35; 1 / 0.1 + 10 = 20;
+    // 58.5 / 0.3 + 30 = 225 -> 127
+    assert_eq!(c.values(), &[20, 35, 20, 127]);
+    assert_eq!(c, QAxis::from_coo_real([2, 3], reals).unwrap());
+    // SpGEMM through a workspace: [[1, 2], [0, 3]] * [[0.5, 0, 1], [0, 1, 0]]
+    let a = Csr32::from_coo([2, 2], vec![([0, 0], 1.0), ([0, 1], 2.0), ([1, 1], 3.0)]).unwrap();
+    let b = Csr32::from_coo([2, 3], vec![([0, 0], 0.5), ([0, 2], 1.0), ([1, 1], 1.0)]).unwrap();
+    spgemm_axis(&mut c, &a, &b).unwrap();
+    // [[0.5, 2, 1], [0, 3, 0]]: 0.5 / 0.2 + 20 = 22.5 -> 22 (ties to even); 2 / 0.1 + 10 = 30;
+    // 1 / 0.3 + 30 = 33.3 -> 33; 3 / 0.1 + 10 = 40
+    assert_eq!(c.values(), &[22, 30, 33, 40]);
+    assert_eq!(c.to_dense_real().unwrap()[4], 3.0);
 }
 
 #[test]

@@ -420,9 +420,17 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
                 )))
             }
         };
-        if t == p.kernel.output.tensor && q.axis.is_some() {
+        let output_read = p.kernel.accumulate || p.kernel.accesses.iter().any(|a| a.tensor == t);
+        if t == p.kernel.output.tensor
+            && q.axis.is_some()
+            && p.strategy == Strategy::InPlace
+            && output_read
+        {
+            // a sparse one is rebuilt from its real entries, each quantized with its pair; a
+            // dense one is quantized position by position with the pair of its coordinate,
+            // but not read back so
             let mut e = unsupported(&format!(
-                "per-axis quantized outputs (`{}`: quantize it per tensor, or compute into f32)",
+                "per-axis quantized outputs that the statement reads (`{}`: `+=` or on the right; store it sparse, quantize it per tensor, or compute into f32)",
                 decl.name
             ));
             e.span = Some(p.kernel.output.span);
@@ -605,7 +613,10 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
             let rank = usize_lit(p.kernel.output.indices.len());
             let o = &k.params[out].name;
             let in_order = matches!(p.strategy, Strategy::Append | Strategy::Workspace { .. });
-            cx.insert = if in_order {
+            // a per-axis quantized output is quantized with the pair of each entry's
+            // coordinate: rebuilt from its real entries (`from_coo_real`), not inserted
+            let per_axis = cx.quant[out_t].as_ref().is_some_and(|q| q.axis.is_some());
+            cx.insert = if in_order && !per_axis {
                 cx.output_insert(o, format, &v)?
             } else {
                 None
@@ -1648,13 +1659,31 @@ impl Cx<'_> {
                 } else {
                     quote!(::std::vec![#zero; #name.values.len()])
                 };
-                (
-                    quote!(let mut #wide: ::std::vec::Vec<#v> = #start;),
-                    quote! {
+                let store = match &self.quant[t] {
+                    // per axis: each position quantized with the pair of its coordinate on the
+                    // axis (the statement does not read such an output: refused in `emit`)
+                    Some(QuantOp {
+                        format,
+                        storage,
+                        axis: Some(_),
+                    }) => {
+                        let rt = self.rt;
+                        quote! {
+                            let axis_coords = #name.quant_axis_coords();
+                            for ((o, &w), &k) in #name.values.iter_mut().zip(#wide.iter()).zip(&axis_coords) {
+                                *o = <#storage as #rt::quant::StorageInt>::from_i64(#format::<#storage>::quantize_value(w, k));
+                            }
+                        }
+                    }
+                    _ => quote! {
                         for (o, &w) in #name.values.iter_mut().zip(#wide.iter()) {
                             *o = #narrow;
                         }
                     },
+                };
+                (
+                    quote!(let mut #wide: ::std::vec::Vec<#v> = #start;),
+                    store,
                     Some(wide),
                 )
             }
