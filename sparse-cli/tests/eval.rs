@@ -965,7 +965,7 @@ fn i1_values() {
         ]),
         "error: --input z=2: not a number of type i1"
     );
-    // i1 mixes with no other type; the Rust back end does not generate it
+    // i1 mixes with no other type
     assert_eq!(
         fails(&[
             "eval",
@@ -977,10 +977,22 @@ fn i1_values() {
         ]),
         "error: <statement>:1:8: value type mismatch: `A` holds i1 but `y` holds i8"
     );
-    assert_eq!(
-        fails(&["eval", "y(i) = A(i,j)", "--tensor", &ta, "--tensor", ty, "--emit", "rust"]),
-        "error: --emit rust: the Rust back end does not generate kernels over i1 values (`y`) yet (`sparse eval` runs it through the interpreter)"
+    // the Rust back end computes in the runtime's `I1`, a sum as a wrapping (exclusive or) sum
+    let rust = ok(&[
+        "eval",
+        "y(i) = A(i,j)",
+        "--tensor",
+        &ta,
+        "--tensor",
+        ty,
+        "--emit",
+        "rust",
+    ]);
+    assert!(
+        rust.contains("y: &mut [::sparse::runtime::value::I1]"),
+        "{rust}"
     );
+    assert!(rust.contains(".wrapping_add("), "{rust}");
 }
 
 #[test]
@@ -1225,11 +1237,26 @@ fn quantized_values() {
         rust.contains("YFormat::<i8>::quantize_value(w, 0)"),
         "{rust}"
     );
-    // a per-axis output would pick its pair by coordinates the narrowing does not see
+    // a per-axis sparse output is rebuilt from its real entries, each quantized with its pair
     let tcp = format!("C=tensor<2x3x!quant.uniform<i8:f32:1, {{0.5:0, 0.25:4, 1.0:-2}}>, {CSR}>");
+    let rust = ok(&[
+        "eval",
+        "C(i,j) = A(i,j)",
+        "--tensor",
+        &ta,
+        "--tensor",
+        &tcp,
+        "--emit",
+        "rust",
+    ]);
+    assert!(
+        rust.contains("*C = CFormat::<i8>::from_coo_real(C.dim_shape, entries)?;"),
+        "{rust}"
+    );
+    // one read by the statement is not generated
     assert_eq!(
-        fails(&["eval", "C(i,j) = A(i,j)", "--tensor", &ta, "--tensor", &tcp, "--emit", "rust"]),
-        "error: --emit rust: the Rust back end does not generate per-axis quantized outputs (`C`: quantize it per tensor, or compute into f32) yet (`sparse eval` runs it through the interpreter)"
+        fails(&["eval", "C(i,j) += A(i,j)", "--tensor", &ta, "--tensor", &tcp, "--emit", "rust"]),
+        "error: --emit rust: the Rust back end does not generate per-axis quantized outputs that the statement reads (`C`: `+=` or on the right; quantize it per tensor, or compute into f32) yet (`sparse eval` runs it through the interpreter)"
     );
 }
 

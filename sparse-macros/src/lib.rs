@@ -371,8 +371,9 @@ type Format = (
 );
 
 /// The value type named by `ty`: `f64`, `f32`, `i64`, `i32`, `i16`, `i8`, `u64`, `u32`,
-/// `u16`, `u8`, `f16`/`bf16` (the `half` crate's), or `Complex<f64>`/`Complex<f32>` (also
-/// `Complex64`/`Complex32`, num-complex's), the last two kinds by any path ending in that name.
+/// `u16`, `u8`, `f16`/`bf16` (the `half` crate's), `I1` (the runtime's `value::I1`, MLIR's
+/// `i1`), or `Complex<f64>`/`Complex<f32>` (also `Complex64`/`Complex32`, num-complex's), the
+/// last three kinds by any path ending in that name.
 fn value_type(ty: &syn::Type) -> syn::Result<ValueType> {
     let last = match ty {
         syn::Type::Path(p) if p.qself.is_none() => p.path.segments.last(),
@@ -404,11 +405,12 @@ fn value_type(ty: &syn::Type) -> syn::Result<ValueType> {
         Some("u32") if plain => Ok(ValueType::U32),
         Some("u16") if plain => Ok(ValueType::U16),
         Some("u8") if plain => Ok(ValueType::U8),
+        Some("I1") => Ok(ValueType::I1),
         Some("Complex<f32>" | "Complex32") => Ok(ValueType::C32),
         Some("Complex<f64>" | "Complex64") => Ok(ValueType::C64),
         _ => Err(syn::Error::new_spanned(
             ty,
-            "expected a value type: f64, f32, f16, bf16, i64, i32, i16, i8, u64, u32, u16, u8, Complex<f32> or Complex<f64>",
+            "expected a value type: f64, f32, f16, bf16, i64, i32, i16, i8, u64, u32, u16, u8, I1, Complex<f32> or Complex<f64>",
         )),
     }
 }

@@ -635,6 +635,18 @@ macro_rules! int_div {
 }
 int_div!(i8, i16, i32, i64, u8, u16, u32, u64);
 
+/// `i1`: a division by 1 keeps the dividend.
+impl IntDiv for crate::value::I1 {
+    #[inline]
+    fn int_div(self, d: Self) -> Result<Self, crate::StorageError> {
+        if d.0 {
+            Ok(self)
+        } else {
+            Err(crate::StorageError::DivisionByZero)
+        }
+    }
+}
+
 /// `a / d` for a generated kernel on integers ([`IntDiv`]).
 #[inline]
 pub fn int_div<T: IntDiv>(a: T, d: T) -> Result<T, crate::StorageError> {

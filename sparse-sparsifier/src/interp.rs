@@ -163,59 +163,9 @@ int_num!(i32);
 int_num!(u64);
 int_num!(u32);
 
-/// MLIR's `i1`: one bit, the values 0 and 1, computed as MLIR's `arith` ops on `i1` compute:
-/// modulo 2. `+` and `-` are exclusive or, `*` and `&` are and, `|` or, `^` exclusive or,
-/// negation keeps the value (`-1` is `1` modulo 2), a division by 1 keeps the dividend and a
-/// division by 0 is an error, as for the other integers. Ordered `0 < 1` (the values read as
-/// unsigned, as `vector.print` prints them), so `min` is and and `max` or. Displayed `1` or
-/// `0`, as MLIR's `vector.print` and `sparse_tensor.print` print an `i1`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct I1(pub bool);
-
-impl std::fmt::Display for I1 {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0 { "1" } else { "0" })
-    }
-}
-
-/// Addition modulo 2: exclusive or.
-impl std::ops::Add for I1 {
-    type Output = I1;
-    fn add(self, b: I1) -> I1 {
-        self.plus(b)
-    }
-}
-
-/// Addition modulo 2: exclusive or.
-impl std::ops::AddAssign for I1 {
-    fn add_assign(&mut self, b: I1) {
-        *self = self.plus(b);
-    }
-}
-
-/// Multiplication modulo 2: and.
-impl std::ops::Mul for I1 {
-    type Output = I1;
-    fn mul(self, b: I1) -> I1 {
-        self.times(b)
-    }
-}
-
-/// An `explicitVal` as an `i1`: `1` unless the constant is zero (`true`).
-impl sparse_runtime::value::FromScalar for I1 {
-    fn from_scalar(v: &sparse_runtime::sparse_ir::types::ScalarValue) -> I1 {
-        I1(v.integer() != 0 || v.real() != 0.0 || v.imag() != 0.0)
-    }
-}
-
-impl sparse_runtime::num_traits::Zero for I1 {
-    fn zero() -> I1 {
-        I1(false)
-    }
-    fn is_zero(&self) -> bool {
-        !self.0
-    }
-}
+/// MLIR's `i1` (the runtime's [`sparse_runtime::value::I1`]): computed modulo 2, as its
+/// operators and `wrapping_*` methods compute.
+pub use sparse_runtime::value::I1;
 
 impl Num for I1 {
     /// `0` or `1`; any other integer does not fit, a float literal is refused.
@@ -230,13 +180,13 @@ impl Num for I1 {
         }
     }
     fn plus(self, b: Self) -> Self {
-        I1(self.0 ^ b.0)
+        self.wrapping_add(b)
     }
     fn minus(self, b: Self) -> Self {
-        I1(self.0 ^ b.0)
+        self.wrapping_sub(b)
     }
     fn times(self, b: Self) -> Self {
-        I1(self.0 & b.0)
+        self.wrapping_mul(b)
     }
     fn over(self, b: Self) -> Result<Self, Error> {
         if b.0 {
@@ -246,7 +196,7 @@ impl Num for I1 {
         }
     }
     fn negate(self) -> Self {
-        self
+        self.wrapping_neg()
     }
     fn bit(self, op: BinOp, b: Self) -> Self {
         I1(match op {

@@ -36,6 +36,8 @@ sparse_format! {
     pub kernel ratio_i32(y: &mut [i32], a: &Csr<i32>, x: &[i32]) { y(i) = a(i, j) / x(j) }
     pub kernel ratio_par_i32(par: Par, y: &mut [i32], a: &Csr<i32>, x: &[i32]) { y(i) = a(i, j) / x(j) }
     pub kernel spgemm_u64(c: &mut Csr<u64>, a: &Csr<u64>, b: &Csr<u64>) { c(i, j) = a(i, k) * b(k, j) + 1 }
+    // an entry of `b` alone is negated: `(*load).wrapping_neg()`
+    pub kernel sub_i32(c: &mut Csr<i32>, a: &Csr<i32>, b: &Csr<i32>) { c(i, j) = a(i, j) - b(i, j) }
 }
 
 /// A random `rows x cols` matrix: about a third of the entries stored, values in [-4, 4] and
@@ -550,6 +552,23 @@ fn unsigned_kernels_wrap() {
         c.iter().map(|(ij, v)| (ij, *v)).collect::<Vec<_>>(),
         [([0, 0], 1)]
     );
+}
+
+#[test]
+fn integer_differences_negate_the_entries_of_the_right_operand_alone() {
+    // [[4, 0], [0, MIN]] - [[1, 2], [0, MIN]]: -2 alone, MIN - MIN = 0 stored
+    let a = Csr::<i32>::from_coo([2, 2], [([0, 0], 4), ([1, 1], i32::MIN)]).unwrap();
+    let b = Csr::<i32>::from_coo([2, 2], [([0, 0], 1), ([0, 1], 2), ([1, 1], i32::MIN)]).unwrap();
+    let mut c = Csr::<i32>::from_coo([2, 2], []).unwrap();
+    sub_i32(&mut c, &a, &b).unwrap();
+    let got: Vec<([usize; 2], i32)> = c.iter().map(|(ij, v)| (ij, *v)).collect();
+    assert_eq!(got, [([0, 0], 3), ([0, 1], -2), ([1, 1], 0)]);
+    // MIN alone wraps to itself
+    let mut c = Csr::<i32>::from_coo([1, 1], []).unwrap();
+    let zero = Csr::<i32>::from_coo([1, 1], []).unwrap();
+    let min = Csr::<i32>::from_coo([1, 1], [([0, 0], i32::MIN)]).unwrap();
+    sub_i32(&mut c, &zero, &min).unwrap();
+    assert_eq!(c.values(), &[i32::MIN]);
 }
 
 #[test]

@@ -231,17 +231,10 @@ fn upper_first(s: &str) -> String {
 /// Emits the kernel function for `p`, compiled from `k`.
 ///
 /// Errors: a parameter passed in a way the statement cannot use; a loop form or a value type
-/// (`i1`; quantized operands other than formats, their conversions, per-axis quantized
-/// outputs) not generated yet (named in the message).
+/// (quantized operands other than formats, their conversions, per-axis quantized
+/// outputs the statement reads) not generated yet (named in the message); an `i1` literal other
+/// than 0 and 1.
 pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream, Error> {
-    // the storage the generated formats hold is a Rust number type with `+` and `*`: no `bool`
-    if let Some(t) = p.kernel.tensors.iter().find(|t| t.value == ValueType::I1) {
-        return Err(unsupported(&format!(
-            "kernels over {} values (`{}`)",
-            t.value.name(),
-            t.name
-        )));
-    }
     // values stored narrow (`f16`, `bf16`, 8- and 16-bit integers) are computed in a wider
     // type, as the interpreter does: loads widen, the output is computed in a buffer of the
     // wide type and stored back once, at the end
@@ -421,16 +414,12 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
             }
         };
         let output_read = p.kernel.accumulate || p.kernel.accesses.iter().any(|a| a.tensor == t);
-        if t == p.kernel.output.tensor
-            && q.axis.is_some()
-            && p.strategy == Strategy::InPlace
-            && output_read
-        {
-            // a sparse one is rebuilt from its real entries, each quantized with its pair; a
-            // dense one is quantized position by position with the pair of its coordinate,
-            // but not read back so
+        if t == p.kernel.output.tensor && q.axis.is_some() && output_read {
+            // written, a sparse one is rebuilt from its real entries, each quantized with its
+            // pair, a dense one quantized position by position with the pair of its
+            // coordinate; but the output's own loads dequantize with one pair
             let mut e = unsupported(&format!(
-                "per-axis quantized outputs that the statement reads (`{}`: `+=` or on the right; store it sparse, quantize it per tensor, or compute into f32)",
+                "per-axis quantized outputs that the statement reads (`{}`: `+=` or on the right; quantize it per tensor, or compute into f32)",
                 decl.name
             ));
             e.span = Some(p.kernel.output.span);
@@ -879,8 +868,8 @@ fn value_type(v: ValueType, rt: &TokenStream) -> TokenStream {
         ValueType::U32 => quote!(u32),
         ValueType::U16 => quote!(u16),
         ValueType::U8 => quote!(u8),
-        // refused by `emit` before any type is written
-        ValueType::I1 => quote!(bool),
+        // MLIR's `i1`, computed modulo 2 by its operators and `wrapping_*` methods
+        ValueType::I1 => quote!(#rt::value::I1),
         // the storage integers (the kernel computes in `f32`)
         ValueType::Quant { signed, width } => {
             let t = format_ident!(
@@ -991,6 +980,10 @@ impl Cx<'_> {
         if self.generic {
             let rt = self.rt;
             return quote!(<V as #rt::num_traits::Zero>::zero());
+        }
+        if self.p.kernel.value == ValueType::I1 {
+            let rt = self.rt;
+            return quote!(#rt::value::I1(false));
         }
         if self.wraps() {
             // typed: a method call (`wrapping_add`) on it needs its type
@@ -2746,6 +2739,12 @@ impl Cx<'_> {
                         "literals in kernels generic over the value type",
                     ));
                 }
+                if self.p.kernel.value == ValueType::I1
+                    && !matches!(l, Literal::Int(0) | Literal::Int(1))
+                {
+                    // as the interpreter (`Num::literal`)
+                    return Err(Error::plain(format!("the literal {l} does not fit i1")));
+                }
                 self.literal(l)
             }
             Expr::Zero => self.zero(),
@@ -2763,8 +2762,11 @@ impl Cx<'_> {
                 let inner = self.expr(a)?;
                 let compound = matches!(**a, Expr::Binary(..));
                 match (self.wraps(), compound) {
-                    (true, true) => quote!((#inner).wrapping_neg()),
-                    (true, false) => quote!(#inner.wrapping_neg()),
+                    // a load (`*p`) is a receiver in parentheses too
+                    (true, _) => {
+                        let r = receiver_of(&inner);
+                        quote!(#r.wrapping_neg())
+                    }
                     (false, true) => quote!(-(#inner)),
                     (false, false) => quote!(-#inner),
                 }
@@ -2835,6 +2837,12 @@ impl Cx<'_> {
             (Literal::Float(v), false) => Lit::f64_unsuffixed(*v),
         };
         let lit = match (l, value) {
+            (Literal::Int(v), ValueType::I1) => {
+                // 0 or 1 (`expr` refuses the others)
+                let rt = self.rt;
+                let b = *v != 0;
+                return quote!(#rt::value::I1(#b));
+            }
             (_, ValueType::C32 | ValueType::C64) => {
                 let re = real(l, value == ValueType::C32);
                 return self.complex(quote!(#re));
