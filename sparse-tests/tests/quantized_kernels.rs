@@ -41,6 +41,33 @@ sparse_format! {
     // a dense one, written in place: each element quantized with its own pair
     pub QYAxis = tensor<?x!quant.uniform<i8:f32:0, {0.5:1, 2.0:-3}>, #sparse_tensor.encoding<{ map = (i) -> (i : dense) }>>;
     pub kernel spmv_axis_out(y: &mut QYAxis<i8>, a: &Q<i8>, x: &[f32]) { y(i) = a(i, j) * x(j) }
+    // `b` in CSC next to `a` in CSR: converted first, as its real values
+    pub QCsc = tensor<?x?x!quant.uniform<i8:f32, 0.25:-7>, #sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed) }>>;
+    pub kernel add_qcsc(c: &mut Csr32<f32>, a: &Q<i8>, b: &QCsc<i8>) { c(i, j) = a(i, j) + b(i, j) }
+}
+
+#[test]
+fn a_quantized_operand_is_converted_as_its_real_values() {
+    let a = Q::from_coo_real([2, 3], a_entries()).unwrap();
+    // b stores an explicit real 0 (its zero point -7) at (1, 0): left out by the conversion
+    let b =
+        QCsc::from_coo_real([2, 3], vec![([0, 1], 1.5), ([1, 0], 0.0), ([1, 2], -1.0)]).unwrap();
+    assert_eq!(b.values(), &[-7, -1, -11]);
+    let mut c = Csr32::from_coo([2, 3], []).unwrap();
+    add_qcsc(&mut c, &a, &b).unwrap();
+    // a's reals [[0, 0, 1.5], [0, 1, 58.5]] (its 0.25 reads 0 and is stored), b's [[0, 1.5, 0],
+    // [0, 0, -1]]
+    let got: Vec<([usize; 2], f32)> = c.iter().map(|(ij, v)| (ij, *v)).collect();
+    assert_eq!(
+        got,
+        vec![
+            ([0, 0], 0.0),
+            ([0, 1], 1.5),
+            ([0, 2], 1.5),
+            ([1, 1], 1.0),
+            ([1, 2], 57.5)
+        ]
+    );
 }
 
 #[test]

@@ -33,11 +33,12 @@
 //! its storage type, `&Q<i8>`) compute in `f32`, as the interpreter under `sparse eval` does:
 //! each load dequantizes on the fly through the struct's `dequantize_value(q, k)` (StableHLO's
 //! `convert(q - zero_point) * scale`, `k` the access's dimension coordinate on a per-axis
-//! type's quantized axis), `f32` operands are read as they are, and a quantized output (per
-//! tensor) is computed in an `f32` buffer and quantized once after the loops by its
-//! `quantize_value` (round half to even, clamped to the storage range). Refused (named in the
-//! error): quantized operands that are not formats, conversions of quantized operands, and
-//! per-axis quantized outputs.
+//! type's quantized axis), `f32` operands are read as they are, a quantized operand the
+//! sparsifier converts is converted as its real values (`dequantized()`) and read as `f32`, and
+//! a quantized output is computed in `f32` and quantized once after the loops by its
+//! `quantize_value` (round half to even, clamped to the storage range; per axis, with the pair
+//! of each value's coordinate). Refused (named in the error): quantized operands that are not
+//! formats and per-axis quantized outputs the statement reads.
 //!
 //! Sparse outputs are collected as coordinates in the IR's strategy (in order, through a
 //! workspace, or buffered) and assembled with the output format's `from_coo`.
@@ -231,8 +232,7 @@ fn upper_first(s: &str) -> String {
 /// Emits the kernel function for `p`, compiled from `k`.
 ///
 /// Errors: a parameter passed in a way the statement cannot use; a loop form or a value type
-/// (quantized operands other than formats, their conversions, per-axis quantized
-/// outputs the statement reads) not generated yet (named in the message); an `i1` literal other
+/// (quantized operands other than formats, per-axis quantized outputs the statement reads) not generated yet (named in the message); an `i1` literal other
 /// than 0 and 1.
 pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream, Error> {
     // values stored narrow (`f16`, `bf16`, 8- and 16-bit integers) are computed in a wider
@@ -341,10 +341,25 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
                 d.converted = true;
                 let items =
                     crate::codegen::generate(&d, rt).map_err(|e| Error::plain(e.to_string()))?;
-                let v = vtok(decl.value);
-                conversions.extend(quote! {
-                    #items
-                    let #name: #format<#v> = #from.convert()?;
+                let quantized = matches!(
+                    &k.params[param_of[c.from]].kind,
+                    ParamKind::Format { quant: Some(_), .. }
+                );
+                conversions.extend(if quantized {
+                    // converted as its real values (an integer zero point is a real 0, which
+                    // the conversion leaves out as it leaves out every zero): the kernel reads
+                    // the converted operand as plain `f32`
+                    let v = value_type(ValueType::F32, rt);
+                    quote! {
+                        #items
+                        let #name: #format<#v> = #from.dequantized().convert()?;
+                    }
+                } else {
+                    let v = vtok(decl.value);
+                    quote! {
+                        #items
+                        let #name: #format<#v> = #from.convert()?;
+                    }
                 });
             }
             (
@@ -401,10 +416,9 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
                 axis: q.axis,
             },
             (_, Some(_)) => {
-                return Err(unsupported(&format!(
-                    "conversions of quantized operands (`{}`: pass it in an order the other operands share)",
-                    decl.name
-                )))
+                // converted as its real values (`Fmt::dequantized`): read as plain `f32`
+                quant.push(None);
+                continue;
             }
             _ => {
                 return Err(unsupported(&format!(
