@@ -393,10 +393,11 @@ fn direct_typed<C: Index, T: Index, V: Value>(
         let (pos, out, vals) = arrays;
         return Some((pos, buffer_of(out)?, vals));
     }
-    // stored zeros are not counted and not copied (`assemble` drops them)
+    // every stored entry counted (the values are read once, in the scatter); a stored zero is
+    // not kept (`assemble` stores none), and the segments it shortened are closed up afterwards
     let mut pos = vec![0usize; n0.checked_add(1)?];
-    for (c, v) in crd.iter().zip(values) {
-        *pos.get_mut(c.index() + 1)? += usize::from(!v.is_zero());
+    for c in crd {
+        *pos.get_mut(c.index() + 1)? += 1;
     }
     for g in 0..n0 {
         pos[g + 1] += pos[g];
@@ -405,11 +406,16 @@ fn direct_typed<C: Index, T: Index, V: Value>(
     let mut next = pos.clone();
     let mut out = vec![T::default(); nnz];
     let mut vals = vec![V::zero(); nnz];
+    let mut zeros = false;
+    let mut lo = positions.get(0)?;
     for r in 0..rows {
         let row = T::from_usize(r)?;
-        let (lo, hi) = (positions.get(r)?, positions.get(r + 1)?);
+        let hi = positions.get(r + 1)?;
         for (c, v) in crd.get(lo..hi)?.iter().zip(values.get(lo..hi)?) {
+            // a branch, not a zero written to a slot it does not take: faster even on
+            // bayer10, a quarter of whose entries are stored zeros (in runs)
             if v.is_zero() {
+                zeros = true;
                 continue;
             }
             let slot = next.get_mut(c.index())?;
@@ -418,6 +424,21 @@ fn direct_typed<C: Index, T: Index, V: Value>(
             *out.get_mut(at)? = row;
             *vals.get_mut(at)? = *v;
         }
+        lo = hi;
+    }
+    if zeros {
+        // segment `g` holds `pos[g] .. next[g]`: moved down to close the gaps
+        let mut k = 0;
+        for g in 0..n0 {
+            let (lo, hi) = (pos[g], next[g]);
+            out.copy_within(lo..hi, k);
+            vals.copy_within(lo..hi, k);
+            pos[g] = k;
+            k += hi - lo;
+        }
+        pos[n0] = k;
+        out.truncate(k);
+        vals.truncate(k);
     }
     Some((pos, buffer_of(out)?, vals))
 }
