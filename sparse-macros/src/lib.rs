@@ -551,7 +551,8 @@ fn dense_array_param(
         kind: ParamKind::DenseArray {
             mutable,
             order: order.clone(),
-            minor_to_major,
+            rank: minor_to_major.len(),
+            minor_to_major: Some(minor_to_major),
         },
         value,
     })

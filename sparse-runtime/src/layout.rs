@@ -347,6 +347,21 @@ impl<V: Copy, O: StaticOrder> DenseArray<V, O> {
         Self::new(layout, buffer)
     }
 
+    /// The strides of the first `R` dimensions (0 past the rank), the fastest dimension's the
+    /// constant 1 of `O`'s order: code generic over `O` (the built-in `spmm_array`) is compiled
+    /// per order with a unit stride it can see.
+    #[inline(always)]
+    pub fn order_strides<const R: usize>(&self) -> [usize; R] {
+        let fastest = O::MINOR_TO_MAJOR.first().copied();
+        std::array::from_fn(|d| {
+            if Some(d) == fastest {
+                1
+            } else {
+                self.layout.strides.get(d).copied().unwrap_or(0)
+            }
+        })
+    }
+
     /// The elements, row-major over the shape (the padding left out).
     pub fn to_row_major(&self) -> Vec<V> {
         row_major_offsets(&self.layout.shape, &self.layout.strides)

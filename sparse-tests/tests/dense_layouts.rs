@@ -102,6 +102,25 @@ fn a_known_product_in_padded_column_major() {
 }
 
 #[test]
+fn the_built_in_spmm_checks_the_ranks_of_its_arrays() {
+    let a = csr([2, 3], &[(0, 0, 1.0)], |x| x);
+    let b = array::<f64, Rm>(&[3, 1], &[0, 0], &[1.0, 2.0, 3.0], 0.0);
+    let mut y = array::<f64, Vector>(&[2], &[0], &[0.0, 0.0], 0.0);
+    assert_eq!(
+        a.spmm_array(&b, &mut y),
+        Err(sparse::runtime::StorageError::RankMismatch {
+            expected: 2,
+            got: 1
+        })
+    );
+    let mut c = array::<f64, Cm>(&[2, 2], &[0, 0], &[0.0; 4], 0.0);
+    assert!(matches!(
+        a.spmm_array(&b, &mut c),
+        Err(sparse::runtime::StorageError::LengthMismatch { .. })
+    ));
+}
+
+#[test]
 fn a_rank_3_reduction_reads_through_the_strides() {
     // t(i, j, k) = 100 i + 10 j + k over 2 x 3 x 4: the row maximum is 100 i + 23
     let shape = [2, 3, 4];
@@ -141,6 +160,19 @@ proptest! {
         spmm_rm_cm(&mut r, &a_csr, &bc).unwrap();
         prop_assert_eq!(r.to_row_major(), want.clone());
         prop_assert!(padding(&r, f64::to_bits).iter().all(|&p| p == PAD.to_bits()));
+
+        // the built-in, generic over both orders
+        let br = array::<f64, Rm>(&[k, n], &extra[1..3], &b, PAD);
+        let mut r2 = array::<f64, Rm>(&[m, n], &extra[..2], &vec![5.0; m * n], PAD);
+        a_csr.spmm_array(&br, &mut r2).unwrap();
+        prop_assert_eq!(r2.to_row_major(), want.clone());
+        prop_assert!(padding(&r2, f64::to_bits).iter().all(|&p| p == PAD.to_bits()));
+        let mut c2 = array::<f64, Cm>(&[m, n], &extra[2..], &vec![5.0; m * n], -3.0);
+        a_csr.spmm_array(&br, &mut c2).unwrap();
+        prop_assert_eq!(c2.to_row_major(), want.clone());
+        a_csr.spmm_array(&bc, &mut c2).unwrap();
+        prop_assert_eq!(c2.to_row_major(), want.clone());
+        prop_assert!(padding(&c2, f64::to_bits).iter().all(|&p| p == (-3.0f64).to_bits()));
 
         // `+=` adds to what C holds
         let mut acc = array::<f64, Cm>(&[m, k], &extra[..2], &vec![1.0; m * k], PAD);

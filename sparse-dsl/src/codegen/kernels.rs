@@ -31,6 +31,8 @@ struct Spec<'a> {
     statement: &'a str,
     rows: bool,
     doc: &'a [&'a str],
+    /// Type parameters (`OB: StaticOrder`).
+    generics: Vec<TokenStream>,
 }
 
 /// One built-in: compiles its statement over the receiver `a` and `params` into a method with
@@ -47,6 +49,7 @@ fn method(
         statement,
         rows,
         doc,
+        generics,
     } = spec;
     let mut enc = cx.decl.encoding.clone().into_inner();
     enc.dim_slices = None;
@@ -76,6 +79,7 @@ fn method(
             doc: doc.iter().map(|l| format!(" {l}")).collect(),
             extra,
             reassociate: name.starts_with("spmv") && !name.starts_with("spmv_transpose"),
+            generics,
         }),
     };
     let program = sparse_sparsifier::compile(&k.statement, &k.tensor_decls())?;
@@ -86,6 +90,20 @@ fn slice(name: &str, mutable: bool) -> KernelParam {
     KernelParam {
         name: format_ident!("{}", name),
         kind: ParamKind::Slice { mutable },
+        value: ValueType::F64,
+    }
+}
+
+/// A rank-2 `DenseArray` operand whose order is the method's type parameter `order`.
+fn array(name: &str, mutable: bool, order: &str) -> KernelParam {
+    KernelParam {
+        name: format_ident!("{}", name),
+        kind: ParamKind::DenseArray {
+            mutable,
+            order: format_ident!("{}", order),
+            minor_to_major: None,
+            rank: 2,
+        },
         value: ValueType::F64,
     }
 }
@@ -120,6 +138,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             name: "spmv",
             public: true,
             statement: "y(i) = a(i, j) * x(j)",
+            generics: Vec::new(),
             rows: false,
             doc: &[
             "`y = A · x`: `x` has `shape()[1]` elements, `y` has `shape()[0]` and is overwritten.",
@@ -141,6 +160,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             name: "spmv_transpose",
             public: true,
             statement: "y(j) = a(i, j) * x(i)",
+            generics: Vec::new(),
             rows: false,
             doc: &[
             "`y = Aᵀ · x`: `x` has `shape()[0]` elements, `y` has `shape()[1]` and is overwritten.",
@@ -180,6 +200,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                     name,
                     public: false,
                     statement: "c(i, k) = a(i, j) * b(j, k)",
+                    generics: Vec::new(),
                     rows: false,
                     doc: &doc,
                 },
@@ -192,6 +213,33 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             .map_err(|e| fail("spmm", e))?,
         );
     }
+    let spmm_array = method(
+        cx,
+        Spec {
+            name: "spmm_array",
+            public: true,
+            statement: "c(i, k) = a(i, j) * b(j, k)",
+            rows: false,
+            doc: &[
+                "`C = A · B` with `B` (`shape()[1] x n`) and `C` (`shape()[0] x n`) dense arrays in",
+                "XLA layouts (`rt::layout::DenseArray`): any order (`OB`, `OC`, such as the",
+                "all-dense formats of the block), any padding, which is never read or written; the",
+                "elements of `C` are overwritten. Compiled by the sparsifier from",
+                "`c(i, k) = a(i, j) * b(j, k)`; each array's fastest stride is a constant of its",
+                "order, so every instantiation runs loops compiled for its orders.",
+                "",
+                "Errors: `StorageError::LengthMismatch` naming `b` or `c` and the dimension whose",
+                "size differs.",
+            ],
+            generics: vec![
+                quote!(OB: #rt::layout::StaticOrder),
+                quote!(OC: #rt::layout::StaticOrder),
+            ],
+        },
+        vec![array("b", false, "OB"), array("c", true, "OC")],
+        Vec::new(),
+    )
+    .map_err(|e| fail("spmm_array", e))?;
     // the row-range form, when the outermost loop runs over the rows of `y`
     let rows = method(
         cx,
@@ -199,6 +247,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             name: "spmv_rows",
             public: false,
             statement: "y(i) = a(i, j) * x(j)",
+            generics: Vec::new(),
             rows: true,
             doc: &["`y = A · x` for the rows (block rows) `row0 .. row0 + len` that `y` holds."],
         },
@@ -249,6 +298,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 name: "spmm_rows",
                 public: false,
                 statement: "c(i, k) = a(i, j) * b(j, k)",
+                generics: Vec::new(),
                 rows: true,
                 doc: &["`C = A · B` (row-major) for the rows `row0 ..` that `c` holds."],
             },
@@ -574,6 +624,8 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             }
 
             #spmm
+
+            #spmm_array
         }
     })
 }

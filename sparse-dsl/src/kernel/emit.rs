@@ -763,6 +763,38 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
     };
     let name = &k.name;
     let vis = &k.vis;
+    // a dense array whose order is a type parameter may have any rank: checked first
+    let err = cx.result_variant("Err");
+    let ranks: TokenStream = cx
+        .ops
+        .iter()
+        .filter_map(|op| match &op.kind {
+            ParamKind::DenseArray {
+                minor_to_major: None,
+                rank,
+                ..
+            } => {
+                let name = &op.name;
+                let rank = usize_lit(*rank);
+                Some(quote! {
+                    if #name.shape().len() != #rank {
+                        return #err(#rt::StorageError::RankMismatch {
+                            expected: #rank,
+                            got: #name.shape().len(),
+                        });
+                    }
+                })
+            }
+            _ => None,
+        })
+        .collect();
+    let generics = match &k.method {
+        Some(m) if !m.generics.is_empty() => {
+            let g = &m.generics;
+            quote!(<#(#g),*>)
+        }
+        _ => TokenStream::new(),
+    };
     let index = if cx
         .ops
         .iter()
@@ -785,8 +817,9 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
     };
     Ok(quote! {
         #(#[doc = #doc])*
-        #vis fn #name(#(#params),*) -> ::core::result::Result<(), #rt::StorageError> {
+        #vis fn #name #generics(#(#params),*) -> ::core::result::Result<(), #rt::StorageError> {
             #index
+            #ranks
             #extents
             #checks
             #arrays
@@ -2211,19 +2244,35 @@ impl Cx<'_> {
     /// summed over its dimensions, major to minor, the fastest dimension's stride 1
     /// ([`Self::dense_arrays`] reads the others).
     fn strided_flat(&self, t: usize, indices: &[usize]) -> TokenStream {
-        let ParamKind::DenseArray { minor_to_major, .. } = &self.ops[t].kind else {
+        let ParamKind::DenseArray {
+            minor_to_major,
+            rank,
+            ..
+        } = &self.ops[t].kind
+        else {
             return quote!(0);
         };
         let name = &self.ops[t].name;
-        let terms = minor_to_major.iter().rev().map(|&d| {
-            if d == minor_to_major[0] {
-                self.index_expr(indices[d])
-            } else {
-                let stride = format_ident!("{}_stride{}", name, d);
-                let c = self.index_factor(indices[d]);
-                quote!(#stride * #c)
-            }
-        });
+        let term = |d: usize| {
+            let stride = format_ident!("{}_stride{}", name, d);
+            let c = self.index_factor(indices[d]);
+            quote!(#stride * #c)
+        };
+        let terms: Vec<TokenStream> = match minor_to_major {
+            Some(order) => order
+                .iter()
+                .rev()
+                .map(|&d| {
+                    if d == order[0] {
+                        self.index_expr(indices[d])
+                    } else {
+                        term(d)
+                    }
+                })
+                .collect(),
+            // a type parameter's order: every stride a local, the fastest one the constant 1
+            None => (0..*rank).map(term).collect(),
+        };
         quote!(#(#terms)+*)
     }
 
@@ -2234,14 +2283,28 @@ impl Cx<'_> {
     fn dense_arrays(&self) -> TokenStream {
         let mut out = TokenStream::new();
         for (t, op) in self.ops.iter().enumerate() {
-            let ParamKind::DenseArray { minor_to_major, .. } = &op.kind else {
+            let ParamKind::DenseArray {
+                minor_to_major,
+                rank,
+                ..
+            } = &op.kind
+            else {
                 continue;
             };
             let name = &op.name;
-            for &d in &minor_to_major[1..] {
-                let stride = format_ident!("{}_stride{}", name, d);
-                let d = usize_lit(d);
-                out.extend(quote!(let #stride = #name.strides()[#d];));
+            match minor_to_major {
+                Some(m) => {
+                    for &d in &m[1..] {
+                        let stride = format_ident!("{}_stride{}", name, d);
+                        let d = usize_lit(d);
+                        out.extend(quote!(let #stride = #name.strides()[#d];));
+                    }
+                }
+                None => {
+                    // the fastest one the constant 1 of the instantiated order
+                    let strides = (0..*rank).map(|d| format_ident!("{}_stride{}", name, d));
+                    out.extend(quote!(let [#(#strides),*] = #name.order_strides();));
+                }
             }
             if t == self.p.kernel.output.tensor {
                 if let Some(snap) = &self.snapshot {

@@ -37,14 +37,19 @@ pub enum ParamKind {
     /// dense operand in an XLA layout whose order `O` is a format declared in the same block
     /// with all levels `dense` and a permutation map, so the loops are compiled for that order
     /// (the fastest dimension's stride is 1, the others are read once from the array, its
-    /// padding included); the padding is never read or written.
+    /// padding included); the padding is never read or written. In a built-in method `O` may
+    /// be a type parameter (`StaticOrder`): the fastest dimension is then chosen by a constant
+    /// of `O`, folded when the method is instantiated.
     DenseArray {
         /// `&mut`.
         mutable: bool,
-        /// The format naming the order.
+        /// The format naming the order, or the method's type parameter.
         order: Ident,
-        /// Dimensions fastest-varying first (its levels, innermost first).
-        minor_to_major: Vec<usize>,
+        /// Dimensions fastest-varying first (its levels, innermost first); `None` for a type
+        /// parameter.
+        minor_to_major: Option<Vec<usize>>,
+        /// The number of dimensions.
+        rank: usize,
     },
     /// `par: Par`: how the kernel runs (`sparse::Par`, faer's parallelism argument); not an
     /// operand. Allowed when the outermost loop runs over the rows of a dense output slice
@@ -116,6 +121,9 @@ pub struct Method {
     /// dependent additions. Floating-point results may then differ from the statement's order
     /// in the last bits. The built-in `spmv` and `spmv_par` use it.
     pub reassociate: bool,
+    /// Type parameters of the method (`OB: StaticOrder`), the orders of its `DenseArray`
+    /// operands.
+    pub generics: Vec<TokenStream>,
 }
 
 /// The partial sums of a reassociated innermost sum ([`Method::reassociate`]).
@@ -132,9 +140,7 @@ impl KernelDecl {
                 let (shape, encoding) = match &p.kind {
                     ParamKind::Slice { .. } => (vec![None], None),
                     ParamKind::Matrix { .. } => (vec![None, None], None),
-                    ParamKind::DenseArray { minor_to_major, .. } => {
-                        (vec![None; minor_to_major.len()], None)
-                    }
+                    ParamKind::DenseArray { rank, .. } => (vec![None; *rank], None),
                     ParamKind::Par => (Vec::new(), None),
                     ParamKind::Scalar { .. } => (Vec::new(), None),
                     ParamKind::Format {
