@@ -352,14 +352,14 @@ impl<V: Copy, O: StaticOrder> DenseArray<V, O> {
     /// per order with a unit stride it can see.
     #[inline(always)]
     pub fn order_strides<const R: usize>(&self) -> [usize; R] {
-        let fastest = O::MINOR_TO_MAJOR.first().copied();
-        std::array::from_fn(|d| {
-            if Some(d) == fastest {
-                1
-            } else {
-                self.layout.strides.get(d).copied().unwrap_or(0)
-            }
-        })
+        let mut strides = [0; R];
+        for (s, &t) in strides.iter_mut().zip(&self.layout.strides) {
+            *s = t;
+        }
+        if let Some(s) = O::MINOR_TO_MAJOR.first().and_then(|&f| strides.get_mut(f)) {
+            *s = 1;
+        }
+        strides
     }
 
     /// The elements, row-major over the shape (the padding left out).
