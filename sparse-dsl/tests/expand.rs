@@ -173,3 +173,24 @@ fn a_format_named_like_an_import_of_the_generated_code_is_refused() {
         );
     }
 }
+
+#[test]
+fn bsr_spmv_sums_each_block_row_before_the_output() {
+    // the built-in `spmv` may reassociate: a block row's products go into `block_sum`, added
+    // to `y` once (one carried addition per block row, not one per block column)
+    for (name, blocked) in [("BSR", true), ("CSR", false)] {
+        let text = FORMATS.iter().find(|f| f.0 == name).unwrap().1;
+        let code = expand(name, text);
+        let start = code.find("pub fn spmv(").expect("spmv");
+        let end = start + code[start..].find("\n        }\n").expect("end of spmv");
+        let spmv = &code[start..end];
+        assert_eq!(
+            spmv.contains("let mut block_sum"),
+            blocked,
+            "{name}: {spmv}"
+        );
+        // the user-facing `spmm`s keep the statement's order
+        let spmm = &code[code.find("fn spmm_row_major(").expect("spmm")..];
+        assert!(!spmm[..spmm.find("\n        }\n").unwrap()].contains("block_sum"));
+    }
+}

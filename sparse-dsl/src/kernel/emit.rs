@@ -2444,6 +2444,25 @@ impl Cx<'_> {
             let [case] = &l.cases[..] else {
                 return Err(Error::plain("several cases without iterators"));
             };
+            if let Some((locates, expr)) = self.block_sum(l, &case.body) {
+                // a block's row summed on its own, then added to the output once: the chain
+                // of additions carried from block to block is one long, not the block's width
+                let (hoisted, (locates, v)) = self.hoist_then(l.var, &case.body, || {
+                    Ok((self.stmts(locates)?, self.expr(expr)?))
+                })?;
+                let zero = self.zero();
+                let add = self.add_assign(quote!(block_sum), v);
+                let store = self.store_output(Combine::Reduce(ReduceOp::Sum), quote!(block_sum))?;
+                return Ok(quote! {
+                    #hoisted
+                    let mut block_sum = #zero;
+                    for #c in 0..#n {
+                        #locates
+                        #add
+                    }
+                    #store
+                });
+            }
             let (hoisted, body) = self.hoist(l.var, &case.body)?;
             return Ok(quote! {
                 #hoisted
@@ -2573,6 +2592,44 @@ impl Cx<'_> {
                 #p = #next;
             }
         })
+    }
+
+    /// The locates and the summand of a dense loop of constant size (a block's level) whose
+    /// body only adds
+    /// into the output at coordinates that do not depend on it, when sums may be reassociated
+    /// ([`Self::reassociate`]): the built-in `spmv` of BSR, whose inner loop over a block row
+    /// then sums into a local before the output (as MLIR's vectorizer reassociates a
+    /// reduction).
+    fn block_sum<'b>(&self, l: &Loop, body: &'b [Stmt]) -> Option<(&'b [Stmt], &'b Expr)> {
+        if !self.reassociate || !matches!(self.p.levels.vars[l.var].extent, Extent::Const(_)) {
+            return None;
+        }
+        // the positions its levels locate, then the sum
+        let (
+            Stmt::Compute {
+                target: Target::Output,
+                combine: Combine::Reduce(ReduceOp::Sum),
+                expr,
+            },
+            locates,
+        ) = body.split_last()?
+        else {
+            return None;
+        };
+        if !locates.iter().all(|s| matches!(s, Stmt::Locate(_))) {
+            return None;
+        }
+        let independent =
+            self.p
+                .kernel
+                .output
+                .indices
+                .iter()
+                .all(|&ix| match self.p.levels.index_loops[ix] {
+                    IndexLoops::Plain(v) => v != l.var,
+                    IndexLoops::Split { hi, lo, .. } => hi != l.var && lo != l.var,
+                });
+        (independent && !self.output_flags()).then_some((locates, expr))
     }
 
     /// The temporary a loop body only sums into, when that sum may be reassociated
