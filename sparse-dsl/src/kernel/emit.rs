@@ -723,9 +723,12 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
     let arrays = cx.dense_arrays();
     let used =
         idents(&quote!(#checks #arrays #conversions #widen_out #init #body #finish #narrow_out));
-    let extents: TokenStream = extent_lets
+    let extent_lets: Vec<(Ident, TokenStream)> = extent_lets
         .into_iter()
         .filter(|(n, _)| used.contains(&n.to_string()))
+        .collect();
+    let extents: TokenStream = extent_lets
+        .iter()
         .map(|(n, e)| quote!(let #n = #e;))
         .collect();
     let safety = quote!(#rt::safety!("every position read lies in a segment of its level's positions and every stored coordinate is below its level size (`from_coo` builds such arrays, `from_raw_parts` validates them, `from_raw_parts_unchecked` makes it the caller's promise); every dense operand's size was checked against its indices' extents above."););
@@ -815,6 +818,82 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
             String::from(" size differs from the extent of its index."),
         ],
     };
+    // a dense array's buffer read from its struct carries no `noalias` for the optimizer (a
+    // store to the output might change any operand), so a free kernel with dense arrays runs
+    // its loops in a function of its own that takes the buffers as slices (8% off an SpMM of
+    // bcsstk16 with k = 16)
+    let loops_fn = format_ident!("{}_loops", name);
+    let separate = k.method.is_none()
+        && cx.par.is_none()
+        && cx
+            .ops
+            .iter()
+            .any(|o| matches!(o.kind, ParamKind::DenseArray { .. }))
+        && !k.params.iter().any(|q| q.name == loops_fn);
+    if separate {
+        let mut inner = Vec::new();
+        let mut args = Vec::new();
+        for (param, outer) in k.params.iter().zip(&params) {
+            let n = &param.name;
+            let v = vtok(param.value);
+            inner.push(match &param.kind {
+                ParamKind::DenseArray { mutable: true, .. } => quote!(#n: &mut [#v]),
+                ParamKind::DenseArray { .. } => quote!(#n: &[#v]),
+                _ => outer.clone(),
+            });
+            args.push(quote!(#n));
+        }
+        let strides = cx.ops.iter().flat_map(|o| match &o.kind {
+            ParamKind::DenseArray {
+                minor_to_major: Some(m),
+                ..
+            } => m[1..]
+                .iter()
+                .map(|d| format_ident!("{}_stride{}", o.name, d))
+                .collect(),
+            ParamKind::DenseArray { rank, .. } => (0..*rank)
+                .map(|d| format_ident!("{}_stride{}", o.name, d))
+                .collect(),
+            _ => Vec::new(),
+        });
+        for n in extent_lets
+            .iter()
+            .map(|(n, _)| n)
+            .chain(strides.collect::<Vec<_>>().iter())
+        {
+            inner.push(quote!(#n: usize));
+            args.push(quote!(#n));
+        }
+        let out_t = p.kernel.output.tensor;
+        if let (Some(snap), ParamKind::DenseArray { .. }) = (&cx.snapshot, &cx.ops[out_t].kind) {
+            // the copy of the output the statement reads, taken before it was cleared
+            let v = value_type(p.kernel.value, rt);
+            inner.push(quote!(#snap: &[#v]));
+            args.push(quote!(&#snap));
+        }
+        return Ok(quote! {
+            #(#[doc = #doc])*
+            #vis fn #name #generics(#(#params),*) -> ::core::result::Result<(), #rt::StorageError> {
+                #[allow(clippy::too_many_arguments)]
+                #[inline(never)]
+                fn #loops_fn(#(#inner),*) -> ::core::result::Result<(), #rt::StorageError> {
+                    #index
+                    #conversions
+                    #widen_out
+                    #init
+                    #body
+                    #finish
+                    #narrow_out
+                    #ok(())
+                }
+                #ranks
+                #extents
+                #checks
+                #arrays
+                #loops_fn(#(#args),*)
+            }
+        });
+    }
     Ok(quote! {
         #(#[doc = #doc])*
         #vis fn #name #generics(#(#params),*) -> ::core::result::Result<(), #rt::StorageError> {
