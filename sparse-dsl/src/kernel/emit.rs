@@ -830,6 +830,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
             .iter()
             .any(|o| matches!(o.kind, ParamKind::DenseArray { .. }))
         && !k.params.iter().any(|q| q.name == loops_fn);
+    let loops = quote!(#conversions #widen_out #init #body #finish #narrow_out #ok(()));
     if separate {
         let mut inner = Vec::new();
         let mut args = Vec::new();
@@ -878,13 +879,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
                 #[inline(never)]
                 fn #loops_fn(#(#inner),*) -> ::core::result::Result<(), #rt::StorageError> {
                     #index
-                    #conversions
-                    #widen_out
-                    #init
-                    #body
-                    #finish
-                    #narrow_out
-                    #ok(())
+                    #loops
                 }
                 #ranks
                 #extents
@@ -902,13 +897,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
             #extents
             #checks
             #arrays
-            #conversions
-            #widen_out
-            #init
-            #body
-            #finish
-            #narrow_out
-            #ok(())
+            #loops
         }
     })
 }
