@@ -481,6 +481,60 @@ impl<'a, V, const R: usize> DenseView<'a, V, R> {
         })
     }
 
+    /// The view of `values` as an array of `shape` whose dimension `d` has stride `strides[d]`
+    /// (elements), `minor_to_major` its order (the blocks of a blocked format: generated code
+    /// passes constants, so the checks fold away).
+    ///
+    /// # Errors
+    /// [`LayoutError::NotAPermutation`] if `minor_to_major` is not a permutation of `0..R`;
+    /// [`LayoutError::BufferLength`] if the last element, `sum((shape[d] - 1) * strides[d])`,
+    /// lies past the end of `values` (or the offsets overflow).
+    pub fn with_strides(
+        values: &'a [V],
+        shape: [usize; R],
+        minor_to_major: [usize; R],
+        strides: [usize; R],
+    ) -> Result<Self, LayoutError> {
+        let mut seen = [false; R];
+        for &d in &minor_to_major {
+            match seen.get_mut(d) {
+                Some(s) if !*s => *s = true,
+                _ => {
+                    return Err(LayoutError::NotAPermutation {
+                        minor_to_major: minor_to_major.to_vec(),
+                        rank: R,
+                    })
+                }
+            }
+        }
+        if shape.contains(&0) {
+            return Ok(Self {
+                values,
+                shape,
+                minor_to_major,
+                strides,
+            });
+        }
+        let last = shape
+            .iter()
+            .zip(&strides)
+            .try_fold(0usize, |acc, (&n, &s)| {
+                acc.checked_add((n - 1).checked_mul(s)?)
+            });
+        match last {
+            Some(last) if last < values.len() => Ok(Self {
+                values,
+                shape,
+                minor_to_major,
+                strides,
+            }),
+            _ => Err(LayoutError::BufferLength {
+                expected: last.map_or(usize::MAX, |l| l.saturating_add(1)),
+                found: values.len(),
+            }),
+        }
+    }
+
     /// A view without checks, for generated code whose storage was validated when built.
     ///
     /// # Safety
@@ -691,6 +745,20 @@ mod tests {
         assert_eq!(t.to_row_major(), vec![1, 4, 2, 5, 3, 6]);
         assert!(std::ptr::eq(t.values(), v.values()));
         assert!(DenseView::<i32, 3>::new(&buffer, &padded).is_err());
+        let same = DenseView::with_strides(&buffer[..], [2, 3], [0, 1], [1, 3]).unwrap();
+        assert_eq!(same.to_row_major(), v.to_row_major());
+        assert!(matches!(
+            DenseView::with_strides(&buffer[..], [2, 3], [1, 1], [1, 3]),
+            Err(LayoutError::NotAPermutation { .. })
+        ));
+        assert_eq!(
+            DenseView::with_strides(&buffer[..7], [2, 3], [0, 1], [1, 3]),
+            Err(LayoutError::BufferLength {
+                expected: 8,
+                found: 7
+            })
+        );
+        assert!(DenseView::with_strides(&buffer[..0], [0, 3], [0, 1], [1, 3]).is_ok());
         assert_eq!(
             DenseView::<i32, 2>::new(&buffer[..14], &padded),
             Err(LayoutError::BufferLength {

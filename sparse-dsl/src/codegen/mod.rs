@@ -20,6 +20,7 @@
 mod access;
 mod assembly;
 mod batch_slice;
+mod blocks;
 pub mod compressed;
 pub mod dense;
 mod display;
@@ -609,7 +610,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
     let cx = Ctx::new(decl, &quote!(rt))?;
     let storage = storage::emit(&cx)?;
     let assembly = assembly::emit(&cx)?;
-    let (access, batch_slice, spmv, display) = if decl.converted {
+    let (access, batch_slice, spmv, display, blocks) = if decl.converted {
         Default::default()
     } else {
         (
@@ -617,6 +618,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
             batch_slice::emit(&cx),
             kernels::emit(&cx)?,
             display::emit(&cx),
+            blocks::emit(&cx),
         )
     };
     let sparsecore = sparsecore::emit(&cx);
@@ -628,6 +630,7 @@ pub fn generate(decl: &Declaration, rt: &TokenStream) -> Result<TokenStream, Cod
         #storage
         #assembly
         #access
+        #blocks
         #batch_slice
         #spmv
         #display
