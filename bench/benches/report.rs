@@ -19,7 +19,7 @@ use std::time::Duration;
 use sparse::runtime::generated::DenseOrder;
 use sparse::runtime::CooTensor;
 use sparse_bench::report::{self, Bound, Machine, Measure, Probes};
-use sparse_bench::{block_diagonal, data_dir, interleave, sprs_csr, Timed};
+use sparse_bench::{block_diagonal, data_dir, interleave, pin_rayon_threads, sprs_csr, Timed};
 
 sparse::sparse_format! {
     /// CSR, 32-bit positions and coordinates.
@@ -669,7 +669,7 @@ fn assembly_group(
 }
 
 /// The machine and the run, for the report's first line.
-fn machine() -> Machine {
+fn machine(pinned: bool) -> Machine {
     let cmd = |program: &str, args: &[&str]| {
         std::process::Command::new(program)
             .args(args)
@@ -700,6 +700,7 @@ fn machine() -> Machine {
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         cpu,
         rustc: cmd("rustc", &["-V"]),
+        pinned,
     }
 }
 
@@ -710,6 +711,7 @@ fn main() {
         eprintln!("report: not run with a filter ({f}); run it alone: cargo bench --manifest-path bench/Cargo.toml --bench report");
         return;
     }
+    let pinned = pin_rayon_threads();
     let started = std::time::Instant::now();
     let mut probes = ProbeArrays::new();
     let mut seen = Vec::new();
@@ -748,7 +750,13 @@ fn main() {
         read_2: median(1),
         triad: median(2),
     };
-    let section = report::markdown(&machine(), &probe, &MODELS, &measures, "bench/report.svg");
+    let section = report::markdown(
+        &machine(pinned),
+        &probe,
+        &MODELS,
+        &measures,
+        "bench/report.svg",
+    );
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let doc_path = root.join("../BENCHMARKS.md");
     let doc = std::fs::read_to_string(&doc_path).unwrap_or_default();

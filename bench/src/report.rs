@@ -22,6 +22,8 @@ pub struct Machine {
     pub cpu: String,
     /// The compiler (`rustc -V`).
     pub rustc: String,
+    /// Whether rayon's threads were pinned one per CPU (`pin_rayon_threads`).
+    pub pinned: bool,
 }
 
 /// The bandwidth probes, timed interleaved with the kernels: a read-only `f64` dot product on
@@ -113,9 +115,19 @@ pub fn markdown(
     let _ = writeln!(
         s,
         "{}, commit `{}`, {} CPUs ({}), {}. Every time is the median of an interleaved round \
-         robin (each implementation in turn, turns of about 2 ms) in one process; ratio = peer \
-         time / our time (above 1: ours is faster).\n",
-        machine.date, machine.commit, machine.cpus, machine.cpu, machine.rustc
+         robin (each implementation in turn, turns of about 2 ms, a turn of several calls after \
+         one untimed call{}) in one process; ratio = peer time / our time (above 1: ours is \
+         faster).\n",
+        machine.date,
+        machine.commit,
+        machine.cpus,
+        machine.cpu,
+        machine.rustc,
+        if machine.pinned {
+            "; rayon's threads pinned one per CPU"
+        } else {
+            ""
+        }
     );
     let _ = writeln!(
         s,
@@ -270,6 +282,7 @@ mod tests {
             cpus: 2,
             cpu: "AMD EPYC".into(),
             rustc: "rustc 1.95.0".into(),
+            pinned: true,
         }
     }
 
