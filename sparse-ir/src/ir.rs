@@ -295,6 +295,17 @@ impl AffineExpr {
         }
     }
 
+    /// `(d, b)` when this expression is `d floordiv b` or `d mod b` with `d` a bare variable and
+    /// `b` a nonnegative constant (a block level: BSR's `i floordiv 2`, `i mod 2`).
+    pub fn as_block(&self) -> Option<(usize, usize)> {
+        match self {
+            AffineExpr::FloorDiv(a, b) | AffineExpr::Mod(a, b) => {
+                Some((a.as_var()?, usize::try_from(b.as_constant()?).ok()?))
+            }
+            _ => None,
+        }
+    }
+
     /// The constant this expression is, if it is a bare constant.
     pub fn as_constant(&self) -> Option<i64> {
         match self {
@@ -994,17 +1005,14 @@ impl Encoding {
             .iter()
             .map(|r| match r {
                 AffineExpr::Var(d) => Some(dim_shape[*d]),
-                AffineExpr::FloorDiv(a, b) => {
-                    let (d, b) = (a.as_var()?, usize::try_from(b.as_constant()?).ok()?);
+                AffineExpr::FloorDiv(..) => {
+                    let (d, b) = r.as_block()?;
                     if b == 0 {
                         return None;
                     }
                     Some(dim_shape[d].div_ceil(b))
                 }
-                AffineExpr::Mod(a, b) => {
-                    a.as_var()?;
-                    usize::try_from(b.as_constant()?).ok().filter(|&b| b > 0)
-                }
+                AffineExpr::Mod(..) => r.as_block().map(|(_, b)| b).filter(|&b| b > 0),
                 _ => None,
             })
             .collect()

@@ -242,14 +242,8 @@ enum LevelExpr {
 fn level_expr(r: &AffineExpr) -> Option<LevelExpr> {
     match r {
         AffineExpr::Var(d) => Some(LevelExpr::Whole(*d)),
-        AffineExpr::FloorDiv(a, b) => Some(LevelExpr::Hi(
-            a.as_var()?,
-            usize::try_from(b.as_constant()?).ok()?,
-        )),
-        AffineExpr::Mod(a, b) => Some(LevelExpr::Lo(
-            a.as_var()?,
-            usize::try_from(b.as_constant()?).ok()?,
-        )),
+        AffineExpr::FloorDiv(..) => r.as_block().map(|(d, b)| LevelExpr::Hi(d, b)),
+        AffineExpr::Mod(..) => r.as_block().map(|(d, b)| LevelExpr::Lo(d, b)),
         _ => None,
     }
 }

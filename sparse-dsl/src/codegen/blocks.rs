@@ -27,17 +27,14 @@ fn block_levels(cx: &Ctx) -> Option<Vec<(usize, usize)>> {
     {
         return None;
     }
-    let var_const = |a: &AffineExpr, b: &AffineExpr| -> Option<(usize, usize)> {
-        Some((a.as_var()?, usize::try_from(b.as_constant()?).ok()?))
-    };
     let mut blocks: Vec<(usize, usize)> = Vec::new();
     for (lt, r) in e.lvl_types.iter().zip(&e.dim_to_lvl.results).rev() {
         match r {
-            AffineExpr::Mod(a, b)
+            AffineExpr::Mod(..)
                 if lt.format == LevelFormat::Dense
                     && lt.properties == LevelProperties::default() =>
             {
-                let (d, size) = var_const(a, b)?;
+                let (d, size) = r.as_block()?;
                 if blocks.iter().any(|&(x, _)| x == d) {
                     return None;
                 }
@@ -51,10 +48,8 @@ fn block_levels(cx: &Ctx) -> Option<Vec<(usize, usize)>> {
     // every blocked dimension is divided above by its block size, and no other is blocked
     let divided: Vec<(usize, usize)> = outer
         .iter()
-        .filter_map(|r| match r {
-            AffineExpr::FloorDiv(a, b) => var_const(a, b),
-            _ => None,
-        })
+        .filter(|r| matches!(r, AffineExpr::FloorDiv(..)))
+        .filter_map(AffineExpr::as_block)
         .collect();
     let agree = divided.len() == blocks.len() && divided.iter().all(|x| blocks.contains(x));
     let plain = outer

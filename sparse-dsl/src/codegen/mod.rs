@@ -377,12 +377,8 @@ impl<'a> Ctx<'a> {
             .dim_to_lvl
             .results
             .iter()
-            .filter_map(|r| match r {
-                AffineExpr::FloorDiv(a, b) => {
-                    Some((a.as_var()?, usize::try_from(b.as_constant()?).ok()?))
-                }
-                _ => None,
-            })
+            .filter(|r| matches!(r, AffineExpr::FloorDiv(..)))
+            .filter_map(AffineExpr::as_block)
             .map(|(dim, block)| quote!((#dim, #block)))
             .collect();
         let shape_check = if static_shape.is_none() && blocks.is_empty() {

@@ -2411,13 +2411,10 @@ impl Cx<'_> {
         };
         let mut at: Option<(TokenStream, bool)> = None;
         for (l, r) in e.dim_to_lvl.results.iter().enumerate() {
-            let block = |a: &AffineExpr, b: &AffineExpr| -> Option<(usize, usize)> {
-                Some((a.as_var()?, usize::try_from(b.as_constant()?).ok()?))
-            };
             let c = match r {
                 AffineExpr::Var(d) => self.index_factor(indices[*d]),
-                AffineExpr::FloorDiv(a, b) | AffineExpr::Mod(a, b) => {
-                    let Some((d, b)) = block(a, b) else {
+                AffineExpr::FloorDiv(..) | AffineExpr::Mod(..) => {
+                    let Some((d, b)) = r.as_block() else {
                         return Err(unsupported("dense operands with this map"));
                     };
                     let hi = matches!(r, AffineExpr::FloorDiv(..));
