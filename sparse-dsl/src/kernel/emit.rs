@@ -2515,13 +2515,26 @@ impl Cx<'_> {
                 let (hoisted, (locates, v)) = self.hoist_then(l.var, &case.body, || {
                     Ok((self.stmts(locates)?, self.expr(expr)?))
                 })?;
-                let zero = self.zero();
-                let add = self.add_assign(quote!(block_sum), v);
+                // the first term starts the sum: an addition to zero is not folded away for
+                // floats (`0.0 + -0.0` is `0.0`), and costs a third of a 3-wide block's adds
+                let first = quote! {
+                    let #c = 0;
+                    #locates
+                    #v
+                };
                 let store = self.store_output(Combine::Reduce(ReduceOp::Sum), quote!(block_sum))?;
+                if matches!(self.p.levels.vars[l.var].extent, Extent::Const(1)) {
+                    return Ok(quote! {
+                        #hoisted
+                        let block_sum = { #first };
+                        #store
+                    });
+                }
+                let add = self.add_assign(quote!(block_sum), v);
                 return Ok(quote! {
                     #hoisted
-                    let mut block_sum = #zero;
-                    for #c in 0..#n {
+                    let mut block_sum = { #first };
+                    for #c in 1..#n {
                         #locates
                         #add
                     }
@@ -2666,7 +2679,9 @@ impl Cx<'_> {
     /// then sums into a local before the output (as MLIR's vectorizer reassociates a
     /// reduction).
     fn block_sum<'b>(&self, l: &Loop, body: &'b [Stmt]) -> Option<(&'b [Stmt], &'b Expr)> {
-        if !self.reassociate || !matches!(self.p.levels.vars[l.var].extent, Extent::Const(_)) {
+        if !self.reassociate
+            || !matches!(self.p.levels.vars[l.var].extent, Extent::Const(n) if n >= 1)
+        {
             return None;
         }
         // the positions its levels locate, then the sum
