@@ -115,8 +115,8 @@ pub fn markdown(
     let _ = writeln!(
         s,
         "{}, commit `{}`, {} CPUs ({}), {}. Every time is the median of an interleaved round \
-         robin (each implementation in turn, turns of about 2 ms, a turn of several calls after \
-         one untimed call{}) in one process; ratio = peer time / our time (above 1: ours is \
+         robin (each implementation in turn, turns of about 2 ms, each turn after one untimed \
+         call{}) in one process; ratio = peer time / our time (above 1: ours is \
          faster).\n",
         machine.date,
         machine.commit,
