@@ -799,3 +799,37 @@ fn exact_csr_arrays_and_accessors() {
     );
     assert_eq!(c.coordinates(1), None);
 }
+
+#[test]
+fn spmv_par_splits_a_large_matrix_and_matches_spmv() {
+    // past `PAR_MIN_ENTRIES` per thread, so `spmv_par` hands ranges to rayon's threads (a
+    // smaller matrix runs on the calling thread); each row is summed as `spmv` sums it
+    let n = 600;
+    let per_thread = sparse::runtime::generated::PAR_MIN_ENTRIES;
+    let entries: Vec<([usize; 2], f64)> = (0..n * n)
+        .filter(|k| k % 5 != 0)
+        .map(|k| ([k / n, k % n], ((k * 7919) % 1000) as f64 / 128.0 - 3.5))
+        .collect();
+    assert!(entries.len() >= 2 * per_thread);
+    let x: Vec<f64> = (0..n).map(|j| 1.0 + (j % 11) as f64 / 4.0).collect();
+    let csr = Csr::<f64>::from_coo([n, n], entries.iter().cloned()).unwrap();
+    let bsr = Bsr22::<f64>::from_coo([n, n], entries.iter().cloned()).unwrap();
+    let mut want = vec![0.0; n];
+    csr.spmv(&x, &mut want).unwrap();
+    for (i, w) in want.iter().enumerate().step_by(97) {
+        let row: f64 = entries
+            .iter()
+            .filter(|(c, _)| c[0] == i)
+            .map(|(c, v)| v * x[c[1]])
+            .sum();
+        assert!((row - w).abs() <= 1e-9 * row.abs().max(1.0), "row {i}");
+    }
+    let mut y = vec![f64::NAN; n];
+    csr.spmv_par(&x, &mut y).unwrap();
+    assert_eq!(y, want);
+    let mut yb = vec![f64::NAN; n];
+    bsr.spmv(&x, &mut yb).unwrap();
+    let mut yp = vec![f64::NAN; n];
+    bsr.spmv_par(&x, &mut yp).unwrap();
+    assert_eq!(yp, yb);
+}
