@@ -10,7 +10,12 @@
 //! (`sparse_bench::interleave`) together with the bandwidth probes, checks every result against
 //! a peer first, then writes the section of `BENCHMARKS.md` between the report markers and the
 //! plot `bench/report.svg` (`sparse_bench::report`). A missing matrix file is reported and
-//! skipped. `SPARSE_BENCH_SECONDS` sets the time per group (default 3).
+//! skipped. `SPARSE_BENCH_SECONDS` sets the time per group (default 3). `SPARSE_BENCH_PIN=1`
+//! pins rayon's threads one per CPU (`sparse_bench::pin_rayon_threads`); the report of record
+//! does not: a parallel kernel's calling thread runs a range itself, and with the workers
+//! pinned the scheduler can leave it on the CPU of the worker running the other range
+//! (`spmv_par` of bcsstk16 at 0.88x the serial kernel pinned, 1.92x unpinned, in a scratch
+//! run).
 
 use std::hint::black_box;
 use std::path::Path;
@@ -112,8 +117,14 @@ fn probe_impls(p: &mut ProbeArrays) -> Vec<Timed<'_>> {
         (
             "probe: read, 2 threads",
             Box::new(move || {
+                // as a parallel kernel runs: the calling thread reads one half while a
+                // thread of rayon's pool reads the other
                 let (lo, hi) = read.split_at(read.len() / 2);
-                let (x, y) = sparse::runtime::rayon::join(|| sum(lo), || sum(hi));
+                let mut x = 0;
+                let y = sparse::runtime::rayon::in_place_scope(|s| {
+                    s.spawn(|_| x = sum(lo));
+                    sum(hi)
+                });
                 black_box(x.wrapping_add(y));
             }),
         ),
@@ -711,7 +722,8 @@ fn main() {
         eprintln!("report: not run with a filter ({f}); run it alone: cargo bench --manifest-path bench/Cargo.toml --bench report");
         return;
     }
-    let pinned = pin_rayon_threads();
+    let pinned =
+        std::env::var_os("SPARSE_BENCH_PIN").is_some_and(|v| v == "1") && pin_rayon_threads();
     let started = std::time::Instant::now();
     let mut probes = ProbeArrays::new();
     let mut seen = Vec::new();

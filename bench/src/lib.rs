@@ -56,10 +56,11 @@ pub fn block_diagonal(a: &CooTensor<f64>, copies: usize) -> CooTensor<f64> {
 /// elsewhere the pool is left as rayon builds it). On a small virtual machine the scheduler
 /// may otherwise leave both threads of a parallel kernel on one CPU for milliseconds after a
 /// one-thread run beside them (seen: `spmv_par` of bcsstk16 at 170 µs against 57 µs, 2 vCPUs,
-/// when the calling thread slept while the pool ran every range). The calling thread, which
-/// now runs a range itself, is not pinned: the scheduler may still put it beside the worker
-/// running the other range (seen in a scratch run: `spmv_par` of `kron(I_40, bcsstk16)` at
-/// 1.00x the serial kernel pinned, 1.89x unpinned). Returns whether the threads were pinned.
+/// when the calling thread slept while the pool ran every range). Now that the calling thread
+/// runs a range itself, pinning the workers hurts instead: the scheduler may leave the
+/// (unpinned) calling thread on the CPU of the worker running the other range (scratch runs:
+/// `spmv_par` of `kron(I_40, bcsstk16)` at 1.00x the serial kernel pinned, 1.89x unpinned),
+/// so the report pins only with `SPARSE_BENCH_PIN=1`. Returns whether the threads were pinned.
 pub fn pin_rayon_threads() -> bool {
     #[cfg(target_os = "linux")]
     {
