@@ -270,8 +270,8 @@ impl<P: Word, V: Value> Coarse<P, V> {
     fn new(plan: CoarsePlan, cap: usize) -> Coarse<P, V> {
         Coarse {
             plan,
-            keys: Vec::with_capacity(cap),
-            vals: Vec::with_capacity(cap),
+            keys: crate::huge::with_capacity(cap),
+            vals: crate::huge::with_capacity(cap),
             chunks: vec![Vec::new(); plan.groups],
             tail_keys: vec![P::default(); plan.groups * COARSE_TAIL],
             tail_vals: vec![V::zero(); plan.groups * COARSE_TAIL],
@@ -394,9 +394,9 @@ pub(crate) fn read<P: Word, V: Value, const D: usize, const L: usize>(
         ),
         None => {
             let flat = Collected {
-                k0: Vec::with_capacity(cap),
-                rest: Vec::with_capacity(cap),
-                vals: Vec::with_capacity(cap),
+                k0: crate::huge::with_capacity(cap),
+                rest: crate::huge::with_capacity(cap),
+                vals: crate::huge::with_capacity(cap),
             };
             read_into(layout, shape, lvl_sizes, entries, dim_to_lvl, flat)
         }
@@ -522,9 +522,9 @@ pub(crate) fn bucket_coarse<P: Word, V: Value>(c: Coarse<P, V>, size0: usize) ->
     let passes = key_bits.div_ceil(DIGIT_BITS).max(1);
     let digit = key_bits.div_ceil(passes);
     let radix = key_bits <= 32;
-    let mut starts = vec![0u32; size0 + 1];
-    let mut rest = vec![P::default(); n];
-    let mut vals = vec![V::zero(); n];
+    let mut starts = crate::huge::filled(size0 + 1, 0u32);
+    let mut rest = crate::huge::filled(n, P::default());
+    let mut vals = crate::huge::filled(n, V::zero());
     let mut rows = vec![0u32; per + 1];
     let mut hist = if radix {
         vec![0u32; (passes as usize) << digit]
@@ -685,14 +685,14 @@ pub(crate) fn bucket<P: Word, V: Value>(
     // keys forward (cursors end at each group's end), values backward (cursors return to
     // each group's start): both stable, one cursor array; each input array is freed as soon
     // as it is scattered
-    let mut sorted_rest = vec![P::default(); n];
+    let mut sorted_rest = crate::huge::filled(n, P::default());
     for (&b, &p) in k0.iter().zip(&rest) {
         let d = &mut starts[b as usize];
         sorted_rest[*d as usize] = p;
         *d += 1;
     }
     drop(rest);
-    let mut sorted_vals = vec![V::zero(); n];
+    let mut sorted_vals = crate::huge::filled(n, V::zero());
     for (&b, &v) in k0.iter().zip(&vals).rev() {
         let d = &mut starts[b as usize];
         *d -= 1;

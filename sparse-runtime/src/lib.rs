@@ -20,6 +20,7 @@ pub mod dynamic;
 pub mod error;
 pub mod frostt;
 pub mod generated;
+mod huge;
 pub mod index;
 #[cfg(any(
     feature = "sprs",
