@@ -523,8 +523,16 @@ pub(crate) fn bucket_coarse<P: Word, V: Value>(c: Coarse<P, V>, size0: usize) ->
     let digit = key_bits.div_ceil(passes);
     let radix = key_bits <= 32;
     let mut starts = crate::huge::filled(size0 + 1, 0u32);
-    let mut rest = crate::huge::filled(n, P::default());
-    let mut vals = crate::huge::filled(n, V::zero());
+    // the radix path appends each group's sorted entries (no pass zeroing the output first);
+    // the other scatters into the whole array
+    let (mut rest, mut vals) = if radix {
+        (crate::huge::with_capacity(n), crate::huge::with_capacity(n))
+    } else {
+        (
+            crate::huge::filled(n, P::default()),
+            crate::huge::filled(n, V::zero()),
+        )
+    };
     let mut rows = vec![0u32; per + 1];
     let mut hist = if radix {
         vec![0u32; (passes as usize) << digit]
@@ -544,6 +552,12 @@ pub(crate) fn bucket_coarse<P: Word, V: Value>(c: Coarse<P, V>, size0: usize) ->
     } else {
         Default::default()
     };
+    // the last pass's output, appended to `rest` and `vals` from the cache
+    let (mut group_keys, mut group_vals) = if radix {
+        (vec![P::default(); largest], vec![V::zero(); largest])
+    } else {
+        Default::default()
+    };
     let mut tagged: Vec<P::Tagged> = Vec::new();
     let mut scratch: Vec<V> = Vec::new();
     let mut base = 0usize;
@@ -551,7 +565,6 @@ pub(crate) fn bucket_coarse<P: Word, V: Value>(c: Coarse<P, V>, size0: usize) ->
         let r0 = g << plan.shift;
         let nrows = per.min(size0 - r0);
         let len = c.group_len(g);
-        let out = base..base + len;
         // rows[l + 1] counts local coordinate l; its prefix sum gives the group's starts
         rows[..=nrows].fill(0);
         if radix {
@@ -589,14 +602,14 @@ pub(crate) fn bucket_coarse<P: Word, V: Value>(c: Coarse<P, V>, size0: usize) ->
                 };
                 match (p, last) {
                     (0, true) => c.for_group(g, |k, v| {
-                        put(k, v, &mut rest[out.clone()], &mut vals[out.clone()])
+                        put(k, v, &mut group_keys[..len], &mut group_vals[..len])
                     }),
                     (0, false) => c.for_group(g, |k, v| {
                         put(k, v, &mut tmp_keys[..len], &mut tmp_vals[..len])
                     }),
                     (_, true) => {
                         for (&k, &v) in tmp_keys[..len].iter().zip(&tmp_vals[..len]) {
-                            put(k, v, &mut rest[out.clone()], &mut vals[out.clone()]);
+                            put(k, v, &mut group_keys[..len], &mut group_vals[..len]);
                         }
                     }
                     (_, false) => {
@@ -608,6 +621,8 @@ pub(crate) fn bucket_coarse<P: Word, V: Value>(c: Coarse<P, V>, size0: usize) ->
                     }
                 }
             }
+            rest.extend_from_slice(&group_keys[..len]);
+            vals.extend_from_slice(&group_vals[..len]);
             rows[0] = base as u32;
             for l in 0..nrows {
                 rows[l + 1] += rows[l];
