@@ -922,8 +922,7 @@ fn build_direct<P: Word, V: Value, const L: usize>(
             }
         }
         let total = count.checked_mul(block).ok_or_else(too_large)?;
-        let mut vals: Vec<V> = Vec::new();
-        vals.try_reserve_exact(total).map_err(|_| too_large())?;
+        let mut vals: Vec<V> = crate::huge::try_with_capacity(total).map_err(|_| too_large())?;
         vals.resize(total, V::zero());
         crd.try_reserve_exact(count).map_err(|_| too_large())?;
         let mut at = 0usize; // offset of the current node's block

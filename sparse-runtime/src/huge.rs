@@ -19,6 +19,15 @@ pub(crate) fn with_capacity<T>(n: usize) -> Vec<T> {
     v
 }
 
+/// [`with_capacity`] that reports a failed allocation (`Vec::try_reserve_exact`) instead of
+/// aborting.
+pub(crate) fn try_with_capacity<T>(n: usize) -> Result<Vec<T>, std::collections::TryReserveError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)?;
+    advise(&v);
+    Ok(v)
+}
+
 /// `n` copies of `value` ([`vec!`]), the pages advised huge before they are written.
 pub(crate) fn filled<T: Clone>(n: usize, value: T) -> Vec<T> {
     let mut v = with_capacity(n);
@@ -62,5 +71,8 @@ mod tests {
         assert!(room.is_empty() && room.capacity() >= n);
         room.extend(0..n as u64);
         assert_eq!(room[n - 1], n as u64 - 1);
+        let tried: Vec<u8> = super::try_with_capacity(n).unwrap();
+        assert!(tried.is_empty() && tried.capacity() >= n);
+        assert!(super::try_with_capacity::<u64>(usize::MAX / 4).is_err());
     }
 }
