@@ -662,9 +662,11 @@ pub fn par_rows_try<V: Send, E: Send>(
         }
         // the other ranges are usually a few µs from done: spin (at most SPIN_WAIT) rather
         // than reach the scope's end early, where a thread outside the pool sleeps until
-        // woken, a wake-up of 5-20 µs on a small virtual machine
+        // woken, a wake-up of 5-20 µs on a small virtual machine (a thread of the pool
+        // waits there by running queued work, its spawned ranges included, so it goes on)
+        let outside_pool = rayon::current_thread_index().is_none();
         let start = std::time::Instant::now();
-        while finished.load(std::sync::atomic::Ordering::Acquire) < spawned {
+        while outside_pool && finished.load(std::sync::atomic::Ordering::Acquire) < spawned {
             for _ in 0..64 {
                 std::hint::spin_loop();
             }

@@ -832,4 +832,12 @@ fn spmv_par_splits_a_large_matrix_and_matches_spmv() {
     let mut yp = vec![f64::NAN; n];
     bsr.spmv_par(&x, &mut yp).unwrap();
     assert_eq!(yp, yb);
+    // called from rayon's own threads (nested parallelism), the ranges still all run
+    let (mut y1, mut y2) = (vec![f64::NAN; n], vec![f64::NAN; n]);
+    sparse::runtime::rayon::join(
+        || csr.spmv_par(&x, &mut y1).unwrap(),
+        || bsr.spmv_par(&x, &mut y2).unwrap(),
+    );
+    assert_eq!(y1, want);
+    assert_eq!(y2, yb);
 }
