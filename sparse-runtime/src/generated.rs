@@ -1118,7 +1118,9 @@ impl CoordinateField for PackedBuffer {
 
 /// The most coordinates of a row that [`Touched::take_sorted`] sorts with `sort_unstable` (whose
 /// small-input sort costs less than any scan); a row with more is followed by a row that marks
-/// its coordinates in a bitmap too.
+/// its coordinates in a bitmap too. (24 instead made no difference on bayer10, whose rows of
+/// `A·A` hold 31 coordinates on average; 16 cost jagmesh7's rows of 17 15%: scratch runs,
+/// 2026-11-25.)
 pub const SORT_TOUCHED_DIRECT: usize = 32;
 
 /// The most bitmap words of a [`Touched`] whose every row marks its bits (a workspace of at
@@ -1132,11 +1134,13 @@ pub const TOUCHED_TINY_WORDS: usize = 4;
 /// A row of up to [`SORT_TOUCHED_DIRECT`] coordinates is sorted (`sort_unstable`). After a row
 /// with more, the next row also sets one bit per coordinate in a bitmap of `n` bits, and one bit
 /// per non-zero word of it in a summary; it comes out of the non-zero words the summary names
-/// (`trailing_zeros`, each word cleared on the way) when the words between its least and
-/// greatest coordinate number fewer than `m * log2 m` for its `m` coordinates; otherwise it is
-/// sorted too. Rows of a product are alike next to each other (a finite-element matrix's are),
-/// so the previous row predicts whether the bits pay: on `A·A` of bcsstk13 (198 coordinates per
-/// row, 2,003 columns) the bitmap took the SpGEMM from 1.6x to 2.0x sprs, and rows of 17 or 13
+/// (`trailing_zeros`, each word cleared on the way) when the summary words between its least
+/// and greatest coordinate (one per 4,096 coordinates) number fewer than `m * log2 m` for its
+/// `m` coordinates (a row's extraction visits those summary words, not all of them); otherwise
+/// it is sorted too. Rows of a product are alike next to each other (a finite-element matrix's
+/// are), so the previous row predicts whether the bits pay: on `A·A` of bcsstk13 (198
+/// coordinates per row, 2,003 columns) the bitmap took the SpGEMM from 1.6x to 2.0x sprs, and
+/// rows of 17 or 13
 /// (jagmesh7, cryg2500) never set a bit. A workspace of at most [`TOUCHED_TINY_WORDS`] words
 /// marks every row and reads it from its bitmap (west0067's 67 columns: 1.85x to 2.1x sprs).
 ///
@@ -1213,12 +1217,15 @@ impl Touched {
             list.sort_unstable();
             return list;
         }
+        // the summary words the row's coordinates lie in (all of them for a tiny workspace,
+        // which has none)
+        let mut reach = 0..self.summary.len();
         if !tiny {
             let (lo, hi) = self.list[..n]
                 .iter()
                 .fold((usize::MAX, 0), |(lo, hi), &j| (lo.min(j), hi.max(j)));
-            let words = (hi >> 6).saturating_sub(lo >> 6) + 1;
-            if n <= SORT_TOUCHED_DIRECT || words >= n * n.ilog2() as usize {
+            reach = lo >> 12..(hi >> 12) + 1;
+            if n <= SORT_TOUCHED_DIRECT || reach.len() >= n * n.ilog2() as usize {
                 for &j in &self.list[..n] {
                     if let Some(w) = self.bits.get_mut(j >> 6) {
                         *w = 0;
@@ -1238,7 +1245,10 @@ impl Touched {
                 k = extract(std::mem::take(word), w << 6, &mut self.list, k);
             }
         }
-        for (s, summary) in self.summary.iter_mut().enumerate() {
+        for s in reach {
+            let Some(summary) = self.summary.get_mut(s) else {
+                break;
+            };
             let mut nonzero = std::mem::take(summary);
             while nonzero != 0 {
                 let w = (s << 6) | nonzero.trailing_zeros() as usize;
