@@ -28,8 +28,13 @@ pub(crate) fn try_with_capacity<T>(n: usize) -> Result<Vec<T>, std::collections:
     Ok(v)
 }
 
-/// `n` copies of `value` ([`vec!`]), the pages advised huge before they are written.
+/// `n` copies of `value` ([`vec!`]), the pages advised huge before they are written. A
+/// buffer below [`HUGE_MIN_BYTES`] is `vec![value; n]` itself (whose zeros may come from a
+/// zeroed allocation, unwritten).
 pub(crate) fn filled<T: Clone>(n: usize, value: T) -> Vec<T> {
+    if n.saturating_mul(std::mem::size_of::<T>()) < HUGE_MIN_BYTES {
+        return vec![value; n];
+    }
     let mut v = with_capacity(n);
     v.resize(n, value);
     v
