@@ -37,6 +37,7 @@ pub mod npz;
 pub mod packed;
 pub mod quant;
 pub mod slice;
+mod small_sort;
 pub mod sparsecore;
 pub mod storage;
 pub mod torch;
