@@ -1215,80 +1215,110 @@ impl Touched {
 
     /// The row's coordinates in increasing order (empty for a row that touched none); the
     /// next row starts empty.
-    #[inline]
+    ///
+    /// Always inlined, with its slow paths in functions that take the arrays, not `self`: the
+    /// list's length then stays in a register through a kernel's loops (a call taking
+    /// `&mut self` kept it in memory, each first touch a load and a store: cryg2500's SpGEMM
+    /// 15% slower).
+    #[inline(always)]
     pub fn take_sorted(&mut self) -> &[usize] {
         let n = std::mem::take(&mut self.len);
         let tiny = self.bits.len() <= TOUCHED_TINY_WORDS;
         let marked = std::mem::replace(&mut self.mark, tiny || n > SORT_TOUCHED_DIRECT);
-        if !marked {
-            return self.sort(n);
+        if marked {
+            read_marked(
+                &mut self.list,
+                &mut self.bits,
+                &mut self.summary,
+                n,
+                tiny,
+                self.network,
+            );
+        } else {
+            sort_list(&mut self.list, n, self.network);
         }
-        // the summary words the row's coordinates lie in (all of them for a tiny workspace,
-        // which has none)
-        let mut reach = 0..self.summary.len();
-        if !tiny {
-            let (lo, hi) = self.list[..n]
-                .iter()
-                .fold((usize::MAX, 0), |(lo, hi), &j| (lo.min(j), hi.max(j)));
-            reach = lo >> 12..(hi >> 12) + 1;
-            if n <= SORT_TOUCHED_DIRECT || reach.len() >= n * n.ilog2() as usize {
-                for &j in &self.list[..n] {
-                    if let Some(w) = self.bits.get_mut(j >> 6) {
-                        *w = 0;
-                    }
-                    if let Some(s) = self.summary.get_mut(j >> 12) {
-                        *s = 0;
-                    }
+        &self.list[..n]
+    }
+}
+
+/// The first `n` coordinates of `list` sorted: by the SIMD network when `network` (this
+/// machine has it, the coordinates fit it) and `n` is within its reach, by `sort_unstable`
+/// otherwise.
+#[inline]
+fn sort_list(list: &mut [usize], n: usize, network: bool) {
+    if network && (small_sort::NETWORK_MIN..=small_sort::NETWORK_MAX).contains(&n) {
+        sort_network(list, n);
+    } else {
+        list[..n].sort_unstable();
+    }
+}
+
+/// The network's call, out of line, so that [`Touched::take_sorted`], inlined into a kernel,
+/// stays small.
+#[inline(never)]
+fn sort_network(list: &mut [usize], n: usize) {
+    // SAFETY: the caller (`sort_list`) saw `network`, which `Touched::new` set only when the
+    // machine has the network and every coordinate (below the workspace size) fits it;
+    // `n <= NETWORK_MAX`, and the list holds at least `NETWORK_MAX` slots (`Touched::new`)
+    unsafe { small_sort::sort(list, n) };
+}
+
+/// [`Touched::take_sorted`] of a marked row of `n` coordinates (`list[..n]`, their bits set in
+/// `bits` and `summary`): read from the bitmap (every word of a tiny workspace, else the
+/// words the summary names between the least and greatest coordinate) or, when that costs
+/// more than sorting, its bits cleared and the list sorted. Leaves `list[..n]` sorted and
+/// every bit zero.
+#[inline(never)]
+fn read_marked(
+    list: &mut [usize],
+    bits: &mut [u64],
+    summary: &mut [u64],
+    n: usize,
+    tiny: bool,
+    network: bool,
+) {
+    // the summary words the row's coordinates lie in (all of them for a tiny workspace,
+    // which has none)
+    let mut reach = 0..summary.len();
+    if !tiny {
+        let (lo, hi) = list[..n]
+            .iter()
+            .fold((usize::MAX, 0), |(lo, hi), &j| (lo.min(j), hi.max(j)));
+        reach = lo >> 12..(hi >> 12) + 1;
+        if n <= SORT_TOUCHED_DIRECT || reach.len() >= n * n.ilog2() as usize {
+            for &j in &list[..n] {
+                if let Some(w) = bits.get_mut(j >> 6) {
+                    *w = 0;
                 }
-                return self.sort(n);
+                if let Some(s) = summary.get_mut(j >> 12) {
+                    *s = 0;
+                }
             }
+            sort_list(list, n, network);
+            return;
         }
-        let mut k = 0;
-        if tiny {
-            for (w, word) in self.bits.iter_mut().enumerate() {
-                k = extract(std::mem::take(word), w << 6, &mut self.list, k);
-            }
+    }
+    let mut k = 0;
+    if tiny {
+        for (w, word) in bits.iter_mut().enumerate() {
+            k = extract(std::mem::take(word), w << 6, list, k);
         }
-        for s in reach {
-            let Some(summary) = self.summary.get_mut(s) else {
+    }
+    for s in reach {
+        let Some(summary) = summary.get_mut(s) else {
+            break;
+        };
+        let mut nonzero = std::mem::take(summary);
+        while nonzero != 0 {
+            let w = (s << 6) | nonzero.trailing_zeros() as usize;
+            nonzero &= nonzero - 1;
+            let Some(word) = bits.get_mut(w) else {
                 break;
             };
-            let mut nonzero = std::mem::take(summary);
-            while nonzero != 0 {
-                let w = (s << 6) | nonzero.trailing_zeros() as usize;
-                nonzero &= nonzero - 1;
-                let Some(word) = self.bits.get_mut(w) else {
-                    break;
-                };
-                k = extract(std::mem::take(word), w << 6, &mut self.list, k);
-            }
+            k = extract(std::mem::take(word), w << 6, list, k);
         }
-        debug_assert_eq!(k, n, "one bit per listed coordinate");
-        &self.list[..n]
     }
-
-    /// The first `n` listed coordinates, sorted: by the SIMD network when this machine has it
-    /// and `n` is within its reach, by `sort_unstable` otherwise.
-    #[inline]
-    fn sort(&mut self, n: usize) -> &[usize] {
-        if self.network && (small_sort::NETWORK_MIN..=small_sort::NETWORK_MAX).contains(&n) {
-            self.sort_network(n);
-        } else {
-            self.list[..n].sort_unstable();
-        }
-        &self.list[..n]
-    }
-
-    /// The network's call, out of line: inlined, its body kept `take_sorted` itself from being
-    /// inlined into the kernel, which cost cryg2500's rows (never sorted by the network) 15%.
-    #[inline(never)]
-    fn sort_network(&mut self, n: usize) {
-        debug_assert!(self.network && n <= small_sort::NETWORK_MAX);
-        // SAFETY: `network` says the machine has the network and every coordinate (below the
-        // workspace size) fits it; `n <= NETWORK_MAX` (the caller) and the list holds at least
-        // `NETWORK_MAX` slots (`new`)
-        unsafe { small_sort::sort(&mut self.list, n) };
-    }
+    debug_assert_eq!(k, n, "one bit per listed coordinate");
 }
 
 /// Writes the coordinates `base + b` of the set bits `b` of `word`, increasing, into `list` from
