@@ -1367,7 +1367,11 @@ pub fn untouched_marker(inputs: &[&[f64]]) -> f64 {
     // the bits without the sign, the high half compared first
     let magnitude = |v: &f64| v.to_bits() & !(1 << 63);
     let mut taken: Vec<u64> = Vec::new();
-    for values in inputs {
+    for (k, values) in inputs.iter().enumerate() {
+        // an operand passed twice (`A·A`) is read once
+        if inputs[..k].iter().any(|seen| std::ptr::eq(*seen, *values)) {
+            continue;
+        }
         for chunk in values.chunks(256) {
             // a branch-free test per chunk, the rare hits collected after
             let hit = chunk

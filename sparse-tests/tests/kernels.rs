@@ -429,6 +429,10 @@ fn spgemm_operands_holding_the_workspace_marker() {
         sparse::runtime::generated::untouched_marker(&[]).to_bits(),
         marker(0).to_bits()
     );
+    // an operand passed twice (`A·A`, read once) and a prefix of it (read again)
+    let held = [marker(1), marker(0)];
+    let twice = sparse::runtime::generated::untouched_marker(&[&held, &held, &held[..1]]);
+    assert_eq!(twice.to_bits(), marker(2).to_bits());
 }
 
 /// Rows of the product long enough for the workspace to mark its bitmap (more than 32
