@@ -1162,9 +1162,9 @@ pub struct Touched {
     summary: Vec<u64>,
     /// Whether this row sets bits (the previous row had more than [`SORT_TOUCHED_DIRECT`]).
     mark: bool,
-    /// Whether a sorted row of 17 to 64 coordinates is sorted by the SIMD network
-    /// (`small_sort`: AVX2, coordinates of 32 bits) instead of `sort_unstable`.
-    network: bool,
+    /// The SIMD network that sorts a row of 17 to 64 coordinates, where the machine has it
+    /// (`small_sort`: AVX2, coordinates of 32 bits); `sort_unstable` otherwise.
+    network: Option<small_sort::Network>,
 }
 
 impl Touched {
@@ -1182,7 +1182,7 @@ impl Touched {
                 vec![0; words / 64 + 1]
             },
             mark: words <= TOUCHED_TINY_WORDS,
-            network: small_sort::available(n),
+            network: small_sort::Network::detect(n),
         }
     }
 
@@ -1241,26 +1241,22 @@ impl Touched {
     }
 }
 
-/// The first `n` coordinates of `list` sorted: by the SIMD network when `network` (this
-/// machine has it, the coordinates fit it) and `n` is within its reach, by `sort_unstable`
-/// otherwise.
+/// The first `n` coordinates of `list` sorted: by the SIMD network where there is one
+/// (`Touched::new` detected it for the workspace's coordinates) and `n` is at least
+/// [`small_sort::NETWORK_MIN`] and within its reach, by `sort_unstable` otherwise.
 #[inline]
-fn sort_list(list: &mut [usize], n: usize, network: bool) {
-    if network && (small_sort::NETWORK_MIN..=small_sort::NETWORK_MAX).contains(&n) {
-        sort_network(list, n);
-    } else {
-        list[..n].sort_unstable();
+fn sort_list(list: &mut [usize], n: usize, network: Option<small_sort::Network>) {
+    match network {
+        Some(network) if n >= small_sort::NETWORK_MIN && sort_network(network, list, n) => {}
+        _ => list[..n].sort_unstable(),
     }
 }
 
 /// The network's call, out of line, so that [`Touched::take_sorted`], inlined into a kernel,
-/// stays small.
+/// stays small; whether it sorted.
 #[inline(never)]
-fn sort_network(list: &mut [usize], n: usize) {
-    // SAFETY: the caller (`sort_list`) saw `network`, which `Touched::new` set only when the
-    // machine has the network and every coordinate (below the workspace size) fits it;
-    // `n <= NETWORK_MAX`, and the list holds at least `NETWORK_MAX` slots (`Touched::new`)
-    unsafe { small_sort::sort(list, n) };
+fn sort_network(network: small_sort::Network, list: &mut [usize], n: usize) -> bool {
+    network.sort(list, n)
 }
 
 /// [`Touched::take_sorted`] of a marked row of `n` coordinates (`list[..n]`, their bits set in
@@ -1275,7 +1271,7 @@ fn read_marked(
     summary: &mut [u64],
     n: usize,
     tiny: bool,
-    network: bool,
+    network: Option<small_sort::Network>,
 ) {
     // the summary words the row's coordinates lie in (all of them for a tiny workspace,
     // which has none)

@@ -11,7 +11,7 @@
 //! Elsewhere (no AVX2, another architecture, coordinates of 32 bits or more) the caller sorts
 //! with `sort_unstable`.
 
-/// The longest list [`sort`] takes (eight AVX2 registers of 32-bit lanes).
+/// The longest list [`Network::sort`] takes (eight AVX2 registers of 32-bit lanes).
 pub(crate) const NETWORK_MAX: usize = 64;
 
 /// The shortest list worth the network. Up to 16, `sort_unstable`'s insertion sort is as fast
@@ -22,42 +22,54 @@ pub(crate) const NETWORK_MAX: usize = 64;
 /// before, 75 ns after; bayer10's, 176 ns before, 83 ns after.
 pub(crate) const NETWORK_MIN: usize = 17;
 
-/// Whether [`sort`] may be called on this machine for coordinates below `n`: the CPU has
-/// AVX2 (detected once, `is_x86_feature_detected!`) and every coordinate fits 32 bits.
-pub(crate) fn available(n: usize) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        n <= 1 << 32 && std::arch::is_x86_feature_detected!("avx2")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = n;
-        false
-    }
+/// Proof that this machine has the network (AVX2, detected once by
+/// `is_x86_feature_detected!`), for coordinates below the bound given to [`Network::detect`]
+/// (at most 2^32, so that each fits a 32-bit lane).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Network {
+    /// Private: only [`Network::detect`] makes one.
+    _detected: (),
 }
 
-/// Sorts `list[..len]` increasing.
-///
-/// # Safety
-/// [`available`] returned true for a bound every coordinate of `list[..len]` is below;
-/// `len <= NETWORK_MAX`; `list.len() >= NETWORK_MAX` (the slots past `len`, up to the list's
-/// length rounded to 8, 16, 32 or 64, are read and overwritten).
-#[cfg(target_arch = "x86_64")]
-#[inline]
-pub(crate) unsafe fn sort(list: &mut [usize], len: usize) {
-    debug_assert!(len <= NETWORK_MAX && list.len() >= NETWORK_MAX);
-    // SAFETY: AVX2 is present (`available`, the caller's promise); the slots are in bounds
-    unsafe { avx2::sort(list.as_mut_ptr(), len) }
-}
+impl Network {
+    /// The network, if this machine has it and coordinates below `n` fit it; `None` off
+    /// x86-64, without AVX2, or for `n > 2^32`.
+    pub(crate) fn detect(n: usize) -> Option<Network> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            (n <= 1 << 32 && std::arch::is_x86_feature_detected!("avx2"))
+                .then_some(Network { _detected: () })
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = n;
+            None
+        }
+    }
 
-/// Not reached: [`available`] is false off x86-64.
-///
-/// # Safety
-/// None needed; it sorts with `sort_unstable`.
-#[cfg(not(target_arch = "x86_64"))]
-#[inline]
-pub(crate) unsafe fn sort(list: &mut [usize], len: usize) {
-    list[..len].sort_unstable();
+    /// Sorts `list[..len]` increasing when `len` is within the network's reach
+    /// ([`NETWORK_MAX`]) and `list` holds at least `NETWORK_MAX` slots (the slots past `len`,
+    /// up to `len` rounded to 8, 16, 32 or 64, are read and overwritten); returns whether it
+    /// did (otherwise `list` is untouched). Coordinates must be below the bound given to
+    /// [`Network::detect`]: a larger one would be cut to its low 32 bits (a wrong order,
+    /// never an access out of bounds).
+    #[inline]
+    pub(crate) fn sort(self, list: &mut [usize], len: usize) -> bool {
+        if len > NETWORK_MAX || list.len() < NETWORK_MAX {
+            return false;
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            // SAFETY: `self` proves AVX2 (`detect`); the network touches `list[..8 * R]` for
+            // the smallest `8 * R >= len` (R = 1, 2, 4, 8), within `NETWORK_MAX <= list.len()`
+            unsafe { avx2::sort(list.as_mut_ptr(), len) };
+            true
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -181,10 +193,14 @@ mod avx2 {
         }
     }
 
-    /// See [`super::sort`].
+    /// See [`super::Network::sort`].
+    ///
+    /// # Safety
+    /// The CPU has AVX2; `p..p + 8 * R` is valid for reads and writes for the smallest
+    /// `8 * R >= len` (R = 1, 2, 4 or 8; `len <= 64`).
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn sort(p: *mut usize, len: usize) {
-        // SAFETY: the caller's promise, as `super::sort`
+        // SAFETY: the caller's promise
         unsafe {
             match len {
                 0..=1 => {}
@@ -204,9 +220,9 @@ mod tests {
     /// come back sorted, as `sort_unstable` sorts them.
     #[test]
     fn network_sorts_every_length() {
-        if !super::available(1 << 32) {
+        let Some(network) = super::Network::detect(1 << 32) else {
             return;
-        }
+        };
         let mut s = 0x9e37_79b9_7f4a_7c15_u64;
         let mut next = move || {
             s ^= s << 13;
@@ -230,9 +246,7 @@ mod tests {
                 }
                 let mut want = list[..len].to_vec();
                 want.sort_unstable();
-                // SAFETY: AVX2 is present and every coordinate is below 2^32; `len <= 64` and
-                // the list holds 67 slots
-                unsafe { super::sort(&mut list, len) };
+                assert!(network.sort(&mut list, len));
                 assert_eq!(&list[..len], &want[..], "len {len}, case {case}");
             }
         }
