@@ -132,6 +132,18 @@ impl LevelCtx {
         }
         quote!(#base.#f[#idx].index())
     }
+    /// Expression reading this level's coordinates at positions `p` and `p + 1` from `base` as
+    /// a `(usize, usize)` pair with one load where the width allows it (the runtime's
+    /// `Index::pair_unchecked`), for unchecked reads of a byte-aligned buffer this level owns
+    /// alone (stride 1); `None` otherwise. The caller guarantees `p + 1` lies in the segment.
+    pub fn read_crd_pair(&self, base: &TokenStream, p: &TokenStream) -> Option<TokenStream> {
+        let loc = self.crd.as_ref()?;
+        if loc.stride != 1 || self.packed() || !self.unchecked {
+            return None;
+        }
+        let (f, rt) = (&loc.field, &self.rt);
+        Some(quote!(#rt::Index::pair_unchecked(&#base.#f, #p)))
+    }
 }
 
 /// `true` for the parent position of level 0 (the literal `0usize` of [`LevelCtx::parent`]):

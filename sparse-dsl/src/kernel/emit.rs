@@ -177,6 +177,14 @@ fn mentions(t: &TokenStream, name: &str) -> bool {
     count_ident(t, name) > 0
 }
 
+/// How [`Cx::partial_sums`] reads a level's coordinates: `one` at the position variable,
+/// and `pair(at)` the coordinates at `at` and `at + 1` with one load, where the level allows it
+/// ([`crate::codegen::level::LevelCtx::read_crd_pair`]).
+struct Reads<'a> {
+    one: &'a TokenStream,
+    pair: &'a dyn Fn(TokenStream) -> Option<TokenStream>,
+}
+
 /// [`OutputInsert`]'s steps for the entries of one parent (a workspace's compress).
 struct PerParent {
     /// The last level's coordinate, as tokens (`j`).
@@ -2641,7 +2649,13 @@ impl Cx<'_> {
         let read = self.read(it, quote!(#p));
         if let (false, Some((t, expr))) = (self.grouped(it), self.reassociated_sum(body)) {
             let (hoisted, v) = self.hoist_then(var, body, || self.expr(expr))?;
-            return Ok(self.partial_sums(t, hoisted, &seg, &p, &c, &read, v));
+            let (_, _, cx) = self.level(it);
+            let pair = |at: TokenStream| cx.read_crd_pair(&cx.base, &at);
+            let reads = Reads {
+                one: &read,
+                pair: &pair,
+            };
+            return Ok(self.partial_sums(t, hoisted, &seg, &p, &c, reads, v));
         }
         let (hoisted, body) = self.hoist(var, body)?;
         if !self.grouped(it) {
@@ -2733,6 +2747,10 @@ impl Cx<'_> {
     /// [`crate::kernel::REASSOCIATE_LANES`] partial sums: lane `k` (`t` itself for lane 0,
     /// `t_k` after it) adds the value `v` at position `p + k` of each step, the positions left
     /// over go into `t`, and the other lanes' sum is added to `t` after the loop.
+    ///
+    /// Where the level reads two coordinates with one load (`reads.pair`), a step reads its
+    /// coordinates first, two at a time (`c` and `c_1`, `c_2` and `c_3`), and lane `k` binds
+    /// `c` to `c_k`.
     #[allow(clippy::too_many_arguments)]
     fn partial_sums(
         &self,
@@ -2741,9 +2759,10 @@ impl Cx<'_> {
         seg: &TokenStream,
         p: &Ident,
         c: &Ident,
-        read: &TokenStream,
+        reads: Reads<'_>,
         v: TokenStream,
     ) -> TokenStream {
+        let read = reads.one;
         let name = format_ident!("t{}", t);
         let zero = self.zero();
         let lanes = crate::kernel::REASSOCIATE_LANES;
@@ -2753,6 +2772,31 @@ impl Cx<'_> {
                 k => format_ident!("t{}_{}", t, k),
             })
             .collect();
+        let lane_crd = |k: usize| match k {
+            0 => c.clone(),
+            k => format_ident!("{}_{}", c, k),
+        };
+        // the coordinates of a step, two per load
+        let paired: Option<Vec<TokenStream>> = lanes
+            .is_multiple_of(2)
+            .then(|| {
+                (0..lanes)
+                    .step_by(2)
+                    .map(|k| {
+                        let at = match k {
+                            0 => quote!(#p),
+                            k => {
+                                let k = usize_lit(k);
+                                quote!(#p + #k)
+                            }
+                        };
+                        let (c0, c1) = (lane_crd(k), lane_crd(k + 1));
+                        let pair = (reads.pair)(at)?;
+                        Some(quote!(let (#c0, #c1) = #pair;))
+                    })
+                    .collect()
+            })
+            .flatten();
         let step: Vec<TokenStream> = acc
             .iter()
             .enumerate()
@@ -2765,14 +2809,23 @@ impl Cx<'_> {
                         quote!(let #p = #p + #k;)
                     }
                 };
+                let crd = match (k, &paired) {
+                    (0, Some(_)) => TokenStream::new(),
+                    (k, Some(_)) => {
+                        let ck = lane_crd(k);
+                        quote!(let #c = #ck;)
+                    }
+                    (_, None) => quote!(let #c = #read;),
+                };
                 let add = self.add_assign(quote!(#acc), v.clone());
                 quote! {
                     #at
-                    let #c = #read;
+                    #crd
                     #add
                 }
             })
             .collect();
+        let paired = paired.unwrap_or_default();
         let lane = &acc[1..];
         let n = usize_lit(lanes);
         let add = self.add_assign(quote!(#name), v.clone());
@@ -2789,6 +2842,7 @@ impl Cx<'_> {
             #(let mut #lane = #zero;)*
             let mut #p = lo;
             while #p + #n <= hi {
+                #(#paired)*
                 #({ #step })*
                 #p += #n;
             }
