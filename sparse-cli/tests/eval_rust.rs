@@ -92,7 +92,6 @@ pub fn kernel(
             got: x.len(),
         });
     }
-    y.fill(0.0);
     // SAFETY: every position read lies in a segment of its level's positions and every stored
     // coordinate is below its level size (`from_coo` builds such arrays, `from_raw_parts` validates
     // them, `from_raw_parts_unchecked` makes it the caller's promise); every dense operand's size
@@ -109,7 +108,7 @@ pub fn kernel(
                 let j = A.crd_1.get_unchecked(a_p1).index();
                 t0 += *A.values.get_unchecked(a_p1) * *x.get_unchecked(j);
             }
-            *y.get_unchecked_mut(i) += t0;
+            *y.get_unchecked_mut(i) = t0;
         }
     }
     ::core::result::Result::Ok(())

@@ -152,6 +152,9 @@ pub struct Program {
     pub temps: usize,
     /// The loop tree.
     pub body: Vec<Stmt>,
+    /// Every element of the random-access output is assigned exactly once by the loop tree
+    /// ([`assigns_every_element`]): the back ends need not clear it first.
+    pub overwrites: bool,
 }
 
 struct Builder<'a> {
@@ -377,8 +380,9 @@ fn build_with(
     nest.dedup();
     let body = b.nest(&expr, &nest, 0, strategy, &red_vars, top_op);
     *unordered = b.unordered;
-    let body = body?;
+    let mut body = body?;
     let temps = b.temps;
+    let overwrites = strategy == Strategy::InPlace && assigns_every_element(&k, &lv, &mut body);
     Ok(Program {
         conversions,
         levels: lv,
@@ -387,7 +391,75 @@ fn build_with(
         temps,
         body,
         kernel: k,
+        overwrites,
     })
+}
+
+/// Turns the one sum into a random-access output into an assignment when the loops visit
+/// every output element once and add into it once, and says whether it did: the loops over
+/// the output's indices are dense ranges nested in dimension order, each with one case and no
+/// iterator tested (a CSR operand's dense level is located, not iterated), and the innermost
+/// one's body ends in the only statement writing the output, `Output += t` of a plain `=`
+/// statement (not `+=`) whose right-hand side does not read the output. CSR SpMV's `y(i) +=
+/// t0` after `y.fill(0)` becomes `y(i) = t0`: no pass clearing `y`, no read of `y` per row.
+fn assigns_every_element(k: &Kernel, lv: &Levels, body: &mut [Stmt]) -> bool {
+    let out = &k.output;
+    if k.accumulate || out.indices.is_empty() || k.accesses.iter().any(|a| a.tensor == out.tensor) {
+        return false;
+    }
+    let mut vars = Vec::new();
+    for &ix in &out.indices {
+        match lv.index_loops[ix] {
+            order::IndexLoops::Plain(v) => vars.push(v),
+            _ => return false,
+        }
+    }
+    let mut stmts = body;
+    for (d, &var) in vars.iter().enumerate() {
+        // before the loop: only locates and temporaries
+        let Some((Stmt::Loop(l), before)) = stmts.split_last_mut() else {
+            return false;
+        };
+        if before
+            .iter()
+            .any(|s| !matches!(s, Stmt::Locate(_) | Stmt::InitTemp(_)))
+            || l.var != var
+            || l.driver != Driver::Range
+            || !l.iters.is_empty()
+            || l.cases.len() != 1
+        {
+            return false;
+        }
+        stmts = &mut l.cases[0].body;
+        if d + 1 < vars.len() {
+            continue;
+        }
+        let Some((last, before)) = stmts.split_last_mut() else {
+            return false;
+        };
+        if before.iter().any(writes_output) {
+            return false;
+        }
+        if let Stmt::Compute {
+            target: Target::Output,
+            combine: combine @ Combine::Reduce(ReduceOp::Sum),
+            ..
+        } = last
+        {
+            *combine = Combine::Assign;
+            return true;
+        }
+    }
+    false
+}
+
+/// Whether `s` (or a statement inside it) writes the random-access output.
+fn writes_output(s: &Stmt) -> bool {
+    match s {
+        Stmt::Compute { target, .. } => *target == Target::Output,
+        Stmt::Loop(l) => l.cases.iter().any(|c| c.body.iter().any(writes_output)),
+        _ => false,
+    }
 }
 
 /// Makes access `a` read its tensor converted to `enc` (a new tensor, `NAME'`).

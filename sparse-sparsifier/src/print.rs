@@ -2,11 +2,13 @@
 //!
 //! ```text
 //! # y(i) = sum(j, A(i,j) * x(j))
-//! # order: i, j; output y: in place
+//! # order: i, j; output y: in place, every element assigned once
 //! for i in 0..4:
 //!   locate A.0 at i
+//!   t0 = none
 //!   for j in A.1:
-//!     y(i) sum= A(i,j) * x(j)
+//!     t0 += A(i,j) * x(j)
+//!   y(i) = t0
 //! ```
 //! A level iterator is written `TENSOR.LEVEL` (`A.1`: level 1 of `A`; a second occurrence of
 //! the same tensor is `A#2.1`). `for v in 0..N` is a dense range, `for v in A.1` iterates one
@@ -257,6 +259,7 @@ pub fn print(p: &Program) -> String {
         .map(|&v| p.levels.vars[v].name.as_str())
         .collect();
     let strategy = match p.strategy {
+        Strategy::InPlace if p.overwrites => "in place, every element assigned once".to_string(),
         Strategy::InPlace => "in place".to_string(),
         Strategy::Append => "appended in level order".to_string(),
         Strategy::Workspace { var } => {

@@ -39,8 +39,29 @@ fn csr_spmv() {
     ];
     assert_eq!(
         loops("y(i) = A(i,j) * x(j)", &d),
-        "# y(i) = sum(j, A(i,j) * x(j))\n# order: i, j; output y: in place\nfor i in 0..2:\n  locate A.0 at i\n  t0 = none\n  for j in A.1:\n    t0 += A(i,j) * x(j)\n  y(i) += t0\n"
+        "# y(i) = sum(j, A(i,j) * x(j))\n# order: i, j; output y: in place, every element assigned once\nfor i in 0..2:\n  locate A.0 at i\n  t0 = none\n  for j in A.1:\n    t0 += A(i,j) * x(j)\n  y(i) = t0\n"
     );
+}
+
+/// A DCSR operand's stored rows are iterated, not every row visited: the output is cleared
+/// and added into, not assigned once (the same for `+=`, which keeps the output's values).
+#[test]
+fn dcsr_spmv_adds_into_the_output() {
+    let d = [
+        decl("A", &[2, 3], Some(DCSR)),
+        decl("x", &[3], None),
+        decl("y", &[2], None),
+    ];
+    assert_eq!(
+        loops("y(i) = A(i,j) * x(j)", &d),
+        "# y(i) = sum(j, A(i,j) * x(j))\n# order: i, j; output y: in place\nfor i in A.0:\n  t0 = none\n  for j in A.1:\n    t0 += A(i,j) * x(j)\n  y(i) += t0\n"
+    );
+    let d = [
+        decl("A", &[2, 3], Some(CSR)),
+        decl("x", &[3], None),
+        decl("y", &[2], None),
+    ];
+    assert!(loops("y(i) += A(i,j) * x(j)", &d).ends_with("  y(i) += t0\n"));
 }
 
 #[test]

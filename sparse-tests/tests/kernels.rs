@@ -16,6 +16,8 @@ sparse_format! {
     pub Dcsr = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed, j : compressed) }>;
     pub Dense = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : dense) }>;
     pub kernel spmv(y: &mut [f64], a: &Csr<f64>, x: &[f64]) { y(i) = a(i, j) * x(j) }
+    // rows iterated where stored, not every row: `y` is cleared first
+    pub kernel spmv_dcsr(y: &mut [f64], a: &Dcsr<f64>, x: &[f64]) { y(i) = a(i, j) * x(j) }
     pub kernel spgemm(c: &mut Csr<f64>, a: &Csr<f64>, b: &Csr<f64>) { c(i, j) = a(i, k) * b(k, j) }
     pub kernel sddmm(c: &mut Csr<f64>, s: &Csr<f64>, a: &Dense<f64>, b: &Dense<f64>) { c(i, j) = s(i, j) * a(i, k) * b(j, k) }
     pub kernel rowmin(m: &mut [f64], a: &Csr<f64>) { m(i) = min(j, a(i, j)) }
@@ -613,6 +615,11 @@ fn spmv_known_result() {
     let a = csr([3, 3], &[(0, 0, 1.0), (0, 2, 2.0), (2, 1, 3.0)]);
     let mut y = vec![9.0; 3];
     spmv(&mut y, &a, &[1.0, 2.0, 3.0]).unwrap();
+    assert_eq!(y, [7.0, 0.0, 6.0]);
+    // CSR assigns every row (no clearing pass), DCSR visits the stored rows only
+    let d = Dcsr::<f64>::from_coo([3, 3], [([0, 0], 1.0), ([0, 2], 2.0), ([2, 1], 3.0)]).unwrap();
+    let mut y = vec![9.0; 3];
+    spmv_dcsr(&mut y, &d, &[1.0, 2.0, 3.0]).unwrap();
     assert_eq!(y, [7.0, 0.0, 6.0]);
     let mut m = vec![9.0; 3];
     rowmin(&mut m, &a).unwrap();

@@ -1812,7 +1812,9 @@ impl Cx<'_> {
         let name = self.tensor_name(t);
         let zero = self.zero();
         let mut s = TokenStream::new();
-        if self.p.kernel.accumulate {
+        // `+=` starts from the output's values; the loops of an overwriting program assign
+        // every element (`Program::overwrites`)
+        if self.p.kernel.accumulate || (self.p.overwrites && !self.output_flags()) {
             return s;
         }
         // a wide output buffer the statement does not read starts at zero ([`Self::wide_output`])
