@@ -795,11 +795,12 @@ pub fn par_rows<V: Send>(
 /// bound) the entries are read into coarse groups of consecutive level-0 coordinates instead
 /// (`bucket::CoarsePlan`: about 2^14 entries a group), each group then put in order on its
 /// own by an LSD radix sort within the caches, so that no pass scatters at random over all
-/// entries (11.6M shuffled entries assemble in about two thirds of the time). Extra memory at the
-/// peak: 24 bytes per entry for `u32` keys and `f64` values (the flat arrays or groups and
-/// the sorted result) plus 4 bytes per level-0 coordinate, for entries whose iterator reports
-/// its length. Otherwise (and for
-/// level 0 above `4n + 1024` coordinates for `n` entries) the entries are sorted as
+/// entries (11.6M shuffled entries assemble in about two thirds of the time); CSR, CSC, BSR
+/// and BSC then take each sorted group straight into their arrays (`bucket::build_coarse`).
+/// Extra memory at the peak: 24 bytes per entry for `u32` keys and `f64` values (the flat
+/// arrays or groups and the sorted result; for BSR the groups and the blocks' values) plus 4
+/// bytes per level-0 coordinate, for entries whose iterator reports its length. Otherwise
+/// (and for level 0 above `4n + 1024` coordinates for `n` entries) the entries are sorted as
 /// `[usize; L]` keys.
 ///
 /// Errors: [`StorageError::InvalidEncoding`] if `encoding` breaks a rule of the language (it is
@@ -884,6 +885,8 @@ fn assemble_counting<P: bucket::Word, const D: usize, const L: usize, V: Value>(
     coarse: Option<bucket::CoarsePlan>,
 ) -> Result<Assembled<V>, StorageError> {
     let read = bucket::read::<P, V, D, L>(layout, shape, lvl_sizes, entries, dim_to_lvl, coarse)?;
+    let (batches, batch_levels) = batch_count(encoding, shape, &lvl_sizes)?;
+    let merge = encoding.lvl_types.last().is_some_and(|t| t.is_unique());
     let bucketed = match read {
         bucket::Read::Fast(c) => match bucket::bucket(c, lvl_sizes[0]) {
             Ok(b) => b,
@@ -892,13 +895,17 @@ fn assemble_counting<P: bucket::Word, const D: usize, const L: usize, V: Value>(
                 return assemble_keys(encoding, shape, lvl_sizes, keys, vals);
             }
         },
+        bucket::Read::Coarse(c) if bucket::builds_from_groups(encoding, &lvl_sizes, &c, merge) => {
+            // CSR, BSR and their column-major twins straight from the sorted groups
+            let mut b = Builder::new(encoding, &lvl_sizes, batches)?;
+            bucket::build_coarse::<P, V, L>(&mut b, layout, c, lvl_sizes[0], merge)?;
+            return finish(encoding, b, batches, batch_levels);
+        }
         bucket::Read::Coarse(c) => bucket::bucket_coarse(c, lvl_sizes[0]),
         bucket::Read::Keys(keys, vals) => {
             return assemble_keys(encoding, shape, lvl_sizes, keys, vals)
         }
     };
-    let (batches, batch_levels) = batch_count(encoding, shape, &lvl_sizes)?;
-    let merge = encoding.lvl_types.last().is_some_and(|t| t.is_unique());
     let mut b = Builder::new(encoding, &lvl_sizes, batches)?;
     bucket::build::<P, V, L>(&mut b, layout, bucketed, merge)?;
     finish(encoding, b, batches, batch_levels)
