@@ -913,16 +913,7 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
     merge: bool,
 ) -> Result<(), StorageError> {
     let (pw, cw) = (b.enc.pos_width, b.enc.crd_width);
-    let Some(mut pos) = b.positions[1].take() else {
-        return Err(StorageError::Unsupported {
-            reason: "level 1 has no positions".into(),
-        });
-    };
-    let Some(CrdBuffer::Plain(mut crd)) = b.coordinates[1].take() else {
-        return Err(StorageError::Unsupported {
-            reason: "level 1 has no byte-aligned coordinates".into(),
-        });
-    };
+    let (mut pos, mut crd) = level1_buffers(b)?;
     let too_large = || StorageError::ShapeOverflow {
         shape: b.lvl_sizes.to_vec(),
     };
@@ -964,13 +955,7 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
         crd = fill(crd, keys, cw)?;
         b.values = vals;
     } else {
-        // row-major strides of the dense block below level 1
-        let mut stride = [0usize; L];
-        let mut block = 1usize;
-        for l in (2..L).rev() {
-            stride[l] = block;
-            block = block.checked_mul(b.lvl_sizes[l]).ok_or_else(too_large)?;
-        }
+        let (stride, block) = block_strides::<L>(b.lvl_sizes).ok_or_else(too_large)?;
         // each group's blocks go into the last piece, or a new one (huge pages) when they
         // do not fit: the number of blocks is known group by group only, and one growing
         // array would be held twice while it moves, next to the groups
@@ -1034,6 +1019,38 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
     Ok(())
 }
 
+/// Level 1's positions and byte-aligned coordinates, taken out of `b` to be filled directly.
+///
+/// Errors: [`StorageError::Unsupported`] if level 1 has no positions or its coordinates are
+/// not a byte-aligned buffer of its own ([`direct_applies`] rules both out).
+fn level1_buffers<V: Value>(
+    b: &mut Builder<'_, V>,
+) -> Result<(IndexBuffer, IndexBuffer), StorageError> {
+    let Some(pos) = b.positions[1].take() else {
+        return Err(StorageError::Unsupported {
+            reason: "level 1 has no positions".into(),
+        });
+    };
+    let Some(CrdBuffer::Plain(crd)) = b.coordinates[1].take() else {
+        return Err(StorageError::Unsupported {
+            reason: "level 1 has no byte-aligned coordinates".into(),
+        });
+    };
+    Ok((pos, crd))
+}
+
+/// The row-major strides of the dense block of levels `2..` (`lvl_sizes[2..]`) and its number
+/// of elements; `None` if that overflows `usize`.
+fn block_strides<const L: usize>(lvl_sizes: &[usize]) -> Option<([usize; L], usize)> {
+    let mut stride = [0usize; L];
+    let mut block = 1usize;
+    for l in (2..L).rev() {
+        stride[l] = block;
+        block = block.checked_mul(lvl_sizes[l])?;
+    }
+    Some((stride, block))
+}
+
 /// Whether `enc` is `dense, compressed, dense*` (no batch level, level 1 unique unless it is the
 /// last) with level 1 owning its coordinate buffer, and `n` entries can overflow neither
 /// `posWidth` nor `crdWidth` (byte widths only): then [`build_direct`] gives what `lexInsert`
@@ -1084,16 +1101,7 @@ fn build_direct<P: Word, V: Value, const L: usize>(
     merge: bool,
 ) -> Result<(), StorageError> {
     let (pw, cw) = (b.enc.pos_width, b.enc.crd_width);
-    let Some(mut pos) = b.positions[1].take() else {
-        return Err(StorageError::Unsupported {
-            reason: "level 1 has no positions".into(),
-        });
-    };
-    let Some(CrdBuffer::Plain(mut crd)) = b.coordinates[1].take() else {
-        return Err(StorageError::Unsupported {
-            reason: "level 1 has no byte-aligned coordinates".into(),
-        });
-    };
+    let (mut pos, mut crd) = level1_buffers(b)?;
     let groups = bk.starts.len() - 1;
     if L == 2 {
         // compact each group in place (duplicates summed), then move the arrays
@@ -1128,13 +1136,7 @@ fn build_direct<P: Word, V: Value, const L: usize>(
         let too_large = || StorageError::ShapeOverflow {
             shape: b.lvl_sizes.to_vec(),
         };
-        // row-major strides of the dense block below level 1
-        let mut stride = [0usize; L];
-        let mut block = 1usize;
-        for l in (2..L).rev() {
-            stride[l] = block;
-            block = block.checked_mul(b.lvl_sizes[l]).ok_or_else(too_large)?;
-        }
+        let (stride, block) = block_strides::<L>(b.lvl_sizes).ok_or_else(too_large)?;
         let node = |p: P| layout.level(p.to_u64(), 1);
         // count the level-1 nodes: a new one wherever the level-1 coordinate changes in a group
         let mut count = 0usize;
