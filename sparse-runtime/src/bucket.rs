@@ -999,16 +999,7 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
                         prev_key = None;
                         push(&mut crd, 1, BufferKind::Coordinate, n1, cw)?;
                     }
-                    let mut off = at;
-                    for (l, s) in stride.iter().enumerate().skip(2) {
-                        off += layout.level(p.to_u64(), l) * s;
-                    }
-                    if prev_key == Some(p) {
-                        vals[off] += v;
-                    } else {
-                        vals[off] = v;
-                    }
-                    prev_key = Some(p);
+                    put_in_block(vals, at, p, v, &mut prev_key, layout, &stride);
                 }
                 push(&mut pos, 1, BufferKind::Position, nodes, pw)?;
             }
@@ -1017,6 +1008,31 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
     b.positions[1] = Some(pos);
     b.coordinates[1] = Some(CrdBuffer::Plain(crd));
     Ok(())
+}
+
+/// Writes value `v` of the entry with key `p` into its block starting at `at` (row-major
+/// `stride` over levels `2..`): assigned, or added when `p` repeats the previous entry's key
+/// `prev_key` of the same block (a duplicate, summed in input order); `prev_key` becomes `p`.
+#[inline(always)]
+fn put_in_block<P: Word, V: Value, const L: usize>(
+    vals: &mut [V],
+    at: usize,
+    p: P,
+    v: V,
+    prev_key: &mut Option<P>,
+    layout: &KeyLayout,
+    stride: &[usize; L],
+) {
+    let mut off = at;
+    for (l, s) in stride.iter().enumerate().skip(2) {
+        off += layout.level(p.to_u64(), l) * s;
+    }
+    if *prev_key == Some(p) {
+        vals[off] += v;
+    } else {
+        vals[off] = v;
+    }
+    *prev_key = Some(p);
 }
 
 /// Level 1's positions and byte-aligned coordinates, taken out of `b` to be filled directly.
@@ -1171,17 +1187,7 @@ fn build_direct<P: Word, V: Value, const L: usize>(
                     prev_key = None;
                     push(&mut crd, 1, BufferKind::Coordinate, c, cw)?;
                 }
-                let mut off = at;
-                for (l, s) in stride.iter().enumerate().skip(2) {
-                    off += layout.level(p.to_u64(), l) * s;
-                }
-                if prev_key == Some(p) {
-                    let v = bk.vals[k];
-                    vals[off] += v;
-                } else {
-                    vals[off] = bk.vals[k];
-                }
-                prev_key = Some(p);
+                put_in_block(&mut vals, at, p, bk.vals[k], &mut prev_key, layout, &stride);
             }
             push(&mut pos, 1, BufferKind::Position, nodes, pw)?;
         }
