@@ -245,7 +245,7 @@ impl P<'_> {
 }
 
 /// The program as text: a header (the statement as compiled, the loop order, the output
-/// strategy), then the loop tree, two spaces per level.
+/// strategy, the rows that may run together), then the loop tree, two spaces per level.
 pub fn print(p: &Program) -> String {
     let mut pr = P {
         p,
@@ -276,6 +276,14 @@ pub fn print(p: &Program) -> String {
         p.kernel.tensors[p.kernel.output.tensor].name
     );
     pr.line(0, &head);
+    if let Some(sr) = p.shared_rows {
+        let s = format!(
+            "# rows {} with equal coordinates in {} may run together, a workspace lane each",
+            p.levels.vars[sr.var].name,
+            pr.iter(sr.iter)
+        );
+        pr.line(0, &s);
+    }
     for c in &p.conversions {
         let t = &p.kernel.tensors[c.to];
         let enc = t

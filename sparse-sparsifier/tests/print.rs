@@ -118,6 +118,7 @@ fn spgemm_uses_a_workspace_and_transpose_a_buffer() {
         loops("C(i,j) = A(i,k) * B(k,j)", &d),
         "# C(i,j) = sum(k, A(i,k) * B(k,j))
 # order: i, k, j; output C: workspace over j (expand/compress)
+# rows i with equal coordinates in A.1 may run together, a workspace lane each
 for i in 0..2:
   locate A.0 at i
   expand workspace
@@ -136,6 +137,44 @@ for i in 0..2:
         loops("O(j,i) = A(i,j)", &d),
         "# O(j,i) = A(i,j)\n# order: i, j; output O: coordinate buffer, sorted once\nfor i in A.0:\n  for j in A.1:\n    buffer O(j,i) += A(i,j)\n"
     );
+}
+
+/// Only a Gustavson kernel whose rows reach the operands through one CSR matrix, summing `f64`
+/// values, may run rows together.
+#[test]
+fn shared_rows_need_csr_rows_and_f64_sums() {
+    let shares = |stmt: &str, d: &[TensorDecl]| {
+        let p = compile(stmt, d).unwrap();
+        let line = print(&p).lines().any(|l| l.contains("may run together"));
+        assert_eq!(line, p.shared_rows.is_some(), "{stmt}");
+        line
+    };
+    let mut d = vec![
+        decl("A", &[4, 4], Some(CSR)),
+        decl("B", &[4, 4], Some(CSR)),
+        decl("C", &[4, 4], Some(CSR)),
+        decl("D", &[4, 4], Some(DCSR)),
+        decl("alpha", &[], None),
+        decl("x", &[4], None),
+    ];
+    assert!(shares("C(i,j) = A(i,k) * B(k,j)", &d));
+    assert!(shares("C(i,j) = alpha * A(i,k) * B(k,j)", &d));
+    assert!(shares("C(i,j) = A(i,k) * D(k,j)", &d));
+    // rows of a compressed level 0, a second operand indexed by i, a min, `+=` reading C
+    assert!(!shares("C(i,j) = D(i,k) * B(k,j)", &d));
+    assert!(!shares("C(i,j) = A(i,k) * B(k,j) * x(i)", &d));
+    assert!(!shares("C(i,j) = min(k, A(i,k) * B(k,j))", &d));
+    assert!(!shares("C(i,j) = A(i,k) * B(k,j) + C(i,j)", &d));
+    // a random-access output is written in place, not through a workspace
+    d[2] = decl("C", &[4, 4], None);
+    assert!(!shares("C(i,j) = A(i,k) * B(k,j)", &d));
+    // integer sums
+    let mut d: Vec<TensorDecl> = d[..2].to_vec();
+    d.push(decl("C", &[4, 4], Some(CSR)));
+    for t in &mut d {
+        t.value = ValueType::I64;
+    }
+    assert!(!shares("C(i,j) = A(i,k) * B(k,j)", &d));
 }
 
 #[test]

@@ -19,6 +19,9 @@ sparse_format! {
     // rows iterated where stored, not every row: `y` is cleared first
     pub kernel spmv_dcsr(y: &mut [f64], a: &Dcsr<f64>, x: &[f64]) { y(i) = a(i, j) * x(j) }
     pub kernel spgemm(c: &mut Csr<f64>, a: &Csr<f64>, b: &Csr<f64>) { c(i, j) = a(i, k) * b(k, j) }
+    // rows of `a` with one pattern run together: a 0-d operand, and `b`'s rows merged with `a`'s
+    pub kernel spgemm_scaled(c: &mut Csr<f64>, alpha: f64, a: &Csr<f64>, b: &Csr<f64>) { c(i, j) = alpha * a(i, k) * b(k, j) }
+    pub kernel spgemm_dcsr(c: &mut Csr<f64>, a: &Csr<f64>, b: &Dcsr<f64>) { c(i, j) = a(i, k) * b(k, j) }
     pub kernel sddmm(c: &mut Csr<f64>, s: &Csr<f64>, a: &Dense<f64>, b: &Dense<f64>) { c(i, j) = s(i, j) * a(i, k) * b(j, k) }
     pub kernel rowmin(m: &mut [f64], a: &Csr<f64>) { m(i) = min(j, a(i, j)) }
     pub kernel scaled_spmv(y: &mut [f64], alpha: f64, a: &Csr<f64>, x: &[f64]) { y(i) += alpha * a(i, j) * x(j) - 0.5 * x(i) }
@@ -494,6 +497,132 @@ fn spgemm_long_rows_read_from_the_bitmap() {
         .map(|((i, j), v)| (vec![i, j], v.to_bits()))
         .collect();
     assert_eq!(entries(&c), reference);
+}
+
+/// A matrix whose rows come in groups of one pattern (as a finite-element matrix stores a
+/// node's unknowns): `(groups of (pattern, copies), values)` expanded to `(row, col, value)`
+/// in row-major order, with `rows` rows. Empty patterns and groups longer than the four rows
+/// the generated code runs together are among them.
+fn grouped_matrix(cols: usize) -> impl Strategy<Value = (usize, Vec<(usize, usize, f64)>)> {
+    let group = (proptest::collection::vec(0..3u8, cols), 1usize..7);
+    proptest::collection::vec(group, 1..6).prop_flat_map(move |groups| {
+        let rows: usize = groups.iter().map(|g| g.1).sum();
+        (Just(groups), nonzero_vec(rows * cols)).prop_map(move |(groups, values)| {
+            let mut out = Vec::new();
+            let mut i = 0;
+            for (pattern, copies) in groups {
+                for _ in 0..copies {
+                    for (j, &keep) in pattern.iter().enumerate() {
+                        if keep != 0 {
+                            out.push((i, j, values[i * cols + j]));
+                        }
+                    }
+                    i += 1;
+                }
+            }
+            (i, out)
+        })
+    })
+}
+
+/// Gustavson's reference: row `i` of `a` by `k` ascending, then row `k` of `b`, each product
+/// scaled by `alpha` first.
+fn gustavson(
+    alpha: f64,
+    a: &[(usize, usize, f64)],
+    b: &[(usize, usize, f64)],
+) -> Vec<(Vec<usize>, u64)> {
+    let mut reference = std::collections::BTreeMap::new();
+    for &(i, k, x) in a {
+        for &(_, j, y) in b.iter().filter(|e| e.0 == k) {
+            let t = alpha * x * y;
+            reference
+                .entry((i, j))
+                .and_modify(|s: &mut f64| *s += t)
+                .or_insert(t);
+        }
+    }
+    reference
+        .into_iter()
+        .map(|((i, j), v)| (vec![i, j], v.to_bits()))
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Rows of `a` with one pattern run together in lanes of the workspace: the product equals
+    /// Gustavson's row-by-row reference and the interpreter bit for bit, with a 0-d factor too,
+    /// and with `b` in DCSR (its rows merged with `a`'s coordinates).
+    #[test]
+    fn spgemm_rows_run_together_match_reference_and_interpreter(
+        (n, q, (m, a), b, alpha) in (1usize..7, 1usize..7).prop_flat_map(|(n, q)| {
+            (Just(n), Just(q), grouped_matrix(n), matrix(n, q), 0.25f64..4.0)
+        })
+    ) {
+        let (a_csr, b_csr) = (csr([m, n], &a), csr([n, q], &b));
+        let mut c = csr([m, q], &[]);
+        spgemm(&mut c, &a_csr, &b_csr).unwrap();
+        prop_assert_eq!(entries(&c), gustavson(1.0, &a, &b));
+        let p = compile(
+            "c(i,j) = a(i,k) * b(k,j)",
+            &[decl("c", &[m, q], true), decl("a", &[m, n], true), decl("b", &[n, q], true)],
+        )
+        .unwrap();
+        prop_assert!(p.shared_rows.is_some());
+        let ops = [storage([m, q], &[]), storage([m, n], &a), storage([n, q], &b)];
+        prop_assert_eq!(entries(&c), interp_entries(run(&p, &ops).unwrap()));
+
+        let b_dcsr = Dcsr::from_coo([n, q], b.iter().map(|&(k, j, v)| ([k, j], v))).unwrap();
+        let mut d = csr([m, q], &[]);
+        spgemm_dcsr(&mut d, &a_csr, &b_dcsr).unwrap();
+        prop_assert_eq!(entries(&d), entries(&c));
+
+        let mut s = csr([m, q], &[]);
+        spgemm_scaled(&mut s, alpha, &a_csr, &b_csr).unwrap();
+        prop_assert_eq!(entries(&s), gustavson(alpha, &a, &b));
+    }
+}
+
+/// Rows run together whose product rows are long (more than 32 coordinates, in a workspace of
+/// 600 columns: the touched list marks and reads its bitmap) and rows run together next to rows
+/// run alone, in one product: equal to Gustavson's reference bit for bit.
+#[test]
+fn spgemm_long_rows_run_together() {
+    let n: usize = 600;
+    let mut a = Vec::new();
+    let mut seed = 11u64;
+    for i in 0..n {
+        // nodes of three unknowns share a band of 60 columns; every seventh row is alone
+        let node = if i % 7 == 6 { i } else { i / 3 * 3 };
+        let cols: Vec<usize> = (node.saturating_sub(30)..(node + 30).min(n))
+            .step_by(2)
+            .collect();
+        for j in cols {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let v = ((seed >> 33) % 1000) as f64 / 125.0 - 4.0;
+            a.push((i, j, if v == 0.0 { 0.5 } else { v }));
+        }
+    }
+    let a_csr = csr([n, n], &a);
+    let shared = (0..n - 1)
+        .filter(|&i| {
+            let row = |r: usize| {
+                a_csr.crd_1[a_csr.pos_1[r] as usize..a_csr.pos_1[r + 1] as usize].to_vec()
+            };
+            row(i) == row(i + 1)
+        })
+        .count();
+    assert!(
+        shared > n / 3,
+        "rows sharing the next one's pattern: {shared}"
+    );
+    let mut c = csr([n, n], &[]);
+    spgemm(&mut c, &a_csr, &a_csr).unwrap();
+    assert!(c.pos_1.windows(2).any(|w| w[1] - w[0] > 32));
+    assert_eq!(entries(&c), gustavson(1.0, &a, &a));
 }
 
 #[test]

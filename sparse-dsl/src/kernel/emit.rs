@@ -47,7 +47,9 @@ use proc_macro2::{Ident, Literal as Lit, TokenStream};
 use quote::{format_ident, quote};
 use sparse_ir::ir::{AffineExpr, DimSlice, Encoding, LevelFormat};
 use sparse_sparsifier::check::Expr;
-use sparse_sparsifier::loops::{Combine, Driver, Loop, Program, Stmt, Strategy, Target};
+use sparse_sparsifier::loops::{
+    Combine, Driver, Loop, Program, SharedRows, Stmt, Strategy, Target,
+};
 use sparse_sparsifier::notation::{BinOp, Literal, ReduceOp};
 use sparse_sparsifier::order::{Extent, IndexLoops};
 use sparse_sparsifier::{Error, ValueType};
@@ -111,6 +113,10 @@ struct Cx<'a> {
     stored: Option<ValueType>,
     /// Per kernel tensor: its quantization when it holds quantized values.
     quant: Vec<Option<QuantOp>>,
+    /// Set while emitting the body that runs rows sharing a pattern together
+    /// ([`Self::shared_rows`]): the shared matrix's values, the workspace updates and the
+    /// compress work on lanes.
+    lanes: std::cell::Cell<bool>,
 }
 
 /// A quantized operand: the format struct whose associated functions (de)quantize its values
@@ -466,6 +472,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         hoisted: Default::default(),
         out_slice: None,
         stored: (stored != p.kernel.value).then_some(stored),
+        lanes: std::cell::Cell::new(false),
     };
     if k.method.as_ref().is_some_and(|m| m.rows) {
         cx.rows = Some(cx.rows_unit()?);
@@ -651,6 +658,12 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
                         let mut workspace = ::std::vec![untouched; #n];
                         let mut touched = #rt::generated::Touched::new(#n);
                     });
+                    if cx.shared_rows().is_some() {
+                        init.extend(quote! {
+                            // lanes for rows run together, allocated when two rows first share
+                            let mut workspace_rows: ::std::vec::Vec<[f64; #rt::generated::SHARED_ROWS]> = ::std::vec::Vec::new();
+                        });
+                    }
                 } else if cx.sum_workspace() {
                     let identity = cx.sum_identity();
                     let rt = cx.rt;
@@ -1044,6 +1057,10 @@ impl Cx<'_> {
             "touched_now",
             "identity",
             "combined",
+            "workspace_rows",
+            "rows",
+            "shift",
+            "lane",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -1164,6 +1181,127 @@ impl Cx<'_> {
     /// cryg2500).
     fn marks_untouched(&self) -> bool {
         self.sum_workspace() && self.p.kernel.value == ValueType::F64
+    }
+
+    /// The loop program's [`SharedRows`] when this back end runs them together: an `f64`
+    /// workspace with its untouched marker, a compress that extends the output's last level
+    /// (CSR), a sequential kernel, and the shared matrix's level a plain `pos`/`crd` pair.
+    fn shared_rows(&self) -> Option<SharedRows> {
+        let sr = self.p.shared_rows?;
+        // the names the loop over shared rows binds around the statement's code
+        let taken = ["rows", "shift", "lane"];
+        if self
+            .p
+            .kernel
+            .indices
+            .iter()
+            .any(|ix| taken.contains(&ix.name.as_str()))
+        {
+            return None;
+        }
+        let extends = self.insert.as_ref().is_some_and(|ins| {
+            ins.leaf.is_none()
+                && ins
+                    .per_parent
+                    .as_ref()
+                    .is_some_and(|pp| pp.extend.is_some())
+        });
+        let (_, _, lcx) = self.level(sr.iter);
+        let plain = lcx.pos_field.is_some()
+            && !lcx.batched
+            && lcx.crd.as_ref().is_some_and(|c| c.owner && c.stride == 1)
+            && !lcx.packed();
+        (self.marks_untouched()
+            && extends
+            && plain
+            && self.rows.is_none()
+            && self.snapshot.is_none())
+        .then_some(sr)
+    }
+
+    /// In the body over rows run together: the position variable of access `a`'s compressed
+    /// level when `a` is the shared matrix (its value differs from lane to lane).
+    fn lane_position(&self, a: usize) -> Option<Ident> {
+        let sr = self
+            .shared_rows()
+            .filter(|sr| self.lanes.get() && sr.access == a)?;
+        Some(self.pos_ident(sr.iter))
+    }
+
+    /// A workspace update over rows run together: `v` per lane (the shared matrix's value, or
+    /// its position, taken from the lane), the first product of a slot stored in all lanes,
+    /// the next ones added lane by lane.
+    fn lane_update(&self, j: &Ident, v: TokenStream) -> TokenStream {
+        let rt = self.rt;
+        let mut per_lane = TokenStream::new();
+        if let Some(sr) = self.shared_rows() {
+            let h = self.hoisted_ident(sr.access);
+            if mentions(&v, &h.to_string()) {
+                per_lane.extend(quote!(let #h = #h[lane];));
+            }
+            let p = self.pos_ident(sr.iter);
+            if mentions(&v, &p.to_string()) {
+                per_lane.extend(quote!(let #p = #p + shift[lane];));
+            }
+        }
+        quote! {
+            let __v = #rt::generated::lanes(|lane| {
+                #per_lane
+                #v
+            });
+            let __slot = workspace_rows.get_unchecked_mut(#j);
+            if __slot[0].to_bits() == untouched.to_bits() {
+                #rt::generated::cold();
+                *__slot = __v;
+                touched.push_unchecked(#j);
+            } else {
+                for (sum, v) in __slot.iter_mut().zip(__v) {
+                    *sum += v;
+                }
+            }
+        }
+    }
+
+    /// The outermost loop over rows `sr.var` when rows sharing a pattern run together: each
+    /// step runs `rows` rows (`generated::shared_rows`), one alone as the plain loop would, or
+    /// several in lanes of `workspace_rows`, reading the other operands once for them all.
+    fn shared_rows_loop(&self, l: &Loop, sr: SharedRows) -> Result<TokenStream, Error> {
+        let [case] = &l.cases[..] else {
+            return Err(Error::plain("several cases in the loop over shared rows"));
+        };
+        let rt = self.rt;
+        let c = self.var_ident(l.var);
+        let n = self.extent(l.var);
+        let Strategy::Workspace { var } = self.p.strategy else {
+            return Err(Error::plain("shared rows without a workspace"));
+        };
+        let n_ws = self.extent(var);
+        let one = self.stmts(&case.body)?;
+        self.lanes.set(true);
+        let together = self.stmts(&case.body);
+        self.lanes.set(false);
+        let together = together?;
+        let (_, _, lcx) = self.level(sr.iter);
+        let base = &lcx.base;
+        let pos = lcx.pos_field.as_ref().expect("checked in shared_rows");
+        let crd = &lcx.crd.as_ref().expect("checked in shared_rows").field;
+        Ok(quote! {
+            let mut #c = 0;
+            while #c < #n {
+                // the next rows with row #c's coordinates select the same rows of the other
+                // operands: up to four run in one pass, each in a lane of `workspace_rows`
+                let (rows, shift) = #rt::generated::shared_rows(&#base.#pos, &#base.#crd, #c, #n);
+                if rows == 1 {
+                    #one
+                } else {
+                    if workspace_rows.is_empty() {
+                        workspace_rows = ::std::vec![[untouched; #rt::generated::SHARED_ROWS]; #n_ws];
+                    }
+                    #together
+                }
+                #c += rows;
+            }
+        })
     }
 
     /// Every input operand's values as a slice expression (`&[f64]`), the output's too when
@@ -2089,6 +2227,9 @@ impl Cx<'_> {
                             return Err(Error::plain("a workspace without its strategy"));
                         };
                         let j = self.var_ident(var);
+                        if self.marks_untouched() && self.lanes.get() {
+                            return Ok(self.lane_update(&j, v));
+                        }
                         if self.marks_untouched() {
                             // the first product of a slot is stored (`-0.0 + v` is `v`), the
                             // next ones added; one load tells whether the slot is new
@@ -2177,6 +2318,29 @@ impl Cx<'_> {
                 } else {
                     None
                 };
+                if let (true, Some(pp), Some(ins)) = (self.lanes.get(), per_parent, ins) {
+                    let (Some(extend), Some(sr)) = (&pp.extend, self.shared_rows()) else {
+                        return Err(Error::plain("shared rows without a compress by rows"));
+                    };
+                    let values = &ins.values;
+                    let row = self.var_ident(sr.var);
+                    return Ok(quote! {
+                        if !touched.is_empty() {
+                            let touched_now = touched.take_sorted();
+                            // the rows have the same coordinates, each its lane's values
+                            for lane in 0..rows {
+                                let #row = #row + lane;
+                                #parent
+                                #extend
+                                let lane_values = touched_now.iter().map(|&#j| workspace_rows.get_unchecked(#j)[lane]);
+                                #values.extend(lane_values);
+                            }
+                            for &#j in touched_now {
+                                workspace_rows.get_unchecked_mut(#j)[0] = untouched;
+                            }
+                        }
+                    });
+                }
                 if let Some((fill, clear)) = refill {
                     // a compressed last level takes the row's coordinates and values in two
                     // `extend` calls (one capacity check each, not one per entry)
@@ -2479,6 +2643,9 @@ impl Cx<'_> {
 
     /// [`Self::loop_`] without the output's row opening.
     fn loop_body(&self, l: &Loop) -> Result<TokenStream, Error> {
+        if let Some(sr) = self.shared_rows().filter(|sr| sr.var == l.var) {
+            return self.shared_rows_loop(l, sr);
+        }
         let c = self.var_ident(l.var);
         let n = self.extent(l.var);
         if self.outermost.replace(false) {
@@ -2633,7 +2800,19 @@ impl Cx<'_> {
             let h = self.hoisted_ident(a);
             if !self.hoisted.borrow().iter().any(|(_, g)| *g == h) {
                 let v = self.load(a)?;
-                lets.extend(quote!(let #h = #v;));
+                match self.lane_position(a) {
+                    // one value per row run together, read at its row's position
+                    Some(p) => {
+                        let rt = self.rt;
+                        lets.extend(quote! {
+                            let #h = #rt::generated::lanes(|lane| {
+                                let #p = #p + shift[lane];
+                                #v
+                            });
+                        });
+                    }
+                    None => lets.extend(quote!(let #h = #v;)),
+                }
             }
             self.hoisted.borrow_mut().push((a, h));
         }
