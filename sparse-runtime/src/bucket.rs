@@ -242,21 +242,25 @@ impl CoarsePlan {
     }
 }
 
+/// Entries of a slab of a coarse group's storage ([`Coarse`]): two tails (12 KiB for `u32`
+/// keys and `f64` values), so a group's last slab leaves at most one tail unused.
+const COARSE_SLAB: usize = 2 * COARSE_TAIL;
+
+/// A slab of a coarse group: keys and values, at most [`COARSE_SLAB`] entries.
+type Slab<P, V> = (Vec<P>, Vec<V>);
+
 /// Entries read into coarse groups of level-0 coordinates ([`CoarsePlan`]), each group in
-/// input order: a group's entries are copied from its tail of [`COARSE_TAIL`] entries to a
-/// chunk of the shared arrays when the tail fills (software write combining: the first pass
-/// writes as many sequential streams as there are groups, never at random over all entries).
-/// [`Coarse::seal`] then copies the partial tails as each group's last chunk and frees them.
+/// input order: a group's entries are copied from its tail of [`COARSE_TAIL`] entries to the
+/// group's own slabs when the tail fills (software write combining: the first pass writes as
+/// many sequential streams as there are groups, never at random over all entries).
+/// [`Coarse::seal`] then copies the partial tails and frees them. Each group owns its slabs,
+/// so a group built into the output is freed at once ([`Coarse::free_group`]): the groups and
+/// the output are not all held together (BSR assembly's peak).
 pub(crate) struct Coarse<P, V> {
     plan: CoarsePlan,
-    /// The chunks' keys (`local level-0 << rest_bits | rest`), chunk after chunk.
-    keys: Vec<P>,
-    /// The chunks' values.
-    vals: Vec<V>,
-    /// Where each chunk of each group starts in `keys` and `vals`, in the order they were
-    /// filled; all hold [`COARSE_TAIL`] entries but a sealed group's last, which holds
-    /// `fill[g]` when that is not 0.
-    chunks: Vec<Vec<u32>>,
+    /// Each group's slabs, in input order: full but the last. Keys are `local level-0 <<
+    /// rest_bits | rest`.
+    slabs: Vec<Vec<Slab<P, V>>>,
     /// Each group's tail (`groups * COARSE_TAIL` keys and values, `fill[g]` of group `g`
     /// used) until sealed, then empty.
     tail_keys: Vec<P>,
@@ -267,13 +271,11 @@ pub(crate) struct Coarse<P, V> {
 }
 
 impl<P: Word, V: Value> Coarse<P, V> {
-    /// Empty groups for `plan`, room for `cap` entries.
-    fn new(plan: CoarsePlan, cap: usize) -> Coarse<P, V> {
+    /// Empty groups for `plan`.
+    fn new(plan: CoarsePlan) -> Coarse<P, V> {
         Coarse {
             plan,
-            keys: crate::huge::with_capacity(cap),
-            vals: crate::huge::with_capacity(cap),
-            chunks: vec![Vec::new(); plan.groups],
+            slabs: (0..plan.groups).map(|_| Vec::new()).collect(),
             tail_keys: vec![P::default(); plan.groups * COARSE_TAIL],
             tail_vals: vec![V::zero(); plan.groups * COARSE_TAIL],
             fill: vec![0; plan.groups],
@@ -301,21 +303,36 @@ impl<P: Word, V: Value> Coarse<P, V> {
         self.fill[g] = 0;
     }
 
-    /// Copies the first `len` entries of group `g`'s tail to a new chunk.
+    /// Copies the first `len` entries of group `g`'s tail to its last slab, or a new one.
     fn flush(&mut self, g: usize, len: usize) {
         let range = g * COARSE_TAIL..g * COARSE_TAIL + len;
-        self.chunks[g].push(self.keys.len() as u32);
-        self.keys.extend_from_slice(&self.tail_keys[range.clone()]);
-        self.vals.extend_from_slice(&self.tail_vals[range]);
+        let slabs = &mut self.slabs[g];
+        if slabs
+            .last()
+            .is_none_or(|(keys, _)| keys.len() + len > COARSE_SLAB)
+        {
+            slabs.push((
+                Vec::with_capacity(COARSE_SLAB),
+                Vec::with_capacity(COARSE_SLAB),
+            ));
+        }
+        if let Some((keys, vals)) = slabs.last_mut() {
+            keys.extend_from_slice(&self.tail_keys[range.clone()]);
+            vals.extend_from_slice(&self.tail_vals[range]);
+        }
     }
 
-    /// Copies every partial tail as its group's last chunk (into the room the arrays reserved
-    /// for all entries, when the iterator told their number) and frees the tails.
+    /// Copies every partial tail to its group's slabs, gives back the room a group's last
+    /// slab does not use, and frees the tails.
     fn seal(&mut self) {
         for g in 0..self.plan.groups {
             let f = usize::from(self.fill[g]);
             if f > 0 {
                 self.flush(g, f);
+            }
+            if let Some((keys, vals)) = self.slabs[g].last_mut() {
+                keys.shrink_to_fit();
+                vals.shrink_to_fit();
             }
         }
         self.tail_keys = Vec::new();
@@ -325,31 +342,26 @@ impl<P: Word, V: Value> Coarse<P, V> {
     /// Calls `f(key, value)` on group `g`'s entries in input order (after [`Coarse::seal`]).
     #[inline(always)]
     fn for_group(&self, g: usize, mut f: impl FnMut(P, V)) {
-        let chunks = &self.chunks[g];
-        for (i, &c) in chunks.iter().enumerate() {
-            let len = match self.fill[g] {
-                0 => COARSE_TAIL,
-                f if i + 1 == chunks.len() => usize::from(f),
-                _ => COARSE_TAIL,
-            };
-            let r = c as usize..c as usize + len;
-            for (&k, &v) in self.keys[r.clone()].iter().zip(&self.vals[r]) {
+        for (keys, vals) in &self.slabs[g] {
+            for (&k, &v) in keys.iter().zip(vals) {
                 f(k, v);
             }
         }
     }
 
-    /// Entries of group `g` (after [`Coarse::seal`]).
+    /// Entries of group `g` (after [`Coarse::seal`]; 0 once freed).
     fn group_len(&self, g: usize) -> usize {
-        match self.fill[g] {
-            0 => self.chunks[g].len() * COARSE_TAIL,
-            f => (self.chunks[g].len() - 1) * COARSE_TAIL + usize::from(f),
-        }
+        self.slabs[g].iter().map(|(keys, _)| keys.len()).sum()
+    }
+
+    /// Frees group `g`'s slabs (it is built; its entries are not read again).
+    fn free_group(&mut self, g: usize) {
+        self.slabs[g] = Vec::new();
     }
 
     /// The entries as `[usize; L]` level keys (and values), group by group, each group in
     /// input order (after [`Coarse::seal`]).
-    pub fn into_keys<const L: usize>(self, layout: &KeyLayout) -> (Vec<[usize; L]>, Vec<V>) {
+    pub fn into_keys<const L: usize>(mut self, layout: &KeyLayout) -> (Vec<[usize; L]>, Vec<V>) {
         let mut keys: Vec<[usize; L]> = Vec::with_capacity(self.len + 1);
         let mut vals: Vec<V> = Vec::with_capacity(self.len + 1);
         let (shift, rest_bits) = (self.plan.shift, self.plan.rest_bits);
@@ -364,6 +376,7 @@ impl<P: Word, V: Value> Coarse<P, V> {
                 keys.push(key);
                 vals.push(v);
             });
+            self.free_group(g);
         }
         (keys, vals)
     }
@@ -391,7 +404,7 @@ pub(crate) fn read<P: Word, V: Value, const D: usize, const L: usize>(
             lvl_sizes,
             entries,
             dim_to_lvl,
-            Coarse::new(plan, cap),
+            Coarse::new(plan),
         ),
         None => {
             let flat = Collected {
@@ -628,7 +641,10 @@ impl<P: Word, V: Value> GroupSorter<P, V> {
 /// group's sorted copy appended to the output from the cache (no pass zeroing the output
 /// first); wider keys are scattered by level-0 coordinate and each segment sorted as
 /// [`bucket`] does.
-pub(crate) fn bucket_coarse<P: Word, V: Value>(c: Coarse<P, V>, size0: usize) -> Bucketed<P, V> {
+pub(crate) fn bucket_coarse<P: Word, V: Value>(
+    mut c: Coarse<P, V>,
+    size0: usize,
+) -> Bucketed<P, V> {
     let n = c.len;
     let plan = c.plan;
     let per = 1usize << plan.shift;
@@ -640,6 +656,7 @@ pub(crate) fn bucket_coarse<P: Word, V: Value>(c: Coarse<P, V>, size0: usize) ->
             let nrows = per.min(size0 - r0);
             let len = c.group_len(g);
             sorter.sort(&c, g, nrows);
+            c.free_group(g);
             let base = rest.len() as u32;
             rest.extend_from_slice(&sorter.keys[..len]);
             vals.extend_from_slice(&sorter.vals[..len]);
@@ -679,6 +696,7 @@ pub(crate) fn bucket_coarse<P: Word, V: Value>(c: Coarse<P, V>, size0: usize) ->
             vals[at] = v;
             *d += 1;
         });
+        c.free_group(g);
         for l in r0..r0 + nrows {
             let s = starts[l] as usize..starts[l + 1] as usize;
             sort_group(
@@ -848,10 +866,12 @@ pub(crate) fn build<P: Word, V: Value, const L: usize>(
 /// array of all sorted entries is written and read again. CSR appends a group as it is when
 /// no two neighbouring keys are equal, else each row's distinct coordinates with their values
 /// summed in input order; BSR appends each block (node of level 1) as its coordinate and a
-/// block of zeros into pieces of at least [`PIECE_BYTES`], writes or adds the entries'
-/// values into it, and joins the pieces once the groups are freed (11.6M shuffled entries of
-/// `kron(I_40, bcsstk16)` in 3x3 blocks: peak extra memory 2.49x the result instead of 2.79x,
-/// about 8% faster). The arrays are those of [`bucket_coarse`] then [`build`], bit for bit.
+/// block of zeros into pieces of [`PIECE_BYTES`], each filled before the next, writes or
+/// adds the entries' values into it, and joins the pieces at the end. Each group is freed
+/// once built ([`Coarse::free_group`]), so the peak is the larger of the groups and twice
+/// the values (11.6M shuffled entries of `kron(I_40, bcsstk16)` in 3x3 blocks: peak extra
+/// memory 2.49x the result when the groups lived to the end, under 2x now). The arrays are
+/// those of [`bucket_coarse`] then [`build`], bit for bit.
 ///
 /// Errors: as [`build_direct`]; [`StorageError::Unsupported`] for keys past 32 bits (which
 /// [`builds_from_groups`] rules out); [`StorageError::ShapeOverflow`] when the values cannot
@@ -869,12 +889,17 @@ pub(crate) fn build_coarse<P: Word, V: Value, const L: usize>(
         });
     };
     let mut pieces = Vec::new();
-    let built = build_sorted::<P, V, L>(b, layout, &c, &mut sorter, &mut pieces, size0, merge);
+    let mut c = c;
+    let built = build_sorted::<P, V, L>(b, layout, &mut c, &mut sorter, &mut pieces, size0, merge);
     drop((c, sorter));
     built?;
-    // BSR's values, joined once the groups are freed
-    let total: usize = pieces.iter().map(Vec::len).sum();
+    // BSR's values, joined once the groups are freed: the last piece gives back its unused
+    // room first, so the values are held twice at most
     if L > 2 {
+        if let Some(last) = pieces.last_mut() {
+            last.shrink_to_fit();
+        }
+        let total: usize = pieces.iter().map(Vec::len).sum();
         b.values =
             crate::huge::try_with_capacity(total).map_err(|_| StorageError::ShapeOverflow {
                 shape: b.lvl_sizes.to_vec(),
@@ -897,16 +922,18 @@ pub(crate) fn builds_from_groups<P: Word, V: Value>(
     c.plan.key_bits() <= 32 && direct_applies(enc, lvl_sizes, c.len, merge)
 }
 
-/// Bytes of a piece of BSR values in [`build_sorted`] (at least; a group whose blocks need more
-/// gets a piece of its own size): large enough for huge pages ([`crate::huge`]).
+/// Bytes of a piece of BSR values in [`build_sorted`] (at most; a whole number of blocks, at
+/// least one, and no more values than an eighth of the entries): large enough for huge pages
+/// ([`crate::huge`]).
 const PIECE_BYTES: usize = 16 << 20;
 
 /// [`build_coarse`] once it applies: the level-1 arrays into `b`, and CSR's values; BSR's
-/// values in consecutive `pieces`, for the caller to join.
+/// values in consecutive `pieces`, for the caller to join. Frees each group of `c` once it
+/// is sorted.
 fn build_sorted<P: Word, V: Value, const L: usize>(
     b: &mut Builder<'_, V>,
     layout: &KeyLayout,
-    c: &Coarse<P, V>,
+    c: &mut Coarse<P, V>,
     sorter: &mut GroupSorter<P, V>,
     pieces: &mut Vec<Vec<V>>,
     size0: usize,
@@ -925,8 +952,9 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
         for g in 0..plan.groups {
             let r0 = g << plan.shift;
             let nrows = per.min(size0 - r0);
-            sorter.sort(c, g, nrows);
             let len = c.group_len(g);
+            sorter.sort(c, g, nrows);
+            c.free_group(g);
             // no two equal neighbours (within a row or across one): copied as they are
             if !merge || sorter.keys[..len].windows(2).all(|w| w[0] != w[1]) {
                 let base = keys.len();
@@ -956,34 +984,23 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
         b.values = vals;
     } else {
         let (stride, block) = block_strides::<L>(b.lvl_sizes).ok_or_else(too_large)?;
-        // each group's blocks go into the last piece, or a new one (huge pages) when they
-        // do not fit: the number of blocks is known group by group only, and one growing
-        // array would be held twice while it moves, next to the groups
-        let piece_values = (PIECE_BYTES / std::mem::size_of::<V>().max(1)).max(1);
+        // blocks go into pieces (huge pages) filled one after the other: the number of
+        // blocks is known at the end only, and one growing array would be held twice while
+        // it moves, next to the groups
+        // (an eighth of the entries at most: a small output is not held in one large piece
+        // next to the groups)
+        let piece_values = (PIECE_BYTES / std::mem::size_of::<V>().max(1))
+            .min(c.len / 8)
+            .max(block)
+            / block
+            * block;
+        let mut vals: Vec<V> = Vec::new();
         let mut nodes = 0usize;
         for g in 0..plan.groups {
             let r0 = g << plan.shift;
             let nrows = per.min(size0 - r0);
             sorter.sort(c, g, nrows);
-            let mut count = 0usize;
-            for l in 0..nrows {
-                let row = &sorter.keys[sorter.rows[l] as usize..sorter.rows[l + 1] as usize];
-                let mut prev = None;
-                for &p in row {
-                    let n1 = layout.level(p.to_u64(), 1);
-                    count += usize::from(prev != Some(n1));
-                    prev = Some(n1);
-                }
-            }
-            let need = count.checked_mul(block).ok_or_else(too_large)?;
-            if pieces.last().is_none_or(|v| v.capacity() - v.len() < need) {
-                let room = crate::huge::try_with_capacity(need.max(piece_values))
-                    .map_err(|_| too_large())?;
-                pieces.push(room);
-            }
-            let Some(vals) = pieces.last_mut() else {
-                unreachable!("a piece was just pushed");
-            };
+            c.free_group(g);
             for l in 0..nrows {
                 let row = sorter.rows[l] as usize..sorter.rows[l + 1] as usize;
                 let mut node: Option<usize> = None;
@@ -992,6 +1009,11 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
                 for (&p, &v) in sorter.keys[row.clone()].iter().zip(&sorter.vals[row]) {
                     let n1 = layout.level(p.to_u64(), 1);
                     if node != Some(n1) {
+                        if vals.capacity() - vals.len() < block {
+                            let room = crate::huge::try_with_capacity(piece_values)
+                                .map_err(|_| too_large())?;
+                            pieces.push(std::mem::replace(&mut vals, room));
+                        }
                         at = vals.len();
                         vals.resize(at + block, V::zero());
                         nodes += 1;
@@ -999,11 +1021,12 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
                         prev_key = None;
                         push(&mut crd, 1, BufferKind::Coordinate, n1, cw)?;
                     }
-                    put_in_block(vals, at, p, v, &mut prev_key, layout, &stride);
+                    put_in_block(&mut vals, at, p, v, &mut prev_key, layout, &stride);
                 }
                 push(&mut pos, 1, BufferKind::Position, nodes, pw)?;
             }
         }
+        pieces.push(vals);
     }
     b.positions[1] = Some(pos);
     b.coordinates[1] = Some(CrdBuffer::Plain(crd));
