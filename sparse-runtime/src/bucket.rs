@@ -870,7 +870,7 @@ pub(crate) fn build<P: Word, V: Value, const L: usize>(
 /// adds the entries' values into it, and joins the pieces at the end. Each group is freed
 /// once built ([`Coarse::free_group`]), so the peak is the larger of the groups and twice
 /// the values (11.6M shuffled entries of `kron(I_40, bcsstk16)` in 3x3 blocks: peak extra
-/// memory 2.49x the result when the groups lived to the end, under 2x now). The arrays are
+/// memory 2.49x the result when the groups lived to the end, 1.98x now). The arrays are
 /// those of [`bucket_coarse`] then [`build`], bit for bit.
 ///
 /// Errors: as [`build_direct`]; [`StorageError::Unsupported`] for keys past 32 bits (which
