@@ -447,9 +447,7 @@ fn spgemm_operands_holding_the_workspace_marker() {
 #[test]
 fn spgemm_long_rows_read_from_the_bitmap() {
     let n: usize = 600;
-    let mut a = Vec::new();
-    let mut seed = 7u64;
-    for i in 0..n {
+    let a = seeded_matrix(n, 7, |i| {
         let mut cols: Vec<usize> = match i % 5 {
             // a band of 41: product rows of up to 81 coordinates in a range of 81
             0..=2 => (i.saturating_sub(20)..(i + 21).min(n)).collect(),
@@ -460,42 +458,20 @@ fn spgemm_long_rows_read_from_the_bitmap() {
         };
         cols.sort_unstable();
         cols.dedup();
-        for j in cols {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let v = ((seed >> 33) % 1000) as f64 / 125.0 - 4.0;
-            a.push((i, j, if v == 0.0 { 0.5 } else { v }));
-        }
-    }
+        cols
+    });
     let a_csr = csr([n, n], &a);
     let mut c = csr([n, n], &[]);
     spgemm(&mut c, &a_csr, &a_csr).unwrap();
-    let mut by_row: Vec<Vec<(usize, f64)>> = vec![Vec::new(); n];
-    for &(k, j, y) in &a {
-        by_row[k].push((j, y));
-    }
-    let mut reference = std::collections::BTreeMap::new();
-    for &(i, k, x) in &a {
-        for &(j, y) in &by_row[k] {
-            reference
-                .entry((i, j))
-                .and_modify(|s: &mut f64| *s += x * y)
-                .or_insert(x * y);
-        }
-    }
+    let reference = gustavson(1.0, &a, &a);
     let longest = (0..n)
-        .map(|i| reference.range((i, 0)..(i + 1, 0)).count())
+        .map(|i| reference.iter().filter(|e| e.0[0] == i).count())
         .max()
         .unwrap();
     assert!(
         longest > 2 * 32,
         "rows long enough to mark the bitmap: {longest}"
     );
-    let reference: Vec<(Vec<usize>, u64)> = reference
-        .into_iter()
-        .map(|((i, j), v)| (vec![i, j], v.to_bits()))
-        .collect();
     assert_eq!(entries(&c), reference);
 }
 
@@ -532,9 +508,13 @@ fn gustavson(
     a: &[(usize, usize, f64)],
     b: &[(usize, usize, f64)],
 ) -> Vec<(Vec<usize>, u64)> {
+    let mut rows_of_b: std::collections::BTreeMap<usize, Vec<(usize, f64)>> = Default::default();
+    for &(k, j, y) in b {
+        rows_of_b.entry(k).or_default().push((j, y));
+    }
     let mut reference = std::collections::BTreeMap::new();
     for &(i, k, x) in a {
-        for &(_, j, y) in b.iter().filter(|e| e.0 == k) {
+        for &(j, y) in rows_of_b.get(&k).map_or(&[][..], |r| &r[..]) {
             let t = alpha * x * y;
             reference
                 .entry((i, j))
@@ -546,6 +526,26 @@ fn gustavson(
         .into_iter()
         .map(|((i, j), v)| (vec![i, j], v.to_bits()))
         .collect()
+}
+
+/// An `n x n` matrix with the columns `cols_of(i)` (increasing, distinct) in row `i`, values in
+/// [-4, 4) and never zero from a generator seeded with `seed`, in row-major order.
+fn seeded_matrix(
+    n: usize,
+    mut seed: u64,
+    cols_of: impl Fn(usize) -> Vec<usize>,
+) -> Vec<(usize, usize, f64)> {
+    let mut a = Vec::new();
+    for i in 0..n {
+        for j in cols_of(i) {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let v = ((seed >> 33) % 1000) as f64 / 125.0 - 4.0;
+            a.push((i, j, if v == 0.0 { 0.5 } else { v }));
+        }
+    }
+    a
 }
 
 proptest! {
@@ -590,22 +590,13 @@ proptest! {
 #[test]
 fn spgemm_long_rows_run_together() {
     let n: usize = 600;
-    let mut a = Vec::new();
-    let mut seed = 11u64;
-    for i in 0..n {
+    let a = seeded_matrix(n, 11, |i| {
         // nodes of three unknowns share a band of 60 columns; every seventh row is alone
         let node = if i % 7 == 6 { i } else { i / 3 * 3 };
-        let cols: Vec<usize> = (node.saturating_sub(30)..(node + 30).min(n))
+        (node.saturating_sub(30)..(node + 30).min(n))
             .step_by(2)
-            .collect();
-        for j in cols {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let v = ((seed >> 33) % 1000) as f64 / 125.0 - 4.0;
-            a.push((i, j, if v == 0.0 { 0.5 } else { v }));
-        }
-    }
+            .collect()
+    });
     let a_csr = csr([n, n], &a);
     let shared = (0..n - 1)
         .filter(|&i| {
