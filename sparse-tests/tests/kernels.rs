@@ -22,6 +22,9 @@ sparse_format! {
     // rows of `a` with one pattern run together: a 0-d operand, and `b`'s rows merged with `a`'s
     pub kernel spgemm_scaled(c: &mut Csr<f64>, alpha: f64, a: &Csr<f64>, b: &Csr<f64>) { c(i, j) = alpha * a(i, k) * b(k, j) }
     pub kernel spgemm_dcsr(c: &mut Csr<f64>, a: &Csr<f64>, b: &Dcsr<f64>) { c(i, j) = a(i, k) * b(k, j) }
+    // a pattern `a` (`explicitVal`): its value is a constant, the same in every lane
+    pub Pattern = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), explicitVal = 1.0 : f64 }>;
+    pub kernel spgemm_pattern(c: &mut Csr<f64>, a: &Pattern<f64>, b: &Csr<f64>) { c(i, j) = a(i, k) * b(k, j) }
     pub kernel sddmm(c: &mut Csr<f64>, s: &Csr<f64>, a: &Dense<f64>, b: &Dense<f64>) { c(i, j) = s(i, j) * a(i, k) * b(j, k) }
     pub kernel rowmin(m: &mut [f64], a: &Csr<f64>) { m(i) = min(j, a(i, j)) }
     pub kernel scaled_spmv(y: &mut [f64], alpha: f64, a: &Csr<f64>, x: &[f64]) { y(i) += alpha * a(i, j) * x(j) - 0.5 * x(i) }
@@ -581,6 +584,12 @@ proptest! {
         let mut s = csr([m, q], &[]);
         spgemm_scaled(&mut s, alpha, &a_csr, &b_csr).unwrap();
         prop_assert_eq!(entries(&s), gustavson(alpha, &a, &b));
+
+        let ones: Vec<(usize, usize, f64)> = a.iter().map(|&(i, k, _)| (i, k, 1.0)).collect();
+        let pattern = Pattern::from_coo([m, n], ones.iter().map(|&(i, k, v)| ([i, k], v))).unwrap();
+        let mut o = csr([m, q], &[]);
+        spgemm_pattern(&mut o, &pattern, &b_csr).unwrap();
+        prop_assert_eq!(entries(&o), gustavson(1.0, &ones, &b));
     }
 }
 

@@ -1244,8 +1244,14 @@ impl Cx<'_> {
                 per_lane.extend(quote!(let #p = #p + shift[lane];));
             }
         }
+        // a term without the shared matrix's value is the same in every lane
+        let lane = if per_lane.is_empty() {
+            quote!(_)
+        } else {
+            quote!(lane)
+        };
         quote! {
-            let __v = #rt::generated::lanes(|lane| {
+            let __v = #rt::generated::lanes(|#lane| {
                 #per_lane
                 #v
             });
@@ -2804,11 +2810,16 @@ impl Cx<'_> {
                     // one value per row run together, read at its row's position
                     Some(p) => {
                         let rt = self.rt;
-                        lets.extend(quote! {
-                            let #h = #rt::generated::lanes(|lane| {
-                                let #p = #p + shift[lane];
-                                #v
-                            });
+                        // (a pattern's constant value is the same in every lane)
+                        lets.extend(if mentions(&v, &p.to_string()) {
+                            quote! {
+                                let #h = #rt::generated::lanes(|lane| {
+                                    let #p = #p + shift[lane];
+                                    #v
+                                });
+                            }
+                        } else {
+                            quote!(let #h = #rt::generated::lanes(|_| #v);)
                         });
                     }
                     None => lets.extend(quote!(let #h = #v;)),
