@@ -11,10 +11,10 @@
 //! assembly sums them (bit-for-bit the same results).
 //!
 //! Large inputs ([`CoarsePlan`]) are read into coarse groups of consecutive level-0
-//! coordinates instead, through a small write-combining tail per group ([`Coarse`]); each
-//! group is then sorted on its own, within the caches, by an LSD radix sort of its keys
-//! (local level-0 coordinate, then levels `1..`), which is stable as well
-//! ([`bucket_coarse`]). The one-pass scatter writes at random over all entries; on 11.6M
+//! coordinates instead, through a small write-combining tail per group into slabs the group
+//! owns ([`Coarse`]); each group is then sorted on its own, within the caches, by an LSD radix
+//! sort of its keys (local level-0 coordinate, then levels `1..`), which is stable as well
+//! ([`bucket_coarse`]), and freed once it is in the result. The one-pass scatter writes at random over all entries; on 11.6M
 //! shuffled entries that made it DRAM-bound.
 //!
 //! The ordered entries then become the level arrays: directly for `dense, compressed, dense*`
@@ -192,8 +192,8 @@ const COARSE_GROUP_ENTRIES: usize = 1 << 14;
 /// Most coarse groups: each has a write-combining tail of [`COARSE_TAIL`] entries (at 12
 /// bytes an entry, 6 MiB for all of them at most: within the L3).
 const COARSE_MAX_GROUPS: usize = 1 << 10;
-/// Entries of a coarse group's tail: the unit in which it is copied to the group's chunks,
-/// large enough (2 KiB of `u32` keys, 4 KiB of `f64` values) that reading a group's chunks
+/// Entries of a coarse group's tail: the unit in which it is copied to the group's slabs,
+/// large enough (2 KiB of `u32` keys, 4 KiB of `f64` values) that reading a group's slabs
 /// back streams like one array.
 const COARSE_TAIL: usize = 512;
 
@@ -595,7 +595,7 @@ impl<P: Word, V: Value> GroupSorter<P, V> {
         for l in 0..nrows {
             rows[l + 1] += rows[l];
         }
-        // pass p reads what pass p - 1 wrote: the chunks, then the scratch arrays in turn;
+        // pass p reads what pass p - 1 wrote: the slabs, then the scratch arrays in turn;
         // the last pass writes the output (levels `1..` of the key only)
         for p in 0..passes {
             let h = &mut hist[(p as usize) << digit..((p as usize) + 1) << digit];
