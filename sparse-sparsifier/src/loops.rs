@@ -459,19 +459,20 @@ fn shares_rows(k: &Kernel, lv: &Levels, strategy: Strategy, body: &[Stmt]) -> Op
             && l1.format == sparse_ir::ir::LevelFormat::Compressed
             && l1.is_unique()
     );
-    let computes_sum = |s: &Stmt| {
-        fn all(s: &Stmt) -> bool {
-            match s {
-                Stmt::Compute {
-                    target, combine, ..
-                } => *target == Target::Workspace && *combine == Combine::Reduce(ReduceOp::Sum),
-                Stmt::Loop(l) => l.cases.iter().all(|c| c.body.iter().all(all)),
-                Stmt::Locate(_) => true,
-                _ => false,
-            }
+    /// Only sums into the workspace, and locates.
+    fn sums_into_workspace(s: &Stmt) -> bool {
+        match s {
+            Stmt::Compute {
+                target, combine, ..
+            } => *target == Target::Workspace && *combine == Combine::Reduce(ReduceOp::Sum),
+            Stmt::Loop(l) => l
+                .cases
+                .iter()
+                .all(|c| c.body.iter().all(sums_into_workspace)),
+            Stmt::Locate(_) => true,
+            _ => false,
         }
-        all(s)
-    };
+    }
     let indexed_by_row = |a: &crate::check::Access| {
         a.indices
             .iter()
@@ -487,7 +488,10 @@ fn shares_rows(k: &Kernel, lv: &Levels, strategy: Strategy, body: &[Stmt]) -> Op
         && col.iterate
         && col.slice_dim.is_none()
         && inner.driver == Driver::Merge
-        && inner.cases.iter().all(|c| c.body.iter().all(computes_sum))
+        && inner
+            .cases
+            .iter()
+            .all(|c| c.body.iter().all(sums_into_workspace))
         && k.accesses
             .iter()
             .enumerate()
