@@ -605,7 +605,13 @@ pub fn par_rows_with<V: Send>(
 /// of a range that failed is returned (which one, when several fail, depends on the
 /// schedule); ranges not started by then are skipped, so `y` is partly written.
 ///
-/// The calling thread runs the first range itself while rayon's threads take the others
+/// `y` is split into [`RANGES_PER_TASK`] ranges per task (of about equal `before` work),
+/// which the tasks take one after the other until none is left: a thread that rayon wakes
+/// late, or that loses its CPU for a while, takes fewer (bcsstk16's SpMV on 2 vCPUs of a
+/// shared machine, scratch runs of 2026-11-28: the median of 2 ms turns at 1.64-1.71x the
+/// serial kernel with one range per task, 1.78-1.82x with four, in the same process).
+///
+/// The calling thread takes ranges itself while rayon's threads take the others
 /// (`rayon::in_place_scope`), rather than handing all of them to the pool and sleeping until
 /// they are done: on 2 vCPUs that sleep and wake-up cost bcsstk16's SpMV (70 µs serial) 10 µs
 /// a call with rayon's threads pinned, and made it slower than the serial kernel without.
@@ -621,53 +627,58 @@ pub fn par_rows_try<V: Send, E: Send>(
         Par::Rayon(n) => n.get(),
     };
     let units = y.len() / unit.max(1);
-    let splits = crate::storage::balanced_splits(units, tasks, before);
+    let splits = crate::storage::balanced_splits(units, tasks * RANGES_PER_TASK, before);
     let mut ranges = Vec::with_capacity(splits.len());
     let mut rest: &mut [V] = y;
     for w in splits.windows(2) {
         let (chunk, tail) = std::mem::take(&mut rest).split_at_mut((w[1] - w[0]) * unit);
         rest = tail;
         if !chunk.is_empty() {
-            ranges.push((chunk, w[0]));
+            ranges.push(std::sync::Mutex::new(Some((chunk, w[0]))));
         }
     }
     let failed = std::sync::atomic::AtomicBool::new(false);
     let error: std::sync::Mutex<Option<E>> = std::sync::Mutex::new(None);
-    let run = |(chunk, row0): (&mut [V], usize)| {
-        if failed.load(std::sync::atomic::Ordering::Relaxed) {
-            return;
-        }
-        if let Err(e) = rows(chunk, row0) {
-            failed.store(true, std::sync::atomic::Ordering::Relaxed);
-            error
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .get_or_insert(e);
-        }
-    };
-    let run = &run;
-    let mut ranges = ranges.into_iter();
-    let first = ranges.next();
-    let spawned = ranges.len();
+    let next = std::sync::atomic::AtomicUsize::new(0);
     let finished = std::sync::atomic::AtomicUsize::new(0);
-    let finished = &finished;
+    // each task takes the next range not yet taken until none is left (a range is taken once:
+    // its index comes from `next`), so a thread that starts late or runs slowly takes fewer
+    let claim = || loop {
+        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let Some(range) = ranges.get(k) else {
+            return;
+        };
+        let range = range
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some((chunk, row0)) = range {
+            if !failed.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Err(e) = rows(chunk, row0) {
+                    failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                    error
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .get_or_insert(e);
+                }
+            }
+        }
+        finished.fetch_add(1, std::sync::atomic::Ordering::Release);
+    };
+    let claim = &claim;
+    let helpers = tasks.min(ranges.len()).saturating_sub(1);
     rayon::in_place_scope(|scope| {
-        for range in ranges {
-            scope.spawn(move |_| {
-                run(range);
-                finished.fetch_add(1, std::sync::atomic::Ordering::Release);
-            });
+        for _ in 0..helpers {
+            scope.spawn(move |_| claim());
         }
-        if let Some(range) = first {
-            run(range);
-        }
-        // the other ranges are usually a few µs from done: spin (at most SPIN_WAIT) rather
-        // than reach the scope's end early, where a thread outside the pool sleeps until
-        // woken, a wake-up of 5-20 µs on a small virtual machine (a thread of the pool
-        // waits there by running queued work, its spawned ranges included, so it goes on)
+        claim();
+        // the ranges other threads took are usually a few µs from done: spin (at most
+        // SPIN_WAIT) rather than reach the scope's end early, where a thread outside the pool
+        // sleeps until woken, a wake-up of 5-20 µs on a small virtual machine (a thread of the
+        // pool waits there by running queued work, so it goes on)
         let outside_pool = rayon::current_thread_index().is_none();
         let start = std::time::Instant::now();
-        while outside_pool && finished.load(std::sync::atomic::Ordering::Acquire) < spawned {
+        while outside_pool && finished.load(std::sync::atomic::Ordering::Acquire) < ranges.len() {
             for _ in 0..64 {
                 std::hint::spin_loop();
             }
@@ -740,6 +751,11 @@ pub enum DenseOrder {
 /// How long the calling thread of [`par_rows_try`] spins, after its own range, waiting for the
 /// ranges it handed to rayon's threads before it blocks.
 const SPIN_WAIT: std::time::Duration = std::time::Duration::from_micros(200);
+
+/// The ranges per task of [`par_rows_try`]: the tasks take them one after the other, so that a
+/// thread that starts late (woken from sleep) or loses its CPU for a while leaves its share
+/// to the others, at the cost of one uncontended lock per range.
+const RANGES_PER_TASK: usize = 4;
 
 /// The fewest stored entries a task of [`par_rows`] gets: a smaller matrix runs on the calling
 /// thread. Handing a range to another thread and waiting for it costs about 10-20 µs on a
