@@ -608,8 +608,8 @@ pub fn par_rows_with<V: Send>(
 /// `y` is split into [`RANGES_PER_TASK`] ranges per task (of about equal `before` work),
 /// which the tasks take one after the other until none is left: a thread that rayon wakes
 /// late, or that loses its CPU for a while, takes fewer (bcsstk16's SpMV on 2 vCPUs of a
-/// shared machine, scratch runs of 2026-11-28: the median of 2 ms turns at 1.64-1.71x the
-/// serial kernel with one range per task, 1.78-1.82x with four, in the same process).
+/// shared machine, a scratch run of 2026-11-28, six rounds of interleaved 2 ms turns: the
+/// median turn at 1.35-1.79x the serial kernel with one range per task, 1.58-1.82x with four).
 ///
 /// The calling thread takes ranges itself while rayon's threads take the others
 /// (`rayon::in_place_scope`), rather than handing all of them to the pool and sleeping until
