@@ -1141,11 +1141,19 @@ impl CoordinateField for PackedBuffer {
 }
 
 /// The most coordinates of a row that [`Touched::take_sorted`] sorts with `sort_unstable` (whose
-/// small-input sort costs less than any scan); a row with more is followed by a row that marks
-/// its coordinates in a bitmap too. (24 instead made no difference on bayer10, whose rows of
-/// `A·A` hold 31 coordinates on average; 16 cost jagmesh7's rows of 17 15%: scratch runs,
-/// 2026-11-25.)
+/// small-input sort costs less than any scan) on a machine without the SIMD network; a row
+/// with more is followed by a row that marks its coordinates in a bitmap too. (24 instead made
+/// no difference on bayer10, whose rows of `A·A` hold 31 coordinates on average; 16 cost
+/// jagmesh7's rows of 17 15%: scratch runs, 2026-11-25.)
 pub const SORT_TOUCHED_DIRECT: usize = 32;
+
+/// [`SORT_TOUCHED_DIRECT`] where the machine has the SIMD network (`small_sort`), which sorts up
+/// to this many coordinates without a data-dependent branch: rows of 33 to 64 spread over the
+/// columns cost it less than marking their bits and reading them back word by word (bayer10's
+/// `A·A`: 5,103 rows of 33 to 128 coordinates, a row spanning 7,363 of 13,436 columns on average:
+/// 2.47 ms instead of 2.75 ms, 2.17x sprs instead of 1.97x; scratch runs on an AMD EPYC
+/// (Zen 4), 2026-11-28).
+pub const SORT_TOUCHED_NETWORK: usize = small_sort::NETWORK_MAX;
 
 /// The most bitmap words of a [`Touched`] whose every row marks its bits (a workspace of at
 /// most 256 coordinates): reading all its words costs less than sorting even a short row.
@@ -1155,7 +1163,8 @@ pub const TOUCHED_TINY_WORDS: usize = 4;
 /// keep them as their `added` list), in the order first touched, given back in increasing order
 /// for the insertion into the output.
 ///
-/// A row of up to [`SORT_TOUCHED_DIRECT`] coordinates is sorted: from 17 coordinates on by a
+/// A row of up to [`SORT_TOUCHED_NETWORK`] coordinates ([`SORT_TOUCHED_DIRECT`] without the
+/// SIMD network) is sorted: from 17 coordinates on by a
 /// SIMD sorting network where the machine has AVX2 (`small_sort`: bayer10's rows of 17 to 32
 /// in 83 ns instead of 176 ns on Zen 1), by `sort_unstable` otherwise. After a row
 /// with more, the next row also sets one bit per coordinate in a bitmap of `n` bits, and one bit
@@ -1183,7 +1192,7 @@ pub struct Touched {
     /// One bit per non-zero word of `bits` in a marked row; all zero between rows; empty for a
     /// tiny workspace, whose few words are all read.
     summary: Vec<u64>,
-    /// Whether this row sets bits (the previous row had more than [`SORT_TOUCHED_DIRECT`]).
+    /// Whether this row sets bits (the previous row had more than [`sorted_directly`] allows).
     mark: bool,
     /// The SIMD network that sorts a row of 17 to 64 coordinates, where the machine has it
     /// (`small_sort`: AVX2, coordinates of 32 bits); `sort_unstable` otherwise.
@@ -1247,7 +1256,7 @@ impl Touched {
     pub fn take_sorted(&mut self) -> &[usize] {
         let n = std::mem::take(&mut self.len);
         let tiny = self.bits.len() <= TOUCHED_TINY_WORDS;
-        let marked = std::mem::replace(&mut self.mark, tiny || n > SORT_TOUCHED_DIRECT);
+        let marked = std::mem::replace(&mut self.mark, tiny || n > sorted_directly(self.network));
         if marked {
             read_marked(
                 &mut self.list,
@@ -1261,6 +1270,17 @@ impl Touched {
             sort_list(&mut self.list, n, self.network);
         }
         &self.list[..n]
+    }
+}
+
+/// The most coordinates of a row [`Touched::take_sorted`] sorts directly, never marking its
+/// bits: [`SORT_TOUCHED_NETWORK`] with the SIMD network, [`SORT_TOUCHED_DIRECT`] without.
+#[inline(always)]
+fn sorted_directly(network: Option<small_sort::Network>) -> usize {
+    if network.is_some() {
+        SORT_TOUCHED_NETWORK
+    } else {
+        SORT_TOUCHED_DIRECT
     }
 }
 
@@ -1304,7 +1324,7 @@ fn read_marked(
             .iter()
             .fold((usize::MAX, 0), |(lo, hi), &j| (lo.min(j), hi.max(j)));
         reach = lo >> 12..(hi >> 12) + 1;
-        if n <= SORT_TOUCHED_DIRECT || reach.len() >= n * n.ilog2() as usize {
+        if n <= sorted_directly(network) || reach.len() >= n * n.ilog2() as usize {
             for &j in &list[..n] {
                 if let Some(w) = bits.get_mut(j >> 6) {
                     *w = 0;

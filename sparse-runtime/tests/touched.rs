@@ -3,7 +3,7 @@
 //! from the bitmap of a tiny workspace, or from the bitmap through its summary words).
 
 use proptest::prelude::*;
-use sparse_runtime::generated::{Touched, SORT_TOUCHED_DIRECT};
+use sparse_runtime::generated::{Touched, SORT_TOUCHED_DIRECT, SORT_TOUCHED_NETWORK};
 
 /// Records each row of `rows` (distinct coordinates below `n`, in the given order) and checks
 /// the row it gives back.
@@ -58,6 +58,9 @@ fn rows_of_every_size_come_back_sorted() {
             3,
             200,
             2,
+            SORT_TOUCHED_NETWORK,
+            SORT_TOUCHED_NETWORK + 1,
+            SORT_TOUCHED_NETWORK,
             64,
             64,
         ];
