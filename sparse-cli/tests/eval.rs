@@ -342,8 +342,12 @@ fn emit_rust_of_a_converting_kernel_keeps_the_converted_struct_small() {
     for absent in ["fn spmv", "fn iter", "Display for"] {
         assert!(!rust.contains(absent), "{absent}");
     }
-    let lines = rust.lines().count();
-    assert!(lines <= 400, "{lines} lines");
+    // the struct and its impls, up to the conversion that uses them (the kernel's loops,
+    // which grow with the merge's forms, are not counted)
+    let start = rust.find("    struct BConverted<V").expect("the struct");
+    let end = rust.find("    let B_converted").expect("the conversion");
+    let lines = rust[start..end].lines().count();
+    assert!(lines <= 300, "{lines} lines");
 }
 
 #[test]

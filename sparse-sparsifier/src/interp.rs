@@ -633,14 +633,19 @@ impl<V: Num> St<'_, V> {
                 Some(&last) => self.pos[last],
                 None => (0, 1),
             };
-            // a pattern (`explicitVal`) gives its constant at every stored position
-            let mut v = V::zero();
+            // a pattern (`explicitVal`) gives its constant at every stored position; the sum
+            // of a group of duplicates starts from its first value, so that a stored `-0.0`
+            // reads as itself (`0.0 + -0.0` would be `+0.0`)
+            let mut v: Option<V> = None;
             for p in lo..hi.min(s.nse()) {
-                if let Some(x) = s.value_at(p) {
-                    v += *x;
+                if let Some(&x) = s.value_at(p) {
+                    v = Some(match v {
+                        Some(sum) => sum + x,
+                        None => x,
+                    });
                 }
             }
-            return v;
+            return v.unwrap_or_else(V::zero);
         }
         let coords: Vec<usize> = acc.indices.iter().map(|&ix| self.index_value(ix)).collect();
         match &self.ops[acc.tensor] {

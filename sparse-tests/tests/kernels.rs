@@ -46,6 +46,10 @@ sparse_format! {
     pub kernel spgemm_u64(c: &mut Csr<u64>, a: &Csr<u64>, b: &Csr<u64>) { c(i, j) = a(i, k) * b(k, j) + 1 }
     // an entry of `b` alone is negated: `(*load).wrapping_neg()`
     pub kernel sub_i32(c: &mut Csr<i32>, a: &Csr<i32>, b: &Csr<i32>) { c(i, j) = a(i, j) - b(i, j) }
+    // rows of unequal lengths merge without a branch per entry, an absent side read as the
+    // identity of `+` or `-`: signed zeros must come out as the cases give them
+    pub kernel sub_f64(c: &mut Csr<f64>, a: &Csr<f64>, b: &Csr<f64>) { c(i, j) = a(i, j) - b(i, j) }
+    pub kernel add_f64(c: &mut Csr<f64>, a: &Csr<f64>, b: &Csr<f64>) { c(i, j) = a(i, j) + b(i, j) }
 }
 
 /// A random `rows x cols` matrix: about a third of the entries stored, values in [-4, 4] and
@@ -704,6 +708,86 @@ fn integer_differences_negate_the_entries_of_the_right_operand_alone() {
     let min = Csr::<i32>::from_coo([1, 1], [([0, 0], i32::MIN)]).unwrap();
     sub_i32(&mut c, &zero, &min).unwrap();
     assert_eq!(c.values(), &[i32::MIN]);
+}
+
+#[test]
+fn unions_keep_signed_zeros_on_rows_of_unequal_lengths() {
+    // row 0: a = [+0, -0, 1, -0 at column 5], b = [-0, +0 at column 1, -0 at column 3]:
+    // lengths 4 and 3, so the merge runs without a branch per entry; row 1 has equal lengths
+    // (the branching merge) and row 2 one side empty
+    let (p, z) = (0.0f64, -0.0f64);
+    let a = [
+        (0, 0, p),
+        (0, 2, z),
+        (0, 4, 1.0),
+        (0, 5, z),
+        (1, 0, z),
+        (1, 1, 2.0),
+    ];
+    let b = [
+        (0, 0, z),
+        (0, 1, p),
+        (0, 3, z),
+        (1, 1, z),
+        (1, 2, p),
+        (2, 3, z),
+    ];
+    let (ca, cb) = (csr([3, 6], &a), csr([3, 6], &b));
+    let mut all: Vec<(usize, usize)> = a.iter().chain(&b).map(|&(i, j, _)| (i, j)).collect();
+    all.sort_unstable();
+    all.dedup();
+    let find = |m: &[(usize, usize, f64)], ij: (usize, usize)| {
+        m.iter().find(|&&(i, j, _)| (i, j) == ij).map(|t| t.2)
+    };
+    for sub in [false, true] {
+        // the cases: `x ± y` where both are stored, `x` or `y` (`-y`) where one is
+        let want: Vec<(Vec<usize>, u64)> = all
+            .iter()
+            .map(|&ij| {
+                let v = match (find(&a, ij), find(&b, ij)) {
+                    (Some(x), Some(y)) if sub => x - y,
+                    (Some(x), Some(y)) => x + y,
+                    (Some(x), None) => x,
+                    (None, Some(y)) if sub => -y,
+                    (None, Some(y)) => y,
+                    (None, None) => unreachable!("a listed coordinate"),
+                };
+                (vec![ij.0, ij.1], v.to_bits())
+            })
+            .collect();
+        let mut c = Csr::from_coo([3, 6], []).unwrap();
+        if sub {
+            sub_f64(&mut c, &ca, &cb).unwrap();
+        } else {
+            add_f64(&mut c, &ca, &cb).unwrap();
+        }
+        assert_eq!(entries(&c), want, "sub = {sub}");
+        let statement = if sub {
+            "c(i,j) = a(i,j) - b(i,j)"
+        } else {
+            "c(i,j) = a(i,j) + b(i,j)"
+        };
+        let out = TensorDecl {
+            encoding: Some(csr_encoding()),
+            ..decl("c", &[3, 6], true)
+        };
+        let p = compile(
+            statement,
+            &[out, decl("a", &[3, 6], true), decl("b", &[3, 6], true)],
+        )
+        .unwrap();
+        let empty = DynamicStorage::from_coo(&csr_encoding(), &CooTensor::new(vec![3, 6])).unwrap();
+        let ops = [
+            Operand::Storage(Box::new(empty)),
+            storage([3, 6], &a),
+            storage([3, 6], &b),
+        ];
+        assert_eq!(
+            entries(&c),
+            interp_entries(run(&p, &ops).unwrap()),
+            "sub = {sub}"
+        );
+    }
 }
 
 #[test]
