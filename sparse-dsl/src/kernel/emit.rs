@@ -1305,10 +1305,18 @@ impl Cx<'_> {
         let crd = &lcx.crd.as_ref().expect("checked in shared_rows").field;
         Ok(quote! {
             let mut #c = 0;
+            let mut shared_from = #rt::generated::next_shared_row(&#base.#pos, &#base.#crd, 0, #n);
             while #c < #n {
+                if #c > shared_from {
+                    shared_from = #rt::generated::next_shared_row(&#base.#pos, &#base.#crd, #c, #n);
+                }
                 // the next rows with row #c's coordinates select the same rows of the other
                 // operands: up to four run in one pass, each in a lane of `workspace_rows`
-                let (rows, shift) = #rt::generated::shared_rows(&#base.#pos, &#base.#crd, #c, #n);
+                let (rows, shift) = if #c == shared_from {
+                    #rt::generated::shared_rows(&#base.#pos, &#base.#crd, #c, #n)
+                } else {
+                    (1, [0; #rt::generated::SHARED_ROWS])
+                };
                 if rows == 1 {
                     #one
                 } else {
