@@ -1449,9 +1449,22 @@ pub fn shared_rows<P: Index, C: Index>(
 /// (scratch binaries on an AMD EPYC (Zen 4), 2026-11-28).
 #[inline(never)]
 pub fn next_shared_row<P: Index, C: Index>(pos: &[P], crd: &[C], i: usize, n: usize) -> usize {
-    (i..n)
-        .find(|&r| shared_rows(pos, crd, r, n).0 > 1)
-        .unwrap_or(n)
+    // rows whose both bounds and the next row's end are stored
+    let rows = n.min(pos.len().saturating_sub(2));
+    for r in i..rows {
+        // what `shared_rows` asks first (equal nonzero lengths, equal first coordinates), as a
+        // plain scan of `pos`; `shared_rows` decides the rare row that passes
+        let (lo, hi, next_hi) = (pos[r].index(), pos[r + 1].index(), pos[r + 2].index());
+        let len = hi.wrapping_sub(lo);
+        if len == next_hi.wrapping_sub(hi)
+            && len != 0
+            && crd.get(lo) == crd.get(hi)
+            && shared_rows(pos, crd, r, n).0 > 1
+        {
+            return r;
+        }
+    }
+    n
 }
 
 /// `[f(0), f(1), ..]`: one value per lane of rows run together ([`shared_rows`]); a generated
