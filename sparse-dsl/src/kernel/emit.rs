@@ -3285,7 +3285,8 @@ impl Cx<'_> {
     /// levels unique and not sliced. The value of an absent operand is then the identity that
     /// makes `x ± y` equal its case bit for bit: `-0.0` (`-0.0 + v` and `v + -0.0` are `v`;
     /// `-0.0 - v` is `-v`), `+0.0` on the right of `-` (`v - 0.0` is `v`), `0` for integers;
-    /// only a signaling NaN would come out quieted.
+    /// NaNs aside: a NaN keeps its payload, but a signaling one comes out quiet and one on the
+    /// right of `-` alone keeps its sign (`-0.0 - NaN` is that NaN; `-NaN` flips the sign).
     ///
     /// The merge of two sorted rows decides at every entry which side comes next, a branch
     /// that mispredicts about every other time on rows of unrelated patterns: bayer10's
