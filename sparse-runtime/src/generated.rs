@@ -605,7 +605,7 @@ pub fn par_rows_with<V: Send>(
 /// of a range that failed is returned (which one, when several fail, depends on the
 /// schedule); ranges not started by then are skipped, so `y` is partly written.
 ///
-/// `y` is split into [`RANGES_PER_TASK`] ranges per task (of about equal `before` work),
+/// `y` is split into four ranges per task (`RANGES_PER_TASK`), of about equal `before` work,
 /// which the tasks take one after the other until none is left: a thread that rayon wakes
 /// late, or that loses its CPU for a while, takes fewer (bcsstk16's SpMV on 2 vCPUs of a
 /// shared machine, a scratch run of 2026-11-28, six rounds of interleaved 2 ms turns: the
@@ -766,9 +766,10 @@ pub const PAR_MIN_ENTRIES: usize = 1 << 16;
 /// Runs a row kernel over `y` in parallel (rayon). `y` holds `unit` elements per row unit (1
 /// for CSR, the block height for BSR); `before(r)` is the number of stored entries before unit
 /// `r` (non-decreasing, defined for `r <= units`), used to split the units into ranges of about
-/// equal work, one per rayon thread but none of fewer than [`PAR_MIN_ENTRIES`] stored entries
-/// (the calling thread runs one, [`par_rows_try`]); `rows(chunk, first_unit)` computes the
-/// part of `y` starting at unit `first_unit`. The result equals one serial `rows(y, 0)`.
+/// equal work: one task per rayon thread but none for fewer than [`PAR_MIN_ENTRIES`] stored
+/// entries, each task taking four ranges on average (`RANGES_PER_TASK`; the calling thread is
+/// one of the tasks, [`par_rows_try`]); `rows(chunk, first_unit)` computes the part of `y`
+/// starting at unit `first_unit`. The result equals one serial `rows(y, 0)`.
 pub fn par_rows<V: Send>(
     y: &mut [V],
     unit: usize,
