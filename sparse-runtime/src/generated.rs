@@ -428,14 +428,18 @@ fn direct_typed<C: Index, T: Index, V: Value>(
         lo = hi;
     }
     if zeros {
-        // segment `g` holds `pos[g] .. next[g]`: moved down to close the gaps
+        // segment `g` holds `pos[g] .. next[g]`: moved down to close the gaps, entry by entry
+        // (segments are short: a `copy_within` call each cost more than the copying, bayer10's
+        // 13,436 columns, a quarter of its values stored zeros: 316 µs against 277 µs)
         let mut k = 0;
         for g in 0..n0 {
             let (lo, hi) = (pos[g], next[g]);
-            out.copy_within(lo..hi, k);
-            vals.copy_within(lo..hi, k);
             pos[g] = k;
-            k += hi - lo;
+            for p in lo..hi {
+                out[k] = out[p];
+                vals[k] = vals[p];
+                k += 1;
+            }
         }
         pos[n0] = k;
         out.truncate(k);
