@@ -50,6 +50,8 @@ sparse_format! {
     // identity of `+` or `-`: signed zeros must come out as the cases give them
     pub kernel sub_f64(c: &mut Csr<f64>, a: &Csr<f64>, b: &Csr<f64>) { c(i, j) = a(i, j) - b(i, j) }
     pub kernel add_f64(c: &mut Csr<f64>, a: &Csr<f64>, b: &Csr<f64>) { c(i, j) = a(i, j) + b(i, j) }
+    pub kernel add_f32(c: &mut Csr<f32>, a: &Csr<f32>, b: &Csr<f32>) { c(i, j) = a(i, j) + b(i, j) }
+    pub kernel sub_i64(c: &mut Csr<i64>, a: &Csr<i64>, b: &Csr<i64>) { c(i, j) = a(i, j) - b(i, j) }
 }
 
 /// A random `rows x cols` matrix: about a third of the entries stored, values in [-4, 4] and
@@ -708,6 +710,58 @@ fn integer_differences_negate_the_entries_of_the_right_operand_alone() {
     let min = Csr::<i32>::from_coo([1, 1], [([0, 0], i32::MIN)]).unwrap();
     sub_i32(&mut c, &zero, &min).unwrap();
     assert_eq!(c.values(), &[i32::MIN]);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// `f32` sums and wrapping `i64` differences of random matrices (rows of equal and unequal
+    /// lengths, so both merge forms run) against each entry's case: `a ± b`, `a`, `b` or `-b`.
+    #[test]
+    fn unions_of_other_value_types_match_their_cases(
+        (m, n, a, b) in (1usize..6, 1usize..9).prop_flat_map(|(m, n)| {
+            (Just(m), Just(n), matrix(m, n), matrix(m, n))
+        })
+    ) {
+        let cases = |x: Option<f64>, y: Option<f64>| -> (Option<f32>, Option<i64>) {
+            // the values as f32, and as integers: times 4, the largest ones `i64::MIN` so that
+            // differences and negations wrap
+            let int = |v: f64| if v > 3.5 { i64::MIN } else { (v * 4.0) as i64 };
+            match (x, y) {
+                (Some(x), Some(y)) => (Some(x as f32 + y as f32), Some(int(x).wrapping_sub(int(y)))),
+                (Some(x), None) => (Some(x as f32), Some(int(x))),
+                (None, Some(y)) => (Some(y as f32), Some(int(y).wrapping_neg())),
+                (None, None) => (None, None),
+            }
+        };
+        let find = |mat: &[(usize, usize, f64)], i: usize, j: usize| {
+            mat.iter().find(|t| (t.0, t.1) == (i, j)).map(|t| t.2)
+        };
+        let (mut want32, mut want64) = (Vec::new(), Vec::new());
+        for i in 0..m {
+            for j in 0..n {
+                if let (Some(s), Some(d)) = cases(find(&a, i, j), find(&b, i, j)) {
+                    want32.push(([i, j], s.to_bits()));
+                    want64.push(([i, j], d));
+                }
+            }
+        }
+        let int = |v: f64| if v > 3.5 { i64::MIN } else { (v * 4.0) as i64 };
+        let to32 = |mat: &[(usize, usize, f64)]| {
+            Csr::<f32>::from_coo([m, n], mat.iter().map(|&(i, j, v)| ([i, j], v as f32))).unwrap()
+        };
+        let to64 = |mat: &[(usize, usize, f64)]| {
+            Csr::<i64>::from_coo([m, n], mat.iter().map(|&(i, j, v)| ([i, j], int(v)))).unwrap()
+        };
+        let mut c32 = Csr::<f32>::from_coo([m, n], []).unwrap();
+        add_f32(&mut c32, &to32(&a), &to32(&b)).unwrap();
+        let got32: Vec<([usize; 2], u32)> = c32.iter().map(|(ij, v)| (ij, v.to_bits())).collect();
+        prop_assert_eq!(got32, want32);
+        let mut c64 = Csr::<i64>::from_coo([m, n], []).unwrap();
+        sub_i64(&mut c64, &to64(&a), &to64(&b)).unwrap();
+        let got64: Vec<([usize; 2], i64)> = c64.iter().map(|(ij, v)| (ij, *v)).collect();
+        prop_assert_eq!(got64, want64);
+    }
 }
 
 #[test]
