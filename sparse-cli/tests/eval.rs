@@ -355,7 +355,7 @@ fn emit_loops() {
     let ta = format!("A=tensor<2x3xf64, {CSR}>");
     assert_eq!(
         ok(&["eval", "y(i) = A(i,j) * x(j)", "--tensor", &ta, "--tensor", "x=tensor<3xf64>", "--tensor", "y=tensor<2xf64>", "--emit", "loops"]),
-        "# y(i) = sum(j, A(i,j) * x(j))\n# order: i, j; output y: in place, every element assigned once\nfor i in 0..2:\n  locate A.0 at i\n  t0 = none\n  for j in A.1:\n    t0 += A(i,j) * x(j)\n  y(i) = t0\n"
+        "# y(i) = sum(j, A(i,j) * x(j))\n# order: i, j; output y: in place, every element assigned once\nfor i in 0..2:\n  locate A.0 at i\n  t0 = none\n  for j in A.1:  # in 4 interleaved partial sums\n    t0 += A(i,j) * x(j)\n  y(i) = t0\n"
     );
 }
 

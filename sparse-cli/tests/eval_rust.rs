@@ -104,10 +104,40 @@ pub fn kernel(
                 A.pos_1.get_unchecked(a_p0).index(),
                 A.pos_1.get_unchecked(a_p0 + 1).index(),
             );
-            for a_p1 in lo..hi {
+            let mut t0_1 = 0.0;
+            let mut t0_2 = 0.0;
+            let mut t0_3 = 0.0;
+            let mut a_p1 = lo;
+            while a_p1 + 4 <= hi {
+                let (j, j_1) = ::sparse::runtime::Index::pair_unchecked(&A.crd_1, a_p1);
+                let (j_2, j_3) = ::sparse::runtime::Index::pair_unchecked(
+                    &A.crd_1,
+                    a_p1 + 2,
+                );
+                t0 += *A.values.get_unchecked(a_p1) * *x.get_unchecked(j);
+                {
+                    let a_p1 = a_p1 + 1;
+                    let j = j_1;
+                    t0_1 += *A.values.get_unchecked(a_p1) * *x.get_unchecked(j);
+                }
+                {
+                    let a_p1 = a_p1 + 2;
+                    let j = j_2;
+                    t0_2 += *A.values.get_unchecked(a_p1) * *x.get_unchecked(j);
+                }
+                {
+                    let a_p1 = a_p1 + 3;
+                    let j = j_3;
+                    t0_3 += *A.values.get_unchecked(a_p1) * *x.get_unchecked(j);
+                }
+                a_p1 += 4;
+            }
+            while a_p1 < hi {
                 let j = A.crd_1.get_unchecked(a_p1).index();
                 t0 += *A.values.get_unchecked(a_p1) * *x.get_unchecked(j);
+                a_p1 += 1;
             }
+            t0 += t0_1 + t0_2 + t0_3;
             *y.get_unchecked_mut(i) = t0;
         }
     }

@@ -13,7 +13,7 @@ use sparse_runtime::{CooTensor, DynamicStorage, SparseStorage, Value};
 
 use crate::check::Expr;
 use crate::error::Error;
-use crate::loops::{Combine, Driver, Loop, Program, Stmt, Strategy, Target};
+use crate::loops::{Combine, Driver, Loop, Program, Stmt, Strategy, Target, PARTIAL_SUMS};
 use crate::notation::{BinOp, Literal, ReduceOp};
 use crate::order::{Extent, IndexLoops};
 
@@ -545,6 +545,11 @@ impl<V: Num> St<'_, V> {
     }
 
     fn run_loop(&mut self, l: &Loop) -> Result<(), Error> {
+        if self.p.reassociates() {
+            if let Some((t, expr)) = self.p.partial_sum(l) {
+                return self.run_partial_sum(l, t, expr);
+            }
+        }
         let mut its: Vec<(usize, It)> = l.iters.iter().map(|&i| (i, self.start(i))).collect();
         let mut c = 0usize;
         let extent = self.extents[l.var];
@@ -605,6 +610,42 @@ impl<V: Num> St<'_, V> {
                 c += 1;
             }
         }
+    }
+
+    /// A loop summing into temporary `t` over one segment, in the partial sums the Rust back
+    /// end runs ([`Program::partial_sum`]): position `lo + k` of each whole step of
+    /// [`PARTIAL_SUMS`] into lane `k`, the rest into lane 0 (the temporary, from zero if not
+    /// yet visited, as the generated register starts), then `(l1 + l2) + l3` added to it.
+    fn run_partial_sum(&mut self, l: &Loop, t: usize, expr: &Expr) -> Result<(), Error> {
+        let it = l.iters[0];
+        let mut x = self.start(it);
+        let (lo, hi) = (x.p, x.end);
+        let whole = lo + (hi.saturating_sub(lo) / PARTIAL_SUMS) * PARTIAL_SUMS;
+        let (value, seen) = self.temps[t];
+        let mut lanes = [V::zero(); PARTIAL_SUMS];
+        if seen {
+            lanes[0] = value;
+        }
+        while x.p < x.end {
+            self.pos[it] = (x.p, x.next);
+            self.var[l.var] = x.crd;
+            let v = self.eval(expr)?;
+            let lane = if x.p < whole {
+                (x.p - lo) % PARTIAL_SUMS
+            } else {
+                0
+            };
+            lanes[lane] = lanes[lane].plus(v);
+            x.p = x.next;
+            self.settle(it, &mut x);
+        }
+        let rest = lanes[1..]
+            .iter()
+            .copied()
+            .reduce(|a, b| a.plus(b))
+            .unwrap_or_else(V::zero);
+        self.temps[t] = (lanes[0].plus(rest), seen || hi > lo);
+        Ok(())
     }
 
     fn out_coords(&self) -> Vec<usize> {

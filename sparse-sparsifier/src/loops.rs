@@ -12,7 +12,7 @@
 //! sorted once ([`Strategy`]). Everything a back end needs is data here; nothing refers to
 //! Rust.
 
-use crate::check::{Expr, Kernel};
+use crate::check::{Expr, Kernel, ValueType};
 use crate::error::Error;
 use crate::lattice::lattice;
 use crate::notation::ReduceOp;
@@ -793,4 +793,70 @@ impl Program {
             .flat_map(|&ix| loops_of(&self.levels, ix))
             .collect()
     }
+
+    /// Whether the kernel's innermost sums run in [`PARTIAL_SUMS`] interleaved partial sums
+    /// ([`Program::partial_sum`]): its values are `f64` or `f32` (the types whose additions
+    /// are not associative and run at full speed; a chain of dependent additions would bound
+    /// a sparse row's sum by their latency). Both back ends follow it, so the interpreter and
+    /// the generated code add in the same order.
+    pub fn reassociates(&self) -> bool {
+        matches!(self.kernel.value, ValueType::F64 | ValueType::F32)
+    }
+
+    /// The temporary and the summed expression of loop `l` when it sums into a register over
+    /// one segment of stored positions, so that a back end may sum it in [`PARTIAL_SUMS`]
+    /// interleaved partial sums, as MLIR's sparsifier reassociates a vectorized reduction:
+    /// position `lo + 4s + k` of the segment `lo .. hi` goes to lane `k` for every whole step
+    /// `s`, the positions left over to lane 0 (the temporary itself), lanes 1 to 3 start from
+    /// zero and their sum `(l1 + l2) + l3` is added to the temporary after the loop. The loop
+    /// has one iterator, on a unique level that is not a slice (every position of the
+    /// segment visited once, in order), and one case whose body is one sum into a
+    /// temporary that is not appended to a sparse output and into which nothing but sums
+    /// are combined. `None` otherwise.
+    pub fn partial_sum<'a>(&self, l: &'a Loop) -> Option<(usize, &'a Expr)> {
+        let ([it], [case], Driver::Merge) = (&l.iters[..], &l.cases[..], l.driver) else {
+            return None;
+        };
+        let li = &self.levels.iters[*it];
+        let access = &self.kernel.accesses[li.access];
+        let unique = self.kernel.tensors[access.tensor]
+            .encoding
+            .as_ref()
+            .and_then(|e| e.lvl_types.get(li.level))
+            .is_some_and(|lt| lt.is_unique());
+        if !li.iterate || li.slice_dim.is_some() || !unique || case.iters != l.iters {
+            return None;
+        }
+        let [Stmt::Compute {
+            target: Target::Temp(t),
+            combine: Combine::Reduce(ReduceOp::Sum),
+            expr,
+        }] = &case.body[..]
+        else {
+            return None;
+        };
+        let only_sums = |s: &Stmt| match s {
+            Stmt::AppendTemp(u) => *u != *t,
+            Stmt::Compute {
+                target: Target::Temp(u),
+                combine,
+                ..
+            } => *u != *t || *combine == Combine::Reduce(ReduceOp::Sum),
+            _ => true,
+        };
+        every_stmt(&self.body, &only_sums).then_some((*t, expr))
+    }
+}
+
+/// The partial sums of a reassociated sum ([`Program::partial_sum`]).
+pub const PARTIAL_SUMS: usize = 4;
+
+/// Whether `f` holds for every statement of `body`, loops' cases included.
+fn every_stmt(body: &[Stmt], f: &impl Fn(&Stmt) -> bool) -> bool {
+    body.iter().all(|s| {
+        f(s) && match s {
+            Stmt::Loop(l) => l.cases.iter().all(|c| every_stmt(&c.body, f)),
+            _ => true,
+        }
+    })
 }

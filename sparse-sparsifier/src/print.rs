@@ -18,7 +18,7 @@
 //! slice).
 
 use crate::check::Expr;
-use crate::loops::{Combine, Driver, Program, Stmt, Strategy, Target};
+use crate::loops::{Combine, Driver, Program, Stmt, Strategy, Target, PARTIAL_SUMS};
 use crate::notation::{BinOp, ReduceOp};
 use crate::order::Extent;
 
@@ -160,7 +160,13 @@ impl P<'_> {
                 let its: Vec<String> = l.iters.iter().map(|&i| self.iter(i)).collect();
                 match l.driver {
                     Driver::Merge if l.cases.len() == 1 && l.iters.len() == 1 => {
-                        self.line(depth, &format!("for {var} in {}:", its[0]));
+                        // the order of additions both back ends follow
+                        let partial = if self.p.reassociates() && self.p.partial_sum(l).is_some() {
+                            format!("  # in {PARTIAL_SUMS} interleaved partial sums")
+                        } else {
+                            String::new()
+                        };
+                        self.line(depth, &format!("for {var} in {}:{partial}", its[0]));
                         self.stmts(&l.cases[0].body, depth + 1);
                     }
                     Driver::Merge => {

@@ -39,7 +39,7 @@ fn csr_spmv() {
     ];
     assert_eq!(
         loops("y(i) = A(i,j) * x(j)", &d),
-        "# y(i) = sum(j, A(i,j) * x(j))\n# order: i, j; output y: in place, every element assigned once\nfor i in 0..2:\n  locate A.0 at i\n  t0 = none\n  for j in A.1:\n    t0 += A(i,j) * x(j)\n  y(i) = t0\n"
+        "# y(i) = sum(j, A(i,j) * x(j))\n# order: i, j; output y: in place, every element assigned once\nfor i in 0..2:\n  locate A.0 at i\n  t0 = none\n  for j in A.1:  # in 4 interleaved partial sums\n    t0 += A(i,j) * x(j)\n  y(i) = t0\n"
     );
 }
 
@@ -54,7 +54,7 @@ fn dcsr_spmv_adds_into_the_output() {
     ];
     assert_eq!(
         loops("y(i) = A(i,j) * x(j)", &d),
-        "# y(i) = sum(j, A(i,j) * x(j))\n# order: i, j; output y: in place\nfor i in A.0:\n  t0 = none\n  for j in A.1:\n    t0 += A(i,j) * x(j)\n  y(i) += t0\n"
+        "# y(i) = sum(j, A(i,j) * x(j))\n# order: i, j; output y: in place\nfor i in A.0:\n  t0 = none\n  for j in A.1:  # in 4 interleaved partial sums\n    t0 += A(i,j) * x(j)\n  y(i) += t0\n"
     );
     let d = [
         decl("A", &[2, 3], Some(CSR)),
@@ -217,13 +217,13 @@ for i in 0..2 with b.0:
   if b.0 at i:
     locate A.0 at i
     t0 = none
-    for k in A.1:
+    for k in A.1:  # in 4 interleaved partial sums
       t0 += A(i,k) * x(k)
     r(i) = b(i) - t0
   else:
     locate A.0 at i
     t1 = none
-    for k in A.1:
+    for k in A.1:  # in 4 interleaved partial sums
       t1 += A(i,k) * x(k)
     r(i) = -t1
 "

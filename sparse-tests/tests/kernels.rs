@@ -1,7 +1,8 @@
 //! Kernels declared in `sparse_format!` (issue 9): the generated Rust against a dense reference
 //! and against the sparsifier's interpreter, on random small inputs. The generated loops add in
-//! the interpreter's order, so results are compared bit for bit (no term is `-0.0`: stored
-//! values and the dense operands are nonzero).
+//! the interpreter's order (a row's sum in four partial sums in both, `Program::partial_sum`),
+//! so results are compared bit for bit (no term is `-0.0`: stored values and the dense
+//! operands are nonzero).
 
 use proptest::prelude::*;
 use sparse::runtime::{CooTensor, DynamicStorage};
@@ -52,6 +53,17 @@ sparse_format! {
     pub kernel add_f64(c: &mut Csr<f64>, a: &Csr<f64>, b: &Csr<f64>) { c(i, j) = a(i, j) + b(i, j) }
     pub kernel add_f32(c: &mut Csr<f32>, a: &Csr<f32>, b: &Csr<f32>) { c(i, j) = a(i, j) + b(i, j) }
     pub kernel sub_i64(c: &mut Csr<i64>, a: &Csr<i64>, b: &Csr<i64>) { c(i, j) = a(i, j) - b(i, j) }
+    // sums in partial sums: one register carried from row to row, and `f32` rows
+    pub kernel total(s: &mut f64, a: &Csr<f64>) { s = sum(i j, a(i, j)) }
+    pub kernel spmv_f32(y: &mut [f32], a: &Csr<f32>, x: &[f32]) { y(i) = a(i, j) * x(j) }
+}
+
+/// `terms` summed as a generated row sum and the interpreter add them
+/// (`sparse_sparsifier::loops::Program::partial_sum`): term `4s + k` of each whole step of four
+/// into lane `k`, the terms left over into lane 0, lanes from `0.0`, then lane 0 plus
+/// `(l1 + l2) + l3`.
+fn partial_sums(terms: &[f64]) -> f64 {
+    partial_sums_from(0.0, terms)
 }
 
 /// A random `rows x cols` matrix: about a third of the entries stored, values in [-4, 4] and
@@ -141,19 +153,28 @@ fn csr(shape: [usize; 2], entries: &[(usize, usize, f64)]) -> Csr<f64> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
 
+    /// Rows of up to 15 stored entries: sums of four partial sums and of the positions left
+    /// over, equal to the built-in `spmv`'s too.
     #[test]
     fn spmv_matches_reference_and_interpreter(
-        (rows, cols, a, x) in (1usize..6, 1usize..6).prop_flat_map(|(r, c)| {
+        (rows, cols, a, x) in (1usize..6, 1usize..16).prop_flat_map(|(r, c)| {
             (Just(r), Just(c), matrix(r, c), nonzero_vec(c))
         })
     ) {
         let mut y = vec![7.0; rows];
-        spmv(&mut y, &csr([rows, cols], &a), &x).unwrap();
-        let mut reference = vec![0.0; rows];
-        for &(i, j, v) in &a {
-            reference[i] += v * x[j];
-        }
+        let a_csr = csr([rows, cols], &a);
+        spmv(&mut y, &a_csr, &x).unwrap();
+        let reference: Vec<f64> = (0..rows)
+            .map(|i| {
+                let terms: Vec<f64> =
+                    a.iter().filter(|e| e.0 == i).map(|&(_, j, v)| v * x[j]).collect();
+                partial_sums(&terms)
+            })
+            .collect();
         prop_assert_eq!(bits(&y), bits(&reference));
+        let mut builtin = vec![7.0; rows];
+        a_csr.spmv(&x, &mut builtin).unwrap();
+        prop_assert_eq!(bits(&y), bits(&builtin));
         let p = compile(
             "y(i) = a(i,j) * x(j)",
             &[decl("y", &[rows], false), decl("a", &[rows, cols], true), decl("x", &[cols], false)],
@@ -313,6 +334,82 @@ proptest! {
         ];
         prop_assert_eq!(got, interp_entries(run(&p, &ops).unwrap()));
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// A sum carried over the rows (`s = sum(i j, ..)`: each row's segment in partial sums into
+    /// the same register) and an `f32` SpMV: the generated code and the interpreter add in the
+    /// same order, bit for bit.
+    #[test]
+    fn partial_sums_match_the_interpreter(
+        (rows, cols, a, x) in (1usize..5, 1usize..14).prop_flat_map(|(r, c)| {
+            (Just(r), Just(c), matrix(r, c), nonzero_vec(c))
+        })
+    ) {
+        let a_csr = csr([rows, cols], &a);
+        let mut s = 7.0;
+        total(&mut s, &a_csr).unwrap();
+        // each row's lanes 1 to 3 start from zero, lane 0 from the register
+        let mut want = 0.0;
+        for i in 0..rows {
+            let terms: Vec<f64> = a.iter().filter(|e| e.0 == i).map(|e| e.2).collect();
+            want = partial_sums_from(want, &terms);
+        }
+        prop_assert_eq!(s.to_bits(), want.to_bits());
+        let p = compile(
+            "s = sum(i j, a(i,j))",
+            &[decl("s", &[], false), decl("a", &[rows, cols], true)],
+        )
+        .unwrap();
+        let ops = [Operand::Dense { shape: vec![], values: vec![0.0] }, storage([rows, cols], &a)];
+        prop_assert_eq!(bits(&[s]), bits(&dense_output(run(&p, &ops).unwrap())));
+
+        let a32 = Csr::<f32>::from_coo([rows, cols], a.iter().map(|&(i, j, v)| ([i, j], v as f32)))
+            .unwrap();
+        let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+        let mut y = vec![7.0f32; rows];
+        spmv_f32(&mut y, &a32, &x32).unwrap();
+        let mut builtin = vec![7.0f32; rows];
+        a32.spmv(&x32, &mut builtin).unwrap();
+        let f32_bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        prop_assert_eq!(f32_bits(&y), f32_bits(&builtin));
+        let d32 = |name: &str, shape: &[usize], sparse: bool| TensorDecl {
+            value: ValueType::F32,
+            ..decl(name, shape, sparse)
+        };
+        let p = compile(
+            "y(i) = a(i,j) * x(j)",
+            &[d32("y", &[rows], false), d32("a", &[rows, cols], true), d32("x", &[cols], false)],
+        )
+        .unwrap();
+        let mut coo = CooTensor::new(vec![rows, cols]);
+        for &(i, j, v) in &a {
+            coo.push(&[i, j], v as f32);
+        }
+        let a_dyn = DynamicStorage::from_coo(&csr_encoding(), &coo).unwrap();
+        let ops = [
+            Operand::Dense { shape: vec![rows], values: vec![0.0f32; rows] },
+            Operand::Storage(Box::new(a_dyn)),
+            Operand::Dense { shape: vec![cols], values: x32.clone() },
+        ];
+        let Output::Dense { values, .. } = run(&p, &ops).unwrap() else {
+            panic!("a dense output")
+        };
+        prop_assert_eq!(f32_bits(&y), f32_bits(&values));
+    }
+}
+
+/// [`partial_sums`] into a register holding `start` (lane 0 starts from it).
+fn partial_sums_from(start: f64, terms: &[f64]) -> f64 {
+    let whole = terms.len() / 4 * 4;
+    let mut lanes = [start, 0.0, 0.0, 0.0];
+    for (p, &t) in terms.iter().enumerate() {
+        let lane = if p < whole { p % 4 } else { 0 };
+        lanes[lane] += t;
+    }
+    lanes[0] + (lanes[1] + lanes[2] + lanes[3])
 }
 
 #[test]

@@ -90,8 +90,14 @@ struct Cx<'a> {
     snapshot: Option<Ident>,
     /// A method of a storage struct: values are its generic `V`.
     generic: bool,
-    /// Innermost sums into a register run in partial sums ([`crate::kernel::Method::reassociate`]).
+    /// Innermost sums into a register run in partial sums ([`Program::partial_sum`]): a
+    /// built-in's [`crate::kernel::Method::reassociate`], a user kernel's
+    /// [`Program::reassociates`].
     reassociate: bool,
+    /// Block rows sum into a local before the output ([`Self::block_sum`]): the built-ins'
+    /// [`crate::kernel::Method::reassociate`] only (the interpreter keeps a user kernel's
+    /// order there).
+    reassociate_blocks: bool,
     /// The row-range form: the block size of the output's first index (1 if not blocked).
     rows: Option<usize>,
     /// Set while emitting the outermost loop's header (the row-range form replaces its range).
@@ -476,7 +482,13 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         temp_appended: vec![false; p.temps],
         snapshot: None,
         generic: k.method.is_some(),
-        reassociate: k.method.as_ref().is_some_and(|m| m.reassociate),
+        // a built-in as its method says, a user kernel as the program says (the interpreter
+        // adds in the same order)
+        reassociate: k
+            .method
+            .as_ref()
+            .map_or(p.reassociates(), |m| m.reassociate),
+        reassociate_blocks: k.method.as_ref().is_some_and(|m| m.reassociate),
         rows: None,
         outermost: std::cell::Cell::new(false),
         par: None,
@@ -2757,7 +2769,7 @@ impl Cx<'_> {
         }
         if let ([it], [case], Driver::Merge) = (&l.iters[..], &l.cases[..], l.driver) {
             if self.slice_of(*it).is_none() {
-                return self.single(*it, l.var, &case.body);
+                return self.single(*it, l.var, &case.body, self.partial_sum(l));
             }
         }
         self.coiterate(l)
@@ -2857,12 +2869,18 @@ impl Cx<'_> {
 
     /// One iterator over its segment (no merge): a `for` over the positions, or, at a
     /// non-unique level, a `while` over groups of equal coordinates.
-    fn single(&self, it: usize, var: usize, body: &[Stmt]) -> Result<TokenStream, Error> {
+    fn single(
+        &self,
+        it: usize,
+        var: usize,
+        body: &[Stmt],
+        partial: Option<(usize, &Expr)>,
+    ) -> Result<TokenStream, Error> {
         let c = self.var_ident(var);
         let p = self.pos_ident(it);
         let seg = self.segment(it);
         let read = self.read(it, quote!(#p));
-        if let (false, Some((t, expr))) = (self.grouped(it), self.reassociated_sum(body)) {
+        if let (false, Some((t, expr))) = (self.grouped(it), partial) {
             let (hoisted, v) = self.hoist_then(var, body, || self.expr(expr))?;
             let (_, _, cx) = self.level(it);
             let pair = |at: TokenStream| cx.read_crd_pair(&cx.base, &at);
@@ -2903,12 +2921,12 @@ impl Cx<'_> {
 
     /// The locates and the summand of a dense loop of constant size (a block's level) whose
     /// body only adds
-    /// into the output at coordinates that do not depend on it, when sums may be reassociated
-    /// ([`Self::reassociate`]): the built-in `spmv` of BSR, whose inner loop over a block row
-    /// then sums into a local before the output (as MLIR's vectorizer reassociates a
-    /// reduction).
+    /// into the output at coordinates that do not depend on it, when block sums may be
+    /// reassociated ([`Self::reassociate_blocks`]): the built-in `spmv` of BSR, whose inner
+    /// loop over a block row then sums into a local before the output (as MLIR's vectorizer
+    /// reassociates a reduction).
     fn block_sum<'b>(&self, l: &Loop, body: &'b [Stmt]) -> Option<(&'b [Stmt], &'b Expr)> {
-        if !self.reassociate
+        if !self.reassociate_blocks
             || !matches!(self.p.levels.vars[l.var].extent, Extent::Const(n) if n >= 1)
         {
             return None;
@@ -2941,21 +2959,13 @@ impl Cx<'_> {
         (independent && !self.output_flags()).then_some((locates, expr))
     }
 
-    /// The temporary a loop body only sums into, when that sum may be reassociated
-    /// ([`Self::reassociate`]): the body is one `Compute` adding into a register temporary
-    /// without a visited flag.
-    fn reassociated_sum<'b>(&self, body: &'b [Stmt]) -> Option<(usize, &'b Expr)> {
+    /// The temporary loop `l` only sums into, and the summand, when that sum runs in partial
+    /// sums ([`Self::reassociate`], [`Program::partial_sum`]).
+    fn partial_sum<'b>(&self, l: &'b Loop) -> Option<(usize, &'b Expr)> {
         if !self.reassociate {
             return None;
         }
-        match body {
-            [Stmt::Compute {
-                target: Target::Temp(t),
-                combine: Combine::Reduce(ReduceOp::Sum),
-                expr,
-            }] if !self.temp_flag(*t) => Some((*t, expr)),
-            _ => None,
-        }
+        self.p.partial_sum(l)
     }
 
     /// The loop over one segment summing into temporary `t` in
@@ -3033,11 +3043,15 @@ impl Cx<'_> {
                     (_, None) => quote!(let #c = #read;),
                 };
                 let add = self.add_assign(quote!(#acc), v.clone());
-                quote! {
+                if at.is_empty() && crd.is_empty() {
+                    // lane 0 at `p` with its coordinate read: nothing to rebind
+                    return add;
+                }
+                quote! {{
                     #at
                     #crd
                     #add
-                }
+                }}
             })
             .collect();
         let paired = paired.unwrap_or_default();
@@ -3058,7 +3072,7 @@ impl Cx<'_> {
             let mut #p = lo;
             while #p + #n <= hi {
                 #(#paired)*
-                #({ #step })*
+                #(#step)*
                 #p += #n;
             }
             while #p < hi {

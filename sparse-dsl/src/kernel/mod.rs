@@ -126,8 +126,9 @@ pub struct Method {
     pub generics: Vec<TokenStream>,
 }
 
-/// The partial sums of a reassociated innermost sum ([`Method::reassociate`]).
-pub const REASSOCIATE_LANES: usize = 4;
+/// The partial sums of a reassociated innermost sum ([`Method::reassociate`]): the
+/// sparsifier's, which the interpreter follows for user kernels.
+pub const REASSOCIATE_LANES: usize = sparse_sparsifier::loops::PARTIAL_SUMS;
 
 impl KernelDecl {
     /// The sparsifier's tensor declarations of the parameters (dimension sizes known at run
