@@ -549,6 +549,9 @@ impl<V: Num> St<'_, V> {
             if let Some((t, expr)) = self.p.partial_sum(l) {
                 return self.run_partial_sum(l, t, expr);
             }
+            if let Some((locates, expr)) = self.p.block_sum(l) {
+                return self.run_block_sum(l, locates, expr);
+            }
         }
         let mut its: Vec<(usize, It)> = l.iters.iter().map(|&i| (i, self.start(i))).collect();
         let mut c = 0usize;
@@ -645,6 +648,32 @@ impl<V: Num> St<'_, V> {
             .reduce(|a, b| a.plus(b))
             .unwrap_or_else(V::zero);
         self.temps[t] = (lanes[0].plus(rest), seen || hi > lo);
+        Ok(())
+    }
+
+    /// A loop summing a block's row into the output, as the Rust back end runs it
+    /// ([`Program::block_sum`]): the row's terms summed from the first, then added to the
+    /// output once (to zero at its first visit).
+    fn run_block_sum(&mut self, l: &Loop, locates: &[Stmt], expr: &Expr) -> Result<(), Error> {
+        let mut sum: Option<V> = None;
+        for c in 0..self.extents[l.var] {
+            self.var[l.var] = c;
+            self.run(locates)?;
+            let v = self.eval(expr)?;
+            sum = Some(sum.map_or(v, |s| s.plus(v)));
+        }
+        if let Some(sum) = sum {
+            // added to the output, which the generated code clears to zero first (a block of
+            // `-0.0` terms then gives `+0.0`, as there)
+            let at = self.out_flat();
+            let start = if self.visited[at] {
+                self.dense[at]
+            } else {
+                V::zero()
+            };
+            self.dense[at] = start.plus(sum);
+            self.visited[at] = true;
+        }
         Ok(())
     }
 

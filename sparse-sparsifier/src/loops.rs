@@ -16,7 +16,7 @@ use crate::check::{Expr, Kernel, ValueType};
 use crate::error::Error;
 use crate::lattice::lattice;
 use crate::notation::ReduceOp;
-use crate::order::{self, loops_of, Graph, Levels};
+use crate::order::{self, loops_of, Extent, Graph, IndexLoops, Levels};
 use sparse_ir::ir::Encoding;
 
 /// How a computed value is combined into its target.
@@ -845,6 +845,56 @@ impl Program {
             _ => true,
         };
         every_stmt(&self.body, &only_sums).then_some((*t, expr))
+    }
+
+    /// The locates and the summand of loop `l` when it sums a block's row into the output: a
+    /// loop without iterators over a level of constant size `n >= 1` (BSR's `j mod 3`) whose
+    /// one case locates positions and then adds into the random-access output at coordinates
+    /// that do not depend on its variable, with no reduction but sums combined into the output
+    /// (no visited flags). A back end may sum the block's row first (`v0 + v1 + ...`, from its
+    /// first term) and add that to the output once, as MLIR reassociates a vectorized
+    /// reduction: the chain of additions carried from block to block is then one long, not
+    /// the block's width. `None` otherwise.
+    pub fn block_sum<'a>(&self, l: &'a Loop) -> Option<(&'a [Stmt], &'a Expr)> {
+        let ([], [case]) = (&l.iters[..], &l.cases[..]) else {
+            return None;
+        };
+        if !matches!(self.levels.vars[l.var].extent, Extent::Const(n) if n >= 1) {
+            return None;
+        }
+        let (
+            Stmt::Compute {
+                target: Target::Output,
+                combine: Combine::Reduce(ReduceOp::Sum),
+                expr,
+            },
+            locates,
+        ) = case.body.split_last()?
+        else {
+            return None;
+        };
+        if !locates.iter().all(|s| matches!(s, Stmt::Locate(_))) {
+            return None;
+        }
+        let independent =
+            self.kernel
+                .output
+                .indices
+                .iter()
+                .all(|&ix| match self.levels.index_loops[ix] {
+                    IndexLoops::Plain(v) => v != l.var,
+                    IndexLoops::Split { hi, lo, .. } => hi != l.var && lo != l.var,
+                });
+        let only_sums = |s: &Stmt| match s {
+            Stmt::Compute {
+                target: Target::Output,
+                combine: Combine::Reduce(op),
+                ..
+            } => *op == ReduceOp::Sum,
+            _ => true,
+        };
+        let flags = !self.kernel.accumulate && !every_stmt(&self.body, &only_sums);
+        (independent && !flags).then_some((locates, expr))
     }
 }
 

@@ -180,7 +180,12 @@ impl P<'_> {
                     Driver::Range => {
                         let ext = self.extent(l.var);
                         if l.iters.is_empty() {
-                            self.line(depth, &format!("for {var} in 0..{ext}:"));
+                            let block = if self.p.reassociates() && self.p.block_sum(l).is_some() {
+                                "  # summed, then added to the output once"
+                            } else {
+                                ""
+                            };
+                            self.line(depth, &format!("for {var} in 0..{ext}:{block}"));
                             for c in &l.cases {
                                 self.stmts(&c.body, depth + 1);
                             }

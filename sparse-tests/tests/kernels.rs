@@ -56,6 +56,9 @@ sparse_format! {
     // sums in partial sums: one register carried from row to row, and `f32` rows
     pub kernel total(s: &mut f64, a: &Csr<f64>) { s = sum(i j, a(i, j)) }
     pub kernel spmv_f32(y: &mut [f32], a: &Csr<f32>, x: &[f32]) { y(i) = a(i, j) * x(j) }
+    // a block's row summed, then added to `y` once
+    pub Bsr = #sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 2 : dense, j floordiv 3 : compressed, i mod 2 : dense, j mod 3 : dense) }>;
+    pub kernel spmv_bsr(y: &mut [f64], a: &Bsr<f64>, x: &[f64]) { y(i) = a(i, j) * x(j) }
 }
 
 /// `terms` summed as a generated row sum and the interpreter add them
@@ -398,6 +401,70 @@ proptest! {
             panic!("a dense output")
         };
         prop_assert_eq!(f32_bits(&y), f32_bits(&values));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// BSR 2x3: each block's row summed from its first term, then added to `y` (cleared to
+    /// `0.0`): the same in the generated kernel, the interpreter and the built-in `spmv`.
+    #[test]
+    fn block_sums_match_the_interpreter(
+        (blocks_r, blocks_c, a, x) in (1usize..4, 1usize..5).prop_flat_map(|(r, c)| {
+            (Just(r), Just(c), matrix(2 * r, 3 * c), nonzero_vec(3 * c))
+        })
+    ) {
+        let (rows, cols) = (2 * blocks_r, 3 * blocks_c);
+        let bsr = Bsr::from_coo([rows, cols], a.iter().map(|&(i, j, v)| ([i, j], v))).unwrap();
+        let mut y = vec![7.0; rows];
+        spmv_bsr(&mut y, &bsr, &x).unwrap();
+        // per block, in block-column order: the row's three products from the first, added once
+        let mut want = vec![0.0; rows];
+        for (i, w) in want.iter_mut().enumerate() {
+            for jb in 0..blocks_c {
+                let stored = a.iter().any(|e| e.0 / 2 == i / 2 && e.1 / 3 == jb);
+                if !stored {
+                    continue;
+                }
+                let term = |d: usize| {
+                    let j = 3 * jb + d;
+                    let v = a.iter().find(|e| e.0 == i && e.1 == j).map_or(0.0, |e| e.2);
+                    v * x[j]
+                };
+                *w += term(0) + term(1) + term(2);
+            }
+        }
+        prop_assert_eq!(bits(&y), bits(&want));
+        let mut builtin = vec![7.0; rows];
+        bsr.spmv(&x, &mut builtin).unwrap();
+        prop_assert_eq!(bits(&y), bits(&builtin));
+        let bsr_encoding = match sparse_dsl::parse::parse_declaration(Bsr::<f64>::ENCODING)
+            .unwrap()
+            .declared
+        {
+            sparse_dsl::parse::Declared::Encoding(e) => e,
+            sparse_dsl::parse::Declared::Tensor(_) => unreachable!("an encoding"),
+        };
+        let p = compile(
+            "y(i) = a(i,j) * x(j)",
+            &[
+                decl("y", &[rows], false),
+                TensorDecl { encoding: Some(bsr_encoding.clone()), ..decl("a", &[rows, cols], true) },
+                decl("x", &[cols], false),
+            ],
+        )
+        .unwrap();
+        let mut coo = CooTensor::new(vec![rows, cols]);
+        for &(i, j, v) in &a {
+            coo.push(&[i, j], v);
+        }
+        let ops = [
+            Operand::Dense { shape: vec![rows], values: vec![0.0; rows] },
+            Operand::Storage(Box::new(DynamicStorage::from_coo(&bsr_encoding, &coo).unwrap())),
+            Operand::Dense { shape: vec![cols], values: x.clone() },
+        ];
+        prop_assert_eq!(bits(&y), bits(&dense_output(run(&p, &ops).unwrap())));
     }
 }
 

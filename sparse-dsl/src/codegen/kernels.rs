@@ -8,9 +8,9 @@
 //! `spmv` and `spmv_par` sum each row's innermost segment in four interleaved partial sums
 //! (`Method::reassociate`, as MLIR's sparsifier reassociates a vectorized reduction), so a
 //! row is not one chain of dependent additions; floating-point results may differ from a
-//! sequential sum in the last bits. User kernels of `f64`/`f32` values sum a row's segment in
-//! the same partial sums (`Program::partial_sum`; the interpreter too), but keep the
-//! statement's order in a block row; the other built-ins keep it everywhere.
+//! sequential sum in the last bits. User kernels of `f64`/`f32` values sum in the same order
+//! (`Program::partial_sum`, `Program::block_sum`; the interpreter too); the other built-ins
+//! keep the statement's order.
 //!
 //! `spmv_par` splits the outermost level, when it is a dense range over the rows of `y` (CSR,
 //! BSR, loose CSR, all-dense), into ranges of about equal stored entries (the positions of

@@ -90,14 +90,10 @@ struct Cx<'a> {
     snapshot: Option<Ident>,
     /// A method of a storage struct: values are its generic `V`.
     generic: bool,
-    /// Innermost sums into a register run in partial sums ([`Program::partial_sum`]): a
-    /// built-in's [`crate::kernel::Method::reassociate`], a user kernel's
-    /// [`Program::reassociates`].
+    /// Innermost sums into a register run in partial sums ([`Program::partial_sum`]) and
+    /// block rows are summed before the output ([`Program::block_sum`]): a built-in's
+    /// [`crate::kernel::Method::reassociate`], a user kernel's [`Program::reassociates`].
     reassociate: bool,
-    /// Block rows sum into a local before the output ([`Self::block_sum`]): the built-ins'
-    /// [`crate::kernel::Method::reassociate`] only (the interpreter keeps a user kernel's
-    /// order there).
-    reassociate_blocks: bool,
     /// The row-range form: the block size of the output's first index (1 if not blocked).
     rows: Option<usize>,
     /// Set while emitting the outermost loop's header (the row-range form replaces its range).
@@ -488,7 +484,6 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
             .method
             .as_ref()
             .map_or(p.reassociates(), |m| m.reassociate),
-        reassociate_blocks: k.method.as_ref().is_some_and(|m| m.reassociate),
         rows: None,
         outermost: std::cell::Cell::new(false),
         par: None,
@@ -2727,7 +2722,7 @@ impl Cx<'_> {
             let [case] = &l.cases[..] else {
                 return Err(Error::plain("several cases without iterators"));
             };
-            if let Some((locates, expr)) = self.block_sum(l, &case.body) {
+            if let Some((locates, expr)) = self.block_sum(l) {
                 // a block's row summed on its own, then added to the output once: the chain
                 // of additions carried from block to block is one long, not the block's width
                 let (hoisted, (locates, v)) = self.hoist_then(l.var, &case.body, || {
@@ -2919,44 +2914,15 @@ impl Cx<'_> {
         })
     }
 
-    /// The locates and the summand of a dense loop of constant size (a block's level) whose
-    /// body only adds
-    /// into the output at coordinates that do not depend on it, when block sums may be
-    /// reassociated ([`Self::reassociate_blocks`]): the built-in `spmv` of BSR, whose inner
-    /// loop over a block row then sums into a local before the output (as MLIR's vectorizer
-    /// reassociates a reduction).
-    fn block_sum<'b>(&self, l: &Loop, body: &'b [Stmt]) -> Option<(&'b [Stmt], &'b Expr)> {
-        if !self.reassociate_blocks
-            || !matches!(self.p.levels.vars[l.var].extent, Extent::Const(n) if n >= 1)
-        {
+    /// The locates and the summand of a loop summing a block's row into the output, when
+    /// block rows are summed first ([`Self::reassociate`], [`Program::block_sum`]):
+    /// BSR's SpMV, whose inner loop over a block row then sums into a local before the output
+    /// (as MLIR's vectorizer reassociates a reduction).
+    fn block_sum<'b>(&self, l: &'b Loop) -> Option<(&'b [Stmt], &'b Expr)> {
+        if !self.reassociate {
             return None;
         }
-        // the positions its levels locate, then the sum
-        let (
-            Stmt::Compute {
-                target: Target::Output,
-                combine: Combine::Reduce(ReduceOp::Sum),
-                expr,
-            },
-            locates,
-        ) = body.split_last()?
-        else {
-            return None;
-        };
-        if !locates.iter().all(|s| matches!(s, Stmt::Locate(_))) {
-            return None;
-        }
-        let independent =
-            self.p
-                .kernel
-                .output
-                .indices
-                .iter()
-                .all(|&ix| match self.p.levels.index_loops[ix] {
-                    IndexLoops::Plain(v) => v != l.var,
-                    IndexLoops::Split { hi, lo, .. } => hi != l.var && lo != l.var,
-                });
-        (independent && !self.output_flags()).then_some((locates, expr))
+        self.p.block_sum(l)
     }
 
     /// The temporary loop `l` only sums into, and the summand, when that sum runs in partial

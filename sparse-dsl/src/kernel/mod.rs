@@ -118,8 +118,12 @@ pub struct Method {
     /// [`REASSOCIATE_LANES`] interleaved partial sums (positions `p`, `p + 1`, ... each into its
     /// own), combined pairwise after the segment: the additions are reassociated, as MLIR's
     /// sparsifier reassociates a vectorized reduction, so the loop is not bound by one chain of
-    /// dependent additions. Floating-point results may then differ from the statement's order
-    /// in the last bits. The built-in `spmv` and `spmv_par` use it.
+    /// dependent additions; a BSR block's row is summed before it is added to the output
+    /// (`sparse_sparsifier::Program::partial_sum`, `Program::block_sum`). Floating-point
+    /// results may then differ from the statement's order in the last bits. The built-in
+    /// `spmv` and `spmv_par` use it for any value type (user kernels of `f64` and `f32`
+    /// values always reassociate, as `Program::reassociates` says, and so does the
+    /// interpreter for them).
     pub reassociate: bool,
     /// Type parameters of the method (`OB: StaticOrder`), the orders of its `DenseArray`
     /// operands.
