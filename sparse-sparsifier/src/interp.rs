@@ -6,7 +6,10 @@
 //! [`DynamicStorage::from_coo`], never through a dense intermediate.
 //!
 //! Arithmetic: floats as IEEE; integers wrap (MLIR's `arith` ops), an integer division by zero
-//! is an [`Error`], never a panic.
+//! is an [`Error`], never a panic. Sums of `f64`/`f32` values add in the order the Rust back
+//! end adds them ([`Program::reassociates`]): a row's segment in four interleaved partial sums
+//! ([`Program::partial_sum`]), a block's row summed before it is added to the output
+//! ([`Program::block_sum`]), so generated code and interpreter agree bit for bit.
 
 use sparse_runtime::num_complex::Complex;
 use sparse_runtime::{CooTensor, DynamicStorage, SparseStorage, Value};
