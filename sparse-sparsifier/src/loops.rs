@@ -153,9 +153,9 @@ pub struct Program {
     /// The loop tree.
     pub body: Vec<Stmt>,
     /// Every element of the random-access output is assigned exactly once by the loop tree
-    /// ([`assigns_every_element`]): the back ends need not clear it first.
+    /// (`assigns_every_element`): the back ends need not clear it first.
     pub overwrites: bool,
-    /// Rows of the outermost loop that may run together ([`shares_rows`]); `None` when the
+    /// Rows of the outermost loop that may run together (`shares_rows`); `None` when the
     /// kernel is not of that form. A permission, not a different result: a back end may
     /// ignore it (the interpreter does).
     pub shared_rows: Option<SharedRows>,
