@@ -618,20 +618,33 @@ impl<V: Num> St<'_, V> {
         }
     }
 
-    /// A loop summing into temporary `t` over one segment, in the partial sums the Rust back
-    /// end runs ([`Program::partial_sum`]): position `lo + k` of each whole step of
-    /// [`PARTIAL_SUMS`] into lane `k`, the rest into lane 0 (the temporary, from zero if not
-    /// yet visited, as the generated register starts), then `(l1 + l2) + l3` added to it.
+    /// A loop summing into temporary `t` over one segment or a dense range, in the partial
+    /// sums the Rust back end runs ([`Program::partial_sum`]): position `lo + k` (coordinate
+    /// `k`) of each whole step of [`PARTIAL_SUMS`] into lane `k`, the rest into lane 0 (the
+    /// temporary, from zero if not yet visited, as the generated register starts), then
+    /// `(l1 + l2) + l3` added to it.
     fn run_partial_sum(&mut self, l: &Loop, t: usize, expr: &Expr) -> Result<(), Error> {
-        let it = l.iters[0];
-        let mut x = self.start(it);
-        let (lo, hi) = (x.p, x.end);
-        let whole = lo + (hi.saturating_sub(lo) / PARTIAL_SUMS) * PARTIAL_SUMS;
         let (value, seen) = self.temps[t];
         let mut lanes = [V::zero(); PARTIAL_SUMS];
         if seen {
             lanes[0] = value;
         }
+        let Some(&it) = l.iters.first() else {
+            // a dense range: coordinate `c` is the position
+            let n = self.extents[l.var];
+            let whole = n / PARTIAL_SUMS * PARTIAL_SUMS;
+            for c in 0..n {
+                self.var[l.var] = c;
+                let v = self.eval(expr)?;
+                let lane = if c < whole { c % PARTIAL_SUMS } else { 0 };
+                lanes[lane] = lanes[lane].plus(v);
+            }
+            self.temps[t] = (Self::lanes_sum(lanes), seen || n > 0);
+            return Ok(());
+        };
+        let mut x = self.start(it);
+        let (lo, hi) = (x.p, x.end);
+        let whole = lo + (hi.saturating_sub(lo) / PARTIAL_SUMS) * PARTIAL_SUMS;
         while x.p < x.end {
             self.pos[it] = (x.p, x.next);
             self.var[l.var] = x.crd;
@@ -645,13 +658,18 @@ impl<V: Num> St<'_, V> {
             x.p = x.next;
             self.settle(it, &mut x);
         }
+        self.temps[t] = (Self::lanes_sum(lanes), seen || hi > lo);
+        Ok(())
+    }
+
+    /// Lane 0 plus `(l1 + l2) + l3`, as the generated code combines its partial sums.
+    fn lanes_sum(lanes: [V; PARTIAL_SUMS]) -> V {
         let rest = lanes[1..]
             .iter()
             .copied()
             .reduce(|a, b| a.plus(b))
             .unwrap_or_else(V::zero);
-        self.temps[t] = (lanes[0].plus(rest), seen || hi > lo);
-        Ok(())
+        lanes[0].plus(rest)
     }
 
     /// A loop summing a block's row into the output, as the Rust back end runs it

@@ -804,27 +804,37 @@ impl Program {
     }
 
     /// The temporary and the summed expression of loop `l` when it sums into a register over
-    /// one segment of stored positions, so that a back end may sum it in [`PARTIAL_SUMS`]
-    /// interleaved partial sums, as MLIR's sparsifier reassociates a vectorized reduction:
-    /// position `lo + 4s + k` of the segment `lo .. hi` goes to lane `k` for every whole step
-    /// `s`, the positions left over to lane 0 (the temporary itself), lanes 1 to 3 start from
-    /// zero and their sum `(l1 + l2) + l3` is added to the temporary after the loop. The loop
-    /// has one iterator, on a unique level that is not a slice (every position of the
-    /// segment visited once, in order), and one case whose body is one sum into a
-    /// temporary that is not appended to a sparse output and into which nothing but sums
-    /// are combined. `None` otherwise.
+    /// one segment of stored positions, or over a dense range (a dense operand's index: SDDMM's
+    /// `k`), so that a back end may sum it in [`PARTIAL_SUMS`] interleaved partial sums, as
+    /// MLIR's sparsifier reassociates a vectorized reduction: position `lo + 4s + k` of the
+    /// segment `lo .. hi` (coordinate `4s + k` of the range `0 .. n`) goes to lane `k` for
+    /// every whole step `s`, the positions left over to lane 0 (the temporary itself), lanes 1
+    /// to 3 start from zero and their sum `(l1 + l2) + l3` is added to the temporary after the
+    /// loop. A segment loop has one iterator, on a unique level that is not a slice (every
+    /// position of the segment visited once, in order); a range loop has none; either has one
+    /// case whose body is one sum into a temporary that is not appended to a sparse output and
+    /// into which nothing but sums are combined. `None` otherwise.
     pub fn partial_sum<'a>(&self, l: &'a Loop) -> Option<(usize, &'a Expr)> {
-        let ([it], [case], Driver::Merge) = (&l.iters[..], &l.cases[..], l.driver) else {
+        let [case] = &l.cases[..] else {
             return None;
         };
-        let li = &self.levels.iters[*it];
-        let access = &self.kernel.accesses[li.access];
-        let unique = self.kernel.tensors[access.tensor]
-            .encoding
-            .as_ref()
-            .and_then(|e| e.lvl_types.get(li.level))
-            .is_some_and(|lt| lt.is_unique());
-        if !li.iterate || li.slice_dim.is_some() || !unique || case.iters != l.iters {
+        match (&l.iters[..], l.driver) {
+            ([], Driver::Range) => {}
+            ([it], Driver::Merge) => {
+                let li = &self.levels.iters[*it];
+                let access = &self.kernel.accesses[li.access];
+                let unique = self.kernel.tensors[access.tensor]
+                    .encoding
+                    .as_ref()
+                    .and_then(|e| e.lvl_types.get(li.level))
+                    .is_some_and(|lt| lt.is_unique());
+                if !li.iterate || li.slice_dim.is_some() || !unique {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+        if case.iters != l.iters {
             return None;
         }
         let [Stmt::Compute {

@@ -180,10 +180,14 @@ impl P<'_> {
                     Driver::Range => {
                         let ext = self.extent(l.var);
                         if l.iters.is_empty() {
-                            let block = if self.p.reassociates() && self.p.block_sum(l).is_some() {
-                                "  # summed, then added to the output once"
+                            let block = if !self.p.reassociates() {
+                                String::new()
+                            } else if self.p.block_sum(l).is_some() {
+                                "  # summed, then added to the output once".to_string()
+                            } else if self.p.partial_sum(l).is_some() {
+                                format!("  # in {PARTIAL_SUMS} interleaved partial sums")
                             } else {
-                                ""
+                                String::new()
                             };
                             self.line(depth, &format!("for {var} in 0..{ext}:{block}"));
                             for c in &l.cases {

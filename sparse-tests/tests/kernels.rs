@@ -59,6 +59,8 @@ sparse_format! {
     // a block's row summed, then added to `y` once
     pub Bsr = #sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 2 : dense, j floordiv 3 : compressed, i mod 2 : dense, j mod 3 : dense) }>;
     pub kernel spmv_bsr(y: &mut [f64], a: &Bsr<f64>, x: &[f64]) { y(i) = a(i, j) * x(j) }
+    // a sum over a dense range (an all-dense operand is read by random access)
+    pub kernel dense_mv(y: &mut [f64], a: &Dense<f64>, x: &[f64]) { y(i) = a(i, k) * x(k) }
 }
 
 /// `terms` summed as a generated row sum and the interpreter add them
@@ -462,6 +464,41 @@ proptest! {
         let ops = [
             Operand::Dense { shape: vec![rows], values: vec![0.0; rows] },
             Operand::Storage(Box::new(DynamicStorage::from_coo(&bsr_encoding, &coo).unwrap())),
+            Operand::Dense { shape: vec![cols], values: x.clone() },
+        ];
+        prop_assert_eq!(bits(&y), bits(&dense_output(run(&p, &ops).unwrap())));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// A sum over a dense range of up to 13 coordinates in four partial sums: the generated
+    /// kernel, the interpreter and the reference add in the same order.
+    #[test]
+    fn dense_range_sums_match_the_interpreter(
+        (rows, cols, a, x) in (1usize..4, 1usize..14).prop_flat_map(|(r, c)| {
+            (Just(r), Just(c), nonzero_vec(r * c), nonzero_vec(c))
+        })
+    ) {
+        let dense = Dense::from_dense([rows, cols], &a).unwrap();
+        let mut y = vec![7.0; rows];
+        dense_mv(&mut y, &dense, &x).unwrap();
+        let want: Vec<f64> = (0..rows)
+            .map(|i| {
+                let terms: Vec<f64> = (0..cols).map(|k| a[i * cols + k] * x[k]).collect();
+                partial_sums(&terms)
+            })
+            .collect();
+        prop_assert_eq!(bits(&y), bits(&want));
+        let p = compile(
+            "y(i) = a(i,k) * x(k)",
+            &[decl("y", &[rows], false), decl("a", &[rows, cols], false), decl("x", &[cols], false)],
+        )
+        .unwrap();
+        let ops = [
+            Operand::Dense { shape: vec![rows], values: vec![0.0; rows] },
+            dense_operand([rows, cols], &a),
             Operand::Dense { shape: vec![cols], values: x.clone() },
         ];
         prop_assert_eq!(bits(&y), bits(&dense_output(run(&p, &ops).unwrap())));

@@ -2754,6 +2754,10 @@ impl Cx<'_> {
                     #store
                 });
             }
+            if let Some((t, expr)) = self.partial_sum(l) {
+                let (hoisted, v) = self.hoist_then(l.var, &case.body, || self.expr(expr))?;
+                return Ok(self.range_partial_sums(t, hoisted, &c, &n, v));
+            }
             let (hoisted, body) = self.hoist(l.var, &case.body)?;
             return Ok(quote! {
                 #hoisted
@@ -3045,6 +3049,56 @@ impl Cx<'_> {
                 let #c = #read;
                 #add
                 #p += 1;
+            }
+            #combine
+        }
+    }
+
+    /// The loop over the dense range `0..n` summing the value `v` of coordinate `c` into
+    /// temporary `t` in [`crate::kernel::REASSOCIATE_LANES`] partial sums
+    /// ([`Program::partial_sum`]): lane `k` (`t` itself for lane 0, `t_k` after it) adds
+    /// coordinate `c + k` of each step, the coordinates left over go into `t`, and the other
+    /// lanes' sum is added to `t` after the loop.
+    fn range_partial_sums(
+        &self,
+        t: usize,
+        hoisted: TokenStream,
+        c: &Ident,
+        n: &TokenStream,
+        v: TokenStream,
+    ) -> TokenStream {
+        let name = format_ident!("t{}", t);
+        let zero = self.zero();
+        let lanes = crate::kernel::REASSOCIATE_LANES;
+        let lane: Vec<Ident> = (1..lanes).map(|k| format_ident!("t{}_{}", t, k)).collect();
+        let add = self.add_assign(quote!(#name), v.clone());
+        let steps = lane.iter().enumerate().map(|(k, acc)| {
+            let k = usize_lit(k + 1);
+            let add = self.add_assign(quote!(#acc), v.clone());
+            quote! {{
+                let #c = #c + #k;
+                #add
+            }}
+        });
+        let width = usize_lit(lanes);
+        let lanes_sum = lane
+            .iter()
+            .map(|l| quote!(#l))
+            .reduce(|a, b| quote!(#a + #b))
+            .unwrap_or_else(|| zero.clone());
+        let combine = self.add_assign(quote!(#name), lanes_sum);
+        quote! {
+            #hoisted
+            #(let mut #lane = #zero;)*
+            let mut #c = 0;
+            while #c + #width <= #n {
+                #add
+                #(#steps)*
+                #c += #width;
+            }
+            while #c < #n {
+                #add
+                #c += 1;
             }
             #combine
         }
