@@ -812,8 +812,9 @@ impl Program {
     /// to 3 start from zero and their sum `(l1 + l2) + l3` is added to the temporary after the
     /// loop. A segment loop has one iterator, on a unique level that is not a slice (every
     /// position of the segment visited once, in order); a range loop has none; either has one
-    /// case whose body is one sum into a temporary that is not appended to a sparse output and
-    /// into which nothing but sums are combined. `None` otherwise.
+    /// case whose body is one sum into a temporary into which nothing but sums are combined.
+    /// A temporary appended to a sparse output (SDDMM's) counts as visited after a loop that
+    /// added a term; its lane 0 starts from its value, zero until visited. `None` otherwise.
     pub fn partial_sum<'a>(&self, l: &'a Loop) -> Option<(usize, &'a Expr)> {
         let [case] = &l.cases[..] else {
             return None;
@@ -846,7 +847,6 @@ impl Program {
             return None;
         };
         let only_sums = |s: &Stmt| match s {
-            Stmt::AppendTemp(u) => *u != *t,
             Stmt::Compute {
                 target: Target::Temp(u),
                 combine,

@@ -3034,7 +3034,12 @@ impl Cx<'_> {
             .map(|l| quote!(#l))
             .reduce(|a, b| quote!(#a + #b))
             .unwrap_or_else(|| zero.clone());
-        let combine = self.add_assign(quote!(#name), lanes_sum);
+        let mut combine = self.add_assign(quote!(#name), lanes_sum);
+        if self.temp_flag(t) {
+            // a temporary appended to a sparse output: visited once a term was added
+            let seen = format_ident!("t{}_visited", t);
+            combine.extend(quote!(#seen |= hi > lo;));
+        }
         quote! {
             #hoisted
             let (lo, hi) = #seg;
@@ -3086,7 +3091,12 @@ impl Cx<'_> {
             .map(|l| quote!(#l))
             .reduce(|a, b| quote!(#a + #b))
             .unwrap_or_else(|| zero.clone());
-        let combine = self.add_assign(quote!(#name), lanes_sum);
+        let mut combine = self.add_assign(quote!(#name), lanes_sum);
+        if self.temp_flag(t) {
+            // a temporary appended to a sparse output: visited once a term was added
+            let seen = format_ident!("t{}_visited", t);
+            combine.extend(quote!(#seen |= #n > 0;));
+        }
         quote! {
             #hoisted
             #(let mut #lane = #zero;)*
