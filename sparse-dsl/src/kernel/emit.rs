@@ -3028,18 +3028,7 @@ impl Cx<'_> {
         let lane = &acc[1..];
         let n = usize_lit(lanes);
         let add = self.add_assign(quote!(#name), v.clone());
-        // the lanes summed, then added to `t`
-        let lanes_sum = lane
-            .iter()
-            .map(|l| quote!(#l))
-            .reduce(|a, b| quote!(#a + #b))
-            .unwrap_or_else(|| zero.clone());
-        let mut combine = self.add_assign(quote!(#name), lanes_sum);
-        if self.temp_flag(t) {
-            // a temporary appended to a sparse output: visited once a term was added
-            let seen = format_ident!("t{}_visited", t);
-            combine.extend(quote!(#seen |= hi > lo;));
-        }
+        let combine = self.combine_lanes(t, lane, quote!(hi > lo));
         quote! {
             #hoisted
             let (lo, hi) = #seg;
@@ -3057,6 +3046,24 @@ impl Cx<'_> {
             }
             #combine
         }
+    }
+
+    /// After a loop in partial sums: lanes 1 to 3 summed, `(l1 + l2) + l3`, and added to
+    /// temporary `t` (lane 0); a temporary appended to a sparse output is marked visited when
+    /// `added` (the loop added a term).
+    fn combine_lanes(&self, t: usize, lane: &[Ident], added: TokenStream) -> TokenStream {
+        let name = format_ident!("t{}", t);
+        let lanes_sum = lane
+            .iter()
+            .map(|l| quote!(#l))
+            .reduce(|a, b| quote!(#a + #b))
+            .unwrap_or_else(|| self.zero());
+        let mut combine = self.add_assign(quote!(#name), lanes_sum);
+        if self.temp_flag(t) {
+            let seen = format_ident!("t{}_visited", t);
+            combine.extend(quote!(#seen |= #added;));
+        }
+        combine
     }
 
     /// The loop over the dense range `0..n` summing the value `v` of coordinate `c` into
@@ -3086,17 +3093,7 @@ impl Cx<'_> {
             }}
         });
         let width = usize_lit(lanes);
-        let lanes_sum = lane
-            .iter()
-            .map(|l| quote!(#l))
-            .reduce(|a, b| quote!(#a + #b))
-            .unwrap_or_else(|| zero.clone());
-        let mut combine = self.add_assign(quote!(#name), lanes_sum);
-        if self.temp_flag(t) {
-            // a temporary appended to a sparse output: visited once a term was added
-            let seen = format_ident!("t{}_visited", t);
-            combine.extend(quote!(#seen |= #n > 0;));
-        }
+        let combine = self.combine_lanes(t, &lane, quote!(#n > 0));
         quote! {
             #hoisted
             #(let mut #lane = #zero;)*
