@@ -82,3 +82,49 @@ proptest! {
         check_into!(dcsr, nonzero, shape, Csr<f64>, Csc16<f64>);
     }
 }
+
+/// A conversion whose output outgrows the threshold at which the transposition fills its
+/// arrays before scattering (more than 1 MiB of coordinates and values): 150,000 entries of a
+/// 3,000 x 2,000 matrix, every seventh an explicit zero, each target array for array the
+/// one built from the entries that are not zero (and the small matrices above cover the
+/// unfilled path).
+#[test]
+fn large_conversions_equal_building_from_the_nonzero_entries() {
+    let shape = [3000, 2000];
+    let mut s = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    let mut summed = std::collections::BTreeMap::new();
+    for k in 0..150_000u64 {
+        let c = [
+            (next() % shape[0] as u64) as usize,
+            (next() % shape[1] as u64) as usize,
+        ];
+        let v = if k % 7 == 0 {
+            0.0
+        } else {
+            (next() % 1000) as f64 + 0.5
+        };
+        summed.insert(c, v);
+    }
+    let entries: Vec<([usize; 2], f64)> = summed.into_iter().collect();
+    let nonzero: Vec<([usize; 2], f64)> =
+        entries.iter().copied().filter(|&(_, v)| v != 0.0).collect();
+    assert!(nonzero.len() * 12 > 1 << 20, "the output outgrows 1 MiB");
+    let csr = Csr32::<f64>::from_coo(shape, entries.iter().copied()).unwrap();
+    let csc = Csc::<f64>::from_coo(shape, entries.iter().copied()).unwrap();
+    let got: Csc16<f64> = csr.convert().unwrap();
+    let want = Csc16::<f64>::from_coo(shape, nonzero.iter().copied()).unwrap();
+    assert_eq!(arrays(&got), arrays(&want), "Csr32 into Csc16");
+    let got: Csr<f64> = csc.convert().unwrap();
+    let want = Csr::<f64>::from_coo(shape, nonzero.iter().copied()).unwrap();
+    assert_eq!(arrays(&got), arrays(&want), "Csc into Csr");
+    let ones = Csr32::<f64>::from_coo(shape, nonzero.iter().copied()).unwrap();
+    let got: Csc<f64> = ones.convert().unwrap();
+    let want = Csc::<f64>::from_coo(shape, nonzero.iter().copied()).unwrap();
+    assert_eq!(arrays(&got), arrays(&want), "Csr32 (no zeros) into Csc");
+}
