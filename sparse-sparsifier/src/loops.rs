@@ -18,6 +18,7 @@ use crate::lattice::lattice;
 use crate::notation::ReduceOp;
 use crate::order::{self, loops_of, Extent, Graph, IndexLoops, Levels};
 use sparse_ir::ir::Encoding;
+use sparse_ir::level::PositionCount;
 
 /// How a computed value is combined into its target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -824,12 +825,16 @@ impl Program {
             ([it], Driver::Merge) => {
                 let li = &self.levels.iters[*it];
                 let access = &self.kernel.accesses[li.access];
-                let unique = self.kernel.tensors[access.tensor]
+                let lt = self.kernel.tensors[access.tensor]
                     .encoding
                     .as_ref()
-                    .and_then(|e| e.lvl_types.get(li.level))
-                    .is_some_and(|lt| lt.is_unique());
-                if !li.iterate || li.slice_dim.is_some() || !unique {
+                    .and_then(|e| e.lvl_types.get(li.level));
+                let unique = lt.is_some_and(|lt| lt.is_unique());
+                // an n:m level's segments hold `n` positions (2:4: two), too few for the
+                // lanes, whose sum would add a chain of additions to every segment
+                let short =
+                    lt.is_some_and(|lt| lt.capabilities().count == PositionCount::NPerParent);
+                if !li.iterate || li.slice_dim.is_some() || !unique || short {
                     return None;
                 }
             }
