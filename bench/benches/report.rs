@@ -35,6 +35,10 @@ sparse::sparse_format! {
     pub Csc = #sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed), posWidth = 32, crdWidth = 32 }>;
     /// BSR with 3x3 blocks (bcsstk16 has 3 unknowns per node).
     pub Bsr3 = #sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 3 : dense, j floordiv 3 : compressed, i mod 3 : dense, j mod 3 : dense), posWidth = 32, crdWidth = 32 }>;
+    /// ELL with 5 slots per row (cryg2500's rows hold at most 5 entries).
+    pub Ell5 = #sparse_tensor.encoding<{ map = [c](i, j) -> (c * 5 * i : dense, i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>;
+    /// 2:4 structured sparsity: at most 2 entries in every group of 4 columns of a row.
+    pub Nv24 = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : block2_4), crdWidth = 8 }>;
     /// Row-major dense (SpMM's operands).
     pub Dense = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : dense) }>;
     pub kernel spgemm(c: &mut Csr<f64>, a: &Csr<f64>, b: &Csr<f64>) { c(i, j) = a(i, k) * b(k, j) }
@@ -53,15 +57,19 @@ const KRON_COPIES: usize = 40;
 const PROBE_LEN: usize = 1 << 24;
 /// The label of the synthetic matrix.
 const KRON: &str = "kron(I40,bcsstk16) (synthetic, from HB/bcsstk16)";
+/// The label of the synthetic 2:4 matrix ([`two_of_four`]).
+const NM: &str = "2:4 layer 2048x4096 (synthetic)";
 
 /// The kernels' bytes models, printed in the report.
-const MODELS: [(&str, &str); 8] = [
+const MODELS: [(&str, &str); 10] = [
     ("SpMV", "nnz·(value + coordinate bytes) + (rows+1)·position bytes + x + y (each read or written once)"),
+    ("SpMV ELL, 2:4", "the format's stored arrays (`memory_bytes`: positions, coordinates, values with their padding) + x + y"),
+    ("SpMV transposed", "as SpMV (`y = Aᵀ·x`: A read once, x read, y written)"),
     ("SpMV BSR 3x3", "blocks·(9 values + 1 coordinate) + (block rows+1)·position bytes + x + y"),
     ("SpMV 2 threads", "as SpMV, against the two-thread probe"),
     ("SpMM k=16", "nnz·12 + (rows+1)·4 + B (cols·16·8) + C (rows·16·8): B read once"),
     ("SpGEMM A·A, A + Aᵀ", "none (not bound by one read stream): time and ratio only"),
-    ("COO→CSR assembly", "triplets read (nnz·(2·8 + 8)) + CSR written (nnz·12 + (rows+1)·4)"),
+    ("COO→CSR assembly", "triplets read (nnz·(2·8 + 8)) + CSR written (nnz·12 + (rows+1)·4); BSR: the same triplets + BSR written (`memory_bytes`)"),
     ("CSR→CSC conversion", "CSR read + CSC written (each nnz·12 + (n+1)·4)"),
     ("probes", "read: 2^24 u64 summed as two streams (its halves side by side, as a dot product reads two vectors); triad: three arrays of 2^24 f64 (a = b + s·c)"),
 ];
@@ -587,6 +595,199 @@ fn sparse_group(
     ]
 }
 
+/// `y = Aᵀ·x` (the built-in `spmv_transpose`) against sprs, nalgebra-sparse and faer, each
+/// multiplying by the transpose of its CSR matrix without forming it.
+fn transpose_group(
+    label: &str,
+    coo: &CooTensor<f64>,
+    probes: &mut ProbeArrays,
+    seen: &mut Vec<[f64; 3]>,
+) -> Vec<Measure> {
+    let a = Csr::from_coo_tensor(coo).expect("Csr");
+    let [m, n] = a.shape();
+    let nnz = a.values().len();
+    let x: Vec<f64> = (0..m).map(|i| 1.0 + (i % 11) as f64 / 8.0).collect();
+    let (pos, crd) = (&a.pos_1, &a.crd_1);
+    let sprs_a =
+        sprs::CsMatI::<f64, u32, u32>::new((m, n), pos.clone(), crd.clone(), a.values().to_vec());
+    let na = nalgebra_sparse::CsrMatrix::try_from_csr_data(
+        m,
+        n,
+        pos.iter().map(|&p| p as usize).collect(),
+        crd.iter().map(|&c| c as usize).collect(),
+        a.values().to_vec(),
+    )
+    .expect("nalgebra-sparse");
+    let faer_a = faer_rows(m, n, pos, crd, a.values().to_vec());
+    let mut want = vec![0.0; n];
+    sprs::prod::mul_acc_mat_vec_csc(sprs_a.transpose_view(), &x, &mut want[..]);
+    let mut scale = vec![0.0; n];
+    for ([i, j], v) in a.iter() {
+        scale[j] += v.abs() * x[i].abs();
+    }
+    let mut y = vec![f64::NAN; n];
+    a.spmv_transpose(&x, &mut y).expect("spmv_transpose");
+    check_sum(&format!("{label} spmv_transpose"), &y, &want, &scale);
+    let (mut y1, mut y2, mut y3, mut y4) = (vec![0.0; n], vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+    let impls: Vec<Timed<'_>> = vec![
+        (
+            "ours Csr spmv_transpose",
+            Box::new(|| {
+                a.spmv_transpose(black_box(&x), &mut y1)
+                    .expect("spmv_transpose")
+            }),
+        ),
+        (
+            "sprs transpose_view (CSC) · x",
+            Box::new(|| {
+                y2.iter_mut().for_each(|v| *v = 0.0);
+                sprs::prod::mul_acc_mat_vec_csc(
+                    sprs_a.transpose_view(),
+                    black_box(&x),
+                    &mut y2[..],
+                );
+            }),
+        ),
+        (
+            "nalgebra-sparse Op::Transpose",
+            Box::new(|| {
+                use nalgebra::{DMatrixView, DMatrixViewMut};
+                use nalgebra_sparse::ops::{serial::spmm_csr_dense, Op};
+                y3.iter_mut().for_each(|v| *v = 0.0);
+                spmm_csr_dense(
+                    0.0,
+                    DMatrixViewMut::from_slice(&mut y3, n, 1),
+                    1.0,
+                    Op::Transpose(&na),
+                    Op::NoOp(DMatrixView::from_slice(&x, m, 1)),
+                );
+            }),
+        ),
+        (
+            "faer SparseRowMat<u32>.transpose()",
+            Box::new(|| {
+                use faer::{Accum, ColMut, ColRef, Par};
+                faer::sparse::linalg::matmul::sparse_dense_matmul(
+                    ColMut::from_slice_mut(&mut y4).as_mat_mut(),
+                    Accum::Replace,
+                    faer_a.as_ref().transpose(),
+                    ColRef::from_slice(black_box(&x)).as_mat(),
+                    1.0,
+                    Par::Seq,
+                )
+            }),
+        ),
+    ];
+    let t = run_group(&format!("{label} SpMV transposed"), impls, probes, seen);
+    let bytes = (nnz * 12 + (m + 1) * 4 + (m + n) * 8) as f64;
+    vec![Measure {
+        matrix: label.to_string(),
+        kernel: "SpMV transposed".into(),
+        ours: "Csr spmv_transpose".into(),
+        seconds: t[0],
+        bytes: Some(bytes),
+        bound: Bound::OneThread,
+        peers: vec![
+            ("sprs".into(), t[1]),
+            ("nalgebra-sparse".into(), t[2]),
+            ("faer".into(), t[3]),
+        ],
+    }]
+}
+
+/// A format other than CSR whose SpMV [`format_spmv_group`] measures.
+struct FormatCase<S> {
+    /// The kernel's row label (`SpMV ELL`).
+    kernel: &'static str,
+    /// Our implementation's label.
+    ours: &'static str,
+    /// The storage of a matrix, `None` when the format cannot hold it.
+    build: fn(&CooTensor<f64>) -> Option<S>,
+    /// `y = A·x`.
+    spmv: fn(&S, &[f64], &mut [f64]),
+    /// Bytes of the stored arrays.
+    bytes: fn(&S) -> usize,
+}
+
+/// SpMV of a format other than CSR (`Ell5`, `Nv24`) on `coo` against our CSR and faer's of the
+/// same entries; nothing when the format cannot hold the matrix.
+fn format_spmv_group<S>(
+    label: &str,
+    case: &FormatCase<S>,
+    coo: &CooTensor<f64>,
+    probes: &mut ProbeArrays,
+    seen: &mut Vec<[f64; 3]>,
+) -> Vec<Measure> {
+    let FormatCase {
+        kernel,
+        ours,
+        build,
+        spmv,
+        bytes: bytes_of,
+    } = *case;
+    let Some(f) = build(coo) else {
+        eprintln!("{label}: {ours} cannot hold it, skipped");
+        return Vec::new();
+    };
+    let a = Csr::from_coo_tensor(coo).expect("Csr");
+    let [m, n] = a.shape();
+    let x: Vec<f64> = (0..n).map(|j| 1.0 + (j % 13) as f64 / 8.0).collect();
+    let faer_a = faer_rows(m, n, &a.pos_1, &a.crd_1, a.values().to_vec());
+    let mut want = vec![0.0; m];
+    a.spmv(&x, &mut want).expect("spmv");
+    let mut scale = vec![0.0; m];
+    for ([i, j], v) in a.iter() {
+        scale[i] += v.abs() * x[j].abs();
+    }
+    let mut y = vec![f64::NAN; m];
+    spmv(&f, &x, &mut y);
+    check_sum(&format!("{label} {ours} spmv"), &y, &want, &scale);
+    let (mut y1, mut y2, mut y3) = (vec![0.0; m], vec![0.0; m], vec![0.0; m]);
+    let impls: Vec<Timed<'_>> = vec![
+        (ours, Box::new(|| spmv(&f, black_box(&x), &mut y1))),
+        (
+            "ours Csr<f64> (u32) spmv",
+            Box::new(|| a.spmv(black_box(&x), &mut y2).expect("spmv")),
+        ),
+        (
+            "faer SparseRowMat<u32>",
+            Box::new(|| faer_spmv!(faer_a, &x, &mut y3, 1.0)),
+        ),
+    ];
+    let t = run_group(&format!("{label} {kernel}"), impls, probes, seen);
+    vec![Measure {
+        matrix: label.to_string(),
+        kernel: kernel.into(),
+        ours: ours.into(),
+        seconds: t[0],
+        bytes: Some((bytes_of(&f) + (m + n) * 8) as f64),
+        bound: Bound::OneThread,
+        peers: vec![("ours CSR".into(), t[1]), ("faer CSR".into(), t[2])],
+    }]
+}
+
+/// A synthetic matrix in 2:4 structured sparsity (the pattern of a pruned neural-network
+/// layer, which none of the shared matrices has): `rows x cols`, in every group of 4 columns
+/// of a row 2 entries at positions a hash picks, values in (0, 2).
+fn two_of_four(rows: usize, cols: usize) -> CooTensor<f64> {
+    let mut coo = CooTensor::new(vec![rows, cols]);
+    let mut s = 0x853c_49e6_748f_ea9b_u64;
+    for i in 0..rows {
+        for g in 0..cols / 4 {
+            s = s
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let r = (s >> 33) as usize;
+            // one of the 6 pairs of 4 columns
+            let (a, b) = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)][r % 6];
+            let v = |k: usize| 0.25 + ((r >> (8 + 4 * k)) & 15) as f64 / 10.0;
+            coo.push(&[i, 4 * g + a], v(0));
+            coo.push(&[i, 4 * g + b], v(1));
+        }
+    }
+    coo
+}
+
 /// SpMM with 16 dense columns (row-major `B` and `C`) against faer.
 fn spmm_group(
     label: &str,
@@ -640,7 +841,8 @@ fn spmm_group(
     }]
 }
 
-/// COO→CSR assembly from shuffled triplets against sprs's `TriMat::to_csr`.
+/// COO→CSR and COO→BSR 3x3 assembly from shuffled triplets against sprs's `TriMat::to_csr`
+/// (sprs has no BSR; the issue's target for both is 4x its CSR assembly).
 fn assembly_group(
     label: &str,
     coo: &CooTensor<f64>,
@@ -670,7 +872,13 @@ fn assembly_group(
     );
     let nnz = ours.values().len();
     drop(ours);
-    let impls: Vec<Timed<'_>> = vec![
+    let bsr = (shape[0].is_multiple_of(3) && shape[1].is_multiple_of(3)).then(|| {
+        let b = Bsr3::from_coo(shape, entries.iter().copied()).expect("BSR assembly");
+        let want = Bsr3::from_coo_tensor(coo).expect("BSR from the sorted entries");
+        check(&format!("{label} BSR assembly"), b.values(), want.values());
+        b.memory_bytes()
+    });
+    let mut impls: Vec<Timed<'_>> = vec![
         (
             "ours Csr::from_coo",
             Box::new(|| {
@@ -684,9 +892,18 @@ fn assembly_group(
             }),
         ),
     ];
+    if bsr.is_some() {
+        impls.push((
+            "ours Bsr3::from_coo",
+            Box::new(|| {
+                black_box(Bsr3::from_coo(shape, entries.iter().copied()).expect("BSR assembly"));
+            }),
+        ));
+    }
     let t = run_group(&format!("{label} assembly"), impls, probes, seen);
-    let bytes = (entries.len() * 24 + nnz * 12 + (shape[0] + 1) * 4) as f64;
-    vec![Measure {
+    let triplets = entries.len() * 24;
+    let bytes = (triplets + nnz * 12 + (shape[0] + 1) * 4) as f64;
+    let mut out = vec![Measure {
         matrix: format!("{label}, shuffled triplets"),
         kernel: "COO→CSR assembly".into(),
         ours: "Csr::from_coo".into(),
@@ -694,7 +911,19 @@ fn assembly_group(
         bytes: Some(bytes),
         bound: Bound::OneThread,
         peers: vec![("sprs".into(), t[1])],
-    }]
+    }];
+    if let Some(stored) = bsr {
+        out.push(Measure {
+            matrix: format!("{label}, shuffled triplets"),
+            kernel: "COO→BSR 3x3 assembly".into(),
+            ours: "Bsr3::from_coo".into(),
+            seconds: t[2],
+            bytes: Some((triplets + stored) as f64),
+            bound: Bound::OneThread,
+            peers: vec![("sprs CSR".into(), t[1]), ("ours CSR".into(), t[0])],
+        });
+    }
+    out
 }
 
 /// The machine and the run, for the report's first line.
@@ -751,11 +980,34 @@ fn main() {
         let Some(coo) = read(name) else { continue };
         measures.extend(spmv_group(name, &coo, &mut probes, &mut seen));
         measures.extend(sparse_group(name, &coo, &mut probes, &mut seen));
+        if name == "cryg2500" {
+            // ELL where the rows are regular (cryg2500: 4.9 entries a row, at most 5)
+            let ell = FormatCase {
+                kernel: "SpMV ELL",
+                ours: "Ell5 (5 slots a row)",
+                build: |c| Ell5::from_coo_tensor(c).ok(),
+                spmv: |f, x, y| f.spmv(x, y).expect("ELL spmv"),
+                bytes: |f| f.memory_bytes(),
+            };
+            measures.extend(format_spmv_group(name, &ell, &coo, &mut probes, &mut seen));
+        }
         if name == "bcsstk16" {
+            measures.extend(transpose_group(name, &coo, &mut probes, &mut seen));
             measures.extend(spmm_group(name, &coo, &mut probes, &mut seen));
             base = Some(coo);
         }
     }
+    // 2:4 applies to none of the shared matrices (a group of 4 columns of their rows holds up
+    // to 4 entries): a synthetic layer of 2,048 x 4,096 pruned to 2 of every 4 columns
+    let nm = two_of_four(2048, 4096);
+    let nv24 = FormatCase {
+        kernel: "SpMV 2:4",
+        ours: "Nv24 (2:4, u8 coordinates)",
+        build: |c| Nv24::from_coo_tensor(c).ok(),
+        spmv: |f, x, y| f.spmv(x, y).expect("2:4 spmv"),
+        bytes: |f| f.memory_bytes(),
+    };
+    measures.extend(format_spmv_group(NM, &nv24, &nm, &mut probes, &mut seen));
     // the other square shared matrices: SpGEMM, A + Aᵀ and the conversion (issue 9 asks for
     // "the shared real matrices"; the results are checked entry by entry, so bayer10's
     // 13,436 x 13,436 product needs no dense array)
@@ -766,6 +1018,7 @@ fn main() {
     if let Some(base) = &base {
         let big = block_diagonal(base, KRON_COPIES);
         measures.extend(spmv_group(KRON, &big, &mut probes, &mut seen));
+        measures.extend(transpose_group(KRON, &big, &mut probes, &mut seen));
         measures.extend(spmm_group(KRON, &big, &mut probes, &mut seen));
         measures.extend(assembly_group(KRON, &big, &mut probes, &mut seen));
     }
