@@ -16,7 +16,7 @@ use sparse_runtime::{CooTensor, DynamicStorage, SparseStorage, Value};
 
 use crate::check::Expr;
 use crate::error::Error;
-use crate::loops::{Combine, Driver, Loop, Program, Stmt, Strategy, Target, PARTIAL_SUMS};
+use crate::loops::{Combine, Driver, Loop, NmSum, Program, Stmt, Strategy, Target, PARTIAL_SUMS};
 use crate::notation::{BinOp, Literal, ReduceOp};
 use crate::order::{Extent, IndexLoops};
 
@@ -555,6 +555,9 @@ impl<V: Num> St<'_, V> {
             if let Some((locates, expr)) = self.p.block_sum(l) {
                 return self.run_block_sum(l, locates, expr);
             }
+            if let Some(sum) = self.p.nm_sum(l) {
+                return self.run_nm_sum(l, sum);
+            }
         }
         let mut its: Vec<(usize, It)> = l.iters.iter().map(|&i| (i, self.start(i))).collect();
         let mut c = 0usize;
@@ -659,6 +662,37 @@ impl<V: Num> St<'_, V> {
             self.settle(it, &mut x);
         }
         self.temps[t] = (Self::lanes_sum(lanes), seen || hi > lo);
+        Ok(())
+    }
+
+    /// A sum across an n:m level's segments in partial sums, as the Rust back end runs it
+    /// ([`Program::nm_sum`]): the `e`-th position visited goes to lane `e % 4` within the whole
+    /// steps, to lane 0 after.
+    fn run_nm_sum(&mut self, l: &Loop, sum: NmSum<'_>) -> Result<(), Error> {
+        let (value, seen) = self.temps[sum.temp];
+        let mut lanes = [V::zero(); PARTIAL_SUMS];
+        if seen {
+            lanes[0] = value;
+        }
+        let extent = self.extents[l.var];
+        let whole = extent * sum.n / PARTIAL_SUMS * PARTIAL_SUMS;
+        let mut e = 0;
+        for c in 0..extent {
+            self.var[l.var] = c;
+            self.run(sum.locates)?;
+            let mut x = self.start(sum.iter);
+            while x.p < x.end {
+                self.pos[sum.iter] = (x.p, x.next);
+                self.var[sum.inner.var] = x.crd;
+                let v = self.eval(sum.expr)?;
+                let lane = if e < whole { e % PARTIAL_SUMS } else { 0 };
+                lanes[lane] = lanes[lane].plus(v);
+                e += 1;
+                x.p = x.next;
+                self.settle(sum.iter, &mut x);
+            }
+        }
+        self.temps[sum.temp] = (Self::lanes_sum(lanes), seen || e > 0);
         Ok(())
     }
 

@@ -135,6 +135,23 @@ pub struct Conversion {
     pub to: usize,
 }
 
+/// A sum across the segments of an n:m level ([`Program::nm_sum`]).
+#[derive(Clone, Copy, Debug)]
+pub struct NmSum<'a> {
+    /// The temporary summed into.
+    pub temp: usize,
+    /// The locates before the segment, per coordinate of the range.
+    pub locates: &'a [Stmt],
+    /// The loop over the segment.
+    pub inner: &'a Loop,
+    /// Its iterator (on the n:m level).
+    pub iter: usize,
+    /// The summand.
+    pub expr: &'a Expr,
+    /// Positions per segment (`n` of n:m: 1, 2 or 4).
+    pub n: usize,
+}
+
 /// A compiled kernel: the checked kernel, its loop variables and level iterators, the output
 /// strategy and the loop tree.
 #[derive(Clone, Debug, PartialEq)]
@@ -817,29 +834,37 @@ impl Program {
     /// A temporary appended to a sparse output (SDDMM's) counts as visited after a loop that
     /// added a term; its lane 0 starts from its value, zero until visited. `None` otherwise.
     pub fn partial_sum<'a>(&self, l: &'a Loop) -> Option<(usize, &'a Expr)> {
+        match (&l.iters[..], l.driver) {
+            ([], Driver::Range) => {}
+            // an n:m level's segments hold `n` positions (2:4: two), too few for the lanes,
+            // whose sum would add a chain of additions to every segment: [`Program::nm_sum`]
+            // runs the lanes across the segments instead
+            ([it], Driver::Merge) if self.segment_sum(*it) == Some(false) => {}
+            _ => return None,
+        }
+        self.sums_into_temp(l)
+    }
+
+    /// Whether iterator `it` visits every position of its segment once, in order (an iterated,
+    /// unique level that is not a slice): `Some(true)` for an n:m level (segments of `n`
+    /// positions), `Some(false)` for another, `None` when it does not.
+    fn segment_sum(&self, it: usize) -> Option<bool> {
+        let li = &self.levels.iters[it];
+        let access = &self.kernel.accesses[li.access];
+        let lt = self.kernel.tensors[access.tensor]
+            .encoding
+            .as_ref()
+            .and_then(|e| e.lvl_types.get(li.level))?;
+        (li.iterate && li.slice_dim.is_none() && lt.is_unique())
+            .then(|| lt.capabilities().count == PositionCount::NPerParent)
+    }
+
+    /// The temporary and the summand of loop `l` when its one case, over all its iterators,
+    /// is one sum into a temporary into which nothing but sums are combined.
+    fn sums_into_temp<'a>(&self, l: &'a Loop) -> Option<(usize, &'a Expr)> {
         let [case] = &l.cases[..] else {
             return None;
         };
-        match (&l.iters[..], l.driver) {
-            ([], Driver::Range) => {}
-            ([it], Driver::Merge) => {
-                let li = &self.levels.iters[*it];
-                let access = &self.kernel.accesses[li.access];
-                let lt = self.kernel.tensors[access.tensor]
-                    .encoding
-                    .as_ref()
-                    .and_then(|e| e.lvl_types.get(li.level));
-                let unique = lt.is_some_and(|lt| lt.is_unique());
-                // an n:m level's segments hold `n` positions (2:4: two), too few for the
-                // lanes, whose sum would add a chain of additions to every segment
-                let short =
-                    lt.is_some_and(|lt| lt.capabilities().count == PositionCount::NPerParent);
-                if !li.iterate || li.slice_dim.is_some() || !unique || short {
-                    return None;
-                }
-            }
-            _ => return None,
-        }
         if case.iters != l.iters {
             return None;
         }
@@ -860,6 +885,55 @@ impl Program {
             _ => true,
         };
         every_stmt(&self.body, &only_sums).then_some((*t, expr))
+    }
+
+    /// The sum of loop `l` over a dense range whose body locates and then sums an n:m level's
+    /// segment into a temporary (2:4 SpMV: `for j/4 { locate; for j%4 in A.2 { t += .. } }`),
+    /// when a back end may sum it in [`PARTIAL_SUMS`] interleaved partial sums across the
+    /// segments: the `e`-th position the loops visit (`e = c * n + k` for position `k` of
+    /// coordinate `c`'s segment, `n` positions each) goes to lane `e % 4` while `e` is below
+    /// the whole steps' `4 * floor(extent * n / 4)`, to lane 0 (the temporary) after; lanes 1
+    /// to 3 start from zero and `(l1 + l2) + l3` is added to the temporary after the loop, as
+    /// [`Program::partial_sum`] does along one segment. `n` divides 4 (1, 2 or 4), so a step
+    /// is `4 / n` whole segments. `None` otherwise.
+    pub fn nm_sum<'a>(&self, l: &'a Loop) -> Option<NmSum<'a>> {
+        let ([], [case], Driver::Range) = (&l.iters[..], &l.cases[..], l.driver) else {
+            return None;
+        };
+        let (Stmt::Loop(inner), locates) = case.body.split_last()? else {
+            return None;
+        };
+        if !locates.iter().all(|s| matches!(s, Stmt::Locate(_))) {
+            return None;
+        }
+        let ([it], Driver::Merge) = (&inner.iters[..], inner.driver) else {
+            return None;
+        };
+        // the range and the segment are the block and the offset of one index (`j floordiv
+        // 4`, `j mod 4`), so whatever depends on one depends on the other
+        let split = self.levels.index_loops.iter().any(
+            |il| matches!(il, IndexLoops::Split { hi, lo, .. } if *hi == l.var && *lo == inner.var),
+        );
+        if !split || self.segment_sum(*it) != Some(true) {
+            return None;
+        }
+        let li = &self.levels.iters[*it];
+        let access = &self.kernel.accesses[li.access];
+        let n = self.kernel.tensors[access.tensor]
+            .encoding
+            .as_ref()
+            .and_then(|e| e.lvl_types.get(li.level))
+            .and_then(|lt| lt.format.n_per_parent())
+            .filter(|n| matches!(n, 1 | 2 | 4))?;
+        let (temp, expr) = self.sums_into_temp(inner)?;
+        Some(NmSum {
+            temp,
+            locates,
+            inner,
+            iter: *it,
+            expr,
+            n,
+        })
     }
 
     /// The locates and the summand of loop `l` when it sums a block's row into the output: a

@@ -186,6 +186,10 @@ impl P<'_> {
                                 "  # summed, then added to the output once".to_string()
                             } else if self.p.partial_sum(l).is_some() {
                                 format!("  # in {PARTIAL_SUMS} interleaved partial sums")
+                            } else if self.p.nm_sum(l).is_some() {
+                                format!(
+                                    "  # in {PARTIAL_SUMS} interleaved partial sums across the segments"
+                                )
                             } else {
                                 String::new()
                             };

@@ -61,6 +61,9 @@ sparse_format! {
     pub kernel spmv_bsr(y: &mut [f64], a: &Bsr<f64>, x: &[f64]) { y(i) = a(i, j) * x(j) }
     // a sum over a dense range (an all-dense operand is read by random access)
     pub kernel dense_mv(y: &mut [f64], a: &Dense<f64>, x: &[f64]) { y(i) = a(i, k) * x(k) }
+    // a sum across 2:4 segments (two positions each) in partial sums
+    pub Nv24 = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : block2_4) }>;
+    pub kernel spmv_nm(y: &mut [f64], a: &Nv24<f64>, x: &[f64]) { y(i) = a(i, j) * x(j) }
 }
 
 /// `terms` summed as a generated row sum and the interpreter add them
@@ -498,6 +501,91 @@ proptest! {
         let ops = [
             Operand::Dense { shape: vec![rows], values: vec![0.0; rows] },
             dense_operand([rows, cols], &a),
+            Operand::Dense { shape: vec![cols], values: x.clone() },
+        ];
+        prop_assert_eq!(bits(&y), bits(&dense_output(run(&p, &ops).unwrap())));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// 2:4 SpMV over 1 to 7 groups of 4 columns a row (an odd count leaves a group over),
+    /// groups holding 0, 1 or 2 entries (the storage pads a group to two positions with
+    /// zeros): every stored position's term, in storage order, in four partial sums across
+    /// the groups (`Program::nm_sum`): the generated kernel, the built-in `spmv`, the
+    /// interpreter and the reference add in the same order.
+    #[test]
+    fn nm_sums_match_the_interpreter(
+        (rows, groups, picks, x) in (1usize..4, 1usize..8).prop_flat_map(|(r, g)| {
+            (
+                Just(r),
+                Just(g),
+                proptest::collection::vec((0usize..8, -4i32..5, -4i32..5), r * g),
+                nonzero_vec(4 * g),
+            )
+        })
+    ) {
+        let cols = 4 * groups;
+        let pairs = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)];
+        let mut a = Vec::new();
+        for (k, &(pick, u, v)) in picks.iter().enumerate() {
+            let (i, g) = (k / groups, k % groups);
+            match pick {
+                0..=5 => {
+                    let (c0, c1) = pairs[pick];
+                    for (c, w) in [(c0, u), (c1, v)] {
+                        if w != 0 {
+                            a.push((i, 4 * g + c, f64::from(w) / 2.0));
+                        }
+                    }
+                }
+                6 => a.push((i, 4 * g + (u.unsigned_abs() as usize % 4), 1.5)),
+                _ => {}
+            }
+        }
+        let nv = Nv24::from_coo([rows, cols], a.iter().map(|&(i, j, v)| ([i, j], v))).unwrap();
+        let mut y = vec![7.0; rows];
+        spmv_nm(&mut y, &nv, &x).unwrap();
+        // the stored positions of row `i`, two a group, in storage order
+        let want: Vec<f64> = (0..rows)
+            .map(|i| {
+                let terms: Vec<f64> = (2 * groups * i..2 * groups * (i + 1))
+                    .map(|p| {
+                        let j = 4 * (p / 2 - groups * i) + nv.crd_2[p];
+                        nv.values()[p] * x[j]
+                    })
+                    .collect();
+                partial_sums(&terms)
+            })
+            .collect();
+        prop_assert_eq!(bits(&y), bits(&want));
+        let mut builtin = vec![7.0; rows];
+        nv.spmv(&x, &mut builtin).unwrap();
+        prop_assert_eq!(bits(&y), bits(&builtin));
+        let nv_encoding = match sparse_dsl::parse::parse_declaration(Nv24::<f64>::ENCODING)
+            .unwrap()
+            .declared
+        {
+            sparse_dsl::parse::Declared::Encoding(e) => e,
+            sparse_dsl::parse::Declared::Tensor(_) => unreachable!("an encoding"),
+        };
+        let p = compile(
+            "y(i) = a(i,j) * x(j)",
+            &[
+                decl("y", &[rows], false),
+                TensorDecl { encoding: Some(nv_encoding.clone()), ..decl("a", &[rows, cols], true) },
+                decl("x", &[cols], false),
+            ],
+        )
+        .unwrap();
+        let mut coo = CooTensor::new(vec![rows, cols]);
+        for &(i, j, v) in &a {
+            coo.push(&[i, j], v);
+        }
+        let ops = [
+            Operand::Dense { shape: vec![rows], values: vec![0.0; rows] },
+            Operand::Storage(Box::new(DynamicStorage::from_coo(&nv_encoding, &coo).unwrap())),
             Operand::Dense { shape: vec![cols], values: x.clone() },
         ];
         prop_assert_eq!(bits(&y), bits(&dense_output(run(&p, &ops).unwrap())));

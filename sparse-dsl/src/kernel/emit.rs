@@ -48,7 +48,7 @@ use quote::{format_ident, quote};
 use sparse_ir::ir::{AffineExpr, DimSlice, Encoding, LevelFormat};
 use sparse_sparsifier::check::Expr;
 use sparse_sparsifier::loops::{
-    Combine, Driver, Loop, Program, SharedRows, Stmt, Strategy, Target,
+    Combine, Driver, Loop, NmSum, Program, SharedRows, Stmt, Strategy, Target,
 };
 use sparse_sparsifier::notation::{BinOp, Literal, ReduceOp};
 use sparse_sparsifier::order::{Extent, IndexLoops};
@@ -2758,6 +2758,9 @@ impl Cx<'_> {
                 let (hoisted, v) = self.hoist_then(l.var, &case.body, || self.expr(expr))?;
                 return Ok(self.range_partial_sums(t, hoisted, &c, &n, v));
             }
+            if let Some(sum) = self.nm_sum(l) {
+                return self.nm_partial_sums(l, sum, &n);
+            }
             let (hoisted, body) = self.hoist(l.var, &case.body)?;
             return Ok(quote! {
                 #hoisted
@@ -2929,6 +2932,15 @@ impl Cx<'_> {
         self.p.block_sum(l)
     }
 
+    /// The sum across an n:m level's segments, when it runs in partial sums
+    /// ([`Self::reassociate`], [`Program::nm_sum`]).
+    fn nm_sum<'b>(&self, l: &'b Loop) -> Option<NmSum<'b>> {
+        if !self.reassociate {
+            return None;
+        }
+        self.p.nm_sum(l)
+    }
+
     /// The temporary loop `l` only sums into, and the summand, when that sum runs in partial
     /// sums ([`Self::reassociate`], [`Program::partial_sum`]).
     fn partial_sum<'b>(&self, l: &'b Loop) -> Option<(usize, &'b Expr)> {
@@ -3046,6 +3058,91 @@ impl Cx<'_> {
             }
             #combine
         }
+    }
+
+    /// The sum across an n:m level's segments ([`Program::nm_sum`]) in
+    /// [`crate::kernel::REASSOCIATE_LANES`] partial sums: each step runs `4 / n` whole
+    /// segments of the range `0..n_range` (locates, then the segment's `n` positions read one
+    /// after the other), position `k` of the step adding into lane `k` (`t` itself for lane
+    /// 0); the segments left over add into `t` in a loop of their own, and the other lanes'
+    /// sum is added to `t` after.
+    fn nm_partial_sums(
+        &self,
+        l: &Loop,
+        sum: NmSum<'_>,
+        n_range: &TokenStream,
+    ) -> Result<TokenStream, Error> {
+        let c = self.var_ident(l.var);
+        let p = self.pos_ident(sum.iter);
+        let ci = self.var_ident(sum.inner.var);
+        let seg = self.segment(sum.iter);
+        let read = self.read(sum.iter, quote!(#p));
+        let (hoisted, (locates, v)) = self.hoist_then(l.var, &sum.inner.cases[0].body, || {
+            Ok((self.stmts(sum.locates)?, self.expr(sum.expr)?))
+        })?;
+        let t = sum.temp;
+        let name = format_ident!("t{}", t);
+        let zero = self.zero();
+        let lanes = crate::kernel::REASSOCIATE_LANES;
+        let lane: Vec<Ident> = (1..lanes).map(|k| format_ident!("t{}_{}", t, k)).collect();
+        let acc = |k: usize| match k {
+            0 => name.clone(),
+            k => lane[k - 1].clone(),
+        };
+        let groups = lanes / sum.n;
+        let step = (0..groups).map(|g| {
+            let at = match g {
+                0 => TokenStream::new(),
+                g => {
+                    let g = usize_lit(g);
+                    quote!(let #c = #c + #g;)
+                }
+            };
+            let adds = (0..sum.n).map(|k| {
+                let lane = acc(g * sum.n + k);
+                let add = self.add_assign(quote!(#lane), v.clone());
+                let at = match k {
+                    0 => quote!(lo),
+                    k => {
+                        let k = usize_lit(k);
+                        quote!(lo + #k)
+                    }
+                };
+                quote! {{
+                    let #p = #at;
+                    let #ci = #read;
+                    #add
+                }}
+            });
+            quote! {{
+                #at
+                #locates
+                let (lo, _) = #seg;
+                #(#adds)*
+            }}
+        });
+        let add = self.add_assign(quote!(#name), v.clone());
+        let width = usize_lit(groups);
+        let combine = self.combine_lanes(t, &lane, quote!(#n_range > 0));
+        Ok(quote! {
+            #hoisted
+            #(let mut #lane = #zero;)*
+            let mut #c = 0;
+            while #c + #width <= #n_range {
+                #(#step)*
+                #c += #width;
+            }
+            while #c < #n_range {
+                #locates
+                let (lo, hi) = #seg;
+                for #p in lo..hi {
+                    let #ci = #read;
+                    #add
+                }
+                #c += 1;
+            }
+            #combine
+        })
     }
 
     /// After a loop in partial sums: lanes 1 to 3 summed, `(l1 + l2) + l3`, and added to
