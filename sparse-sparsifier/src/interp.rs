@@ -9,7 +9,8 @@
 //! is an [`Error`], never a panic. Sums of `f64`/`f32` values add in the order the Rust back
 //! end adds them ([`Program::reassociates`]): a row's segment in four interleaved partial sums
 //! ([`Program::partial_sum`]), a block's row summed before it is added to the output
-//! ([`Program::block_sum`]), so generated code and interpreter agree bit for bit.
+//! ([`Program::block_sum`]), the segments of an n:m level in four partial sums across them
+//! ([`Program::nm_sum`]), so generated code and interpreter agree bit for bit.
 
 use sparse_runtime::num_complex::Complex;
 use sparse_runtime::{CooTensor, DynamicStorage, SparseStorage, Value};

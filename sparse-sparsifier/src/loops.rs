@@ -829,7 +829,8 @@ impl Program {
     /// every whole step `s`, the positions left over to lane 0 (the temporary itself), lanes 1
     /// to 3 start from zero and their sum `(l1 + l2) + l3` is added to the temporary after the
     /// loop. A segment loop has one iterator, on a unique level that is not a slice (every
-    /// position of the segment visited once, in order); a range loop has none; either has one
+    /// position of the segment visited once, in order), not n:m ([`Program::nm_sum`] sums those
+    /// segments); a range loop has none; either has one
     /// case whose body is one sum into a temporary into which nothing but sums are combined.
     /// A temporary appended to a sparse output (SDDMM's) counts as visited after a loop that
     /// added a term; its lane 0 starts from its value, zero until visited. `None` otherwise.
