@@ -257,6 +257,34 @@ fn faer_rows<T>(
     )
 }
 
+/// The peers' copies of one CSR matrix.
+struct Peers {
+    /// sprs, 32-bit indices.
+    sprs: sprs::CsMatI<f64, u32, u32>,
+    /// nalgebra-sparse (`usize` indices).
+    nalgebra: nalgebra_sparse::CsrMatrix<f64>,
+    /// faer, 32-bit indices.
+    faer: faer::sparse::SparseRowMat<u32, f64>,
+}
+
+/// `a` as each peer stores it, from the same arrays.
+fn peers(a: &Csr<f64>) -> Peers {
+    let [m, n] = a.shape();
+    let (pos, crd) = (&a.pos_1, &a.crd_1);
+    Peers {
+        sprs: sprs::CsMatI::new((m, n), pos.clone(), crd.clone(), a.values().to_vec()),
+        nalgebra: nalgebra_sparse::CsrMatrix::try_from_csr_data(
+            m,
+            n,
+            pos.iter().map(|&p| p as usize).collect(),
+            crd.iter().map(|&c| c as usize).collect(),
+            a.values().to_vec(),
+        )
+        .expect("nalgebra-sparse"),
+        faer: faer_rows(m, n, pos, crd, a.values().to_vec()),
+    }
+}
+
 /// faer's SpMV `y = A·x` (`sparse_dense_matmul`, one thread, `y` overwritten).
 macro_rules! faer_spmv {
     ($a:expr, $x:expr, $y:expr, $one:expr) => {{
@@ -290,19 +318,12 @@ fn spmv_group(
     let x: Vec<f64> = (0..n).map(|j| 1.0 + (j % 13) as f64 / 8.0).collect();
     let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
     // the peers, from the same arrays
-    let (pos, crd) = (&a.pos_1, &a.crd_1);
-    let sprs_a =
-        sprs::CsMatI::<f64, u32, u32>::new((m, n), pos.clone(), crd.clone(), a.values().to_vec());
-    let na = nalgebra_sparse::CsrMatrix::try_from_csr_data(
-        m,
-        n,
-        pos.iter().map(|&p| p as usize).collect(),
-        crd.iter().map(|&c| c as usize).collect(),
-        a.values().to_vec(),
-    )
-    .expect("nalgebra-sparse");
-    let faer_a = faer_rows(m, n, pos, crd, a.values().to_vec());
-    let faer_a32 = faer_rows(m, n, pos, crd, a32.values().to_vec());
+    let Peers {
+        sprs: sprs_a,
+        nalgebra: na,
+        faer: faer_a,
+    } = peers(&a);
+    let faer_a32 = faer_rows(m, n, &a.pos_1, &a.crd_1, a32.values().to_vec());
     // every result against sprs's before timing
     let mut want = vec![0.0; m];
     sprs::prod::mul_acc_mat_vec_csr(sprs_a.view(), &x, &mut want[..]);
@@ -607,18 +628,11 @@ fn transpose_group(
     let [m, n] = a.shape();
     let nnz = a.values().len();
     let x: Vec<f64> = (0..m).map(|i| 1.0 + (i % 11) as f64 / 8.0).collect();
-    let (pos, crd) = (&a.pos_1, &a.crd_1);
-    let sprs_a =
-        sprs::CsMatI::<f64, u32, u32>::new((m, n), pos.clone(), crd.clone(), a.values().to_vec());
-    let na = nalgebra_sparse::CsrMatrix::try_from_csr_data(
-        m,
-        n,
-        pos.iter().map(|&p| p as usize).collect(),
-        crd.iter().map(|&c| c as usize).collect(),
-        a.values().to_vec(),
-    )
-    .expect("nalgebra-sparse");
-    let faer_a = faer_rows(m, n, pos, crd, a.values().to_vec());
+    let Peers {
+        sprs: sprs_a,
+        nalgebra: na,
+        faer: faer_a,
+    } = peers(&a);
     let mut want = vec![0.0; n];
     sprs::prod::mul_acc_mat_vec_csc(sprs_a.transpose_view(), &x, &mut want[..]);
     let mut scale = vec![0.0; n];

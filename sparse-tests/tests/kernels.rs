@@ -443,32 +443,7 @@ proptest! {
         let mut builtin = vec![7.0; rows];
         bsr.spmv(&x, &mut builtin).unwrap();
         prop_assert_eq!(bits(&y), bits(&builtin));
-        let bsr_encoding = match sparse_dsl::parse::parse_declaration(Bsr::<f64>::ENCODING)
-            .unwrap()
-            .declared
-        {
-            sparse_dsl::parse::Declared::Encoding(e) => e,
-            sparse_dsl::parse::Declared::Tensor(_) => unreachable!("an encoding"),
-        };
-        let p = compile(
-            "y(i) = a(i,j) * x(j)",
-            &[
-                decl("y", &[rows], false),
-                TensorDecl { encoding: Some(bsr_encoding.clone()), ..decl("a", &[rows, cols], true) },
-                decl("x", &[cols], false),
-            ],
-        )
-        .unwrap();
-        let mut coo = CooTensor::new(vec![rows, cols]);
-        for &(i, j, v) in &a {
-            coo.push(&[i, j], v);
-        }
-        let ops = [
-            Operand::Dense { shape: vec![rows], values: vec![0.0; rows] },
-            Operand::Storage(Box::new(DynamicStorage::from_coo(&bsr_encoding, &coo).unwrap())),
-            Operand::Dense { shape: vec![cols], values: x.clone() },
-        ];
-        prop_assert_eq!(bits(&y), bits(&dense_output(run(&p, &ops).unwrap())));
+        prop_assert_eq!(bits(&y), bits(&interpreted_spmv(Bsr::<f64>::ENCODING, [rows, cols], &a, &x)));
     }
 }
 
@@ -563,33 +538,54 @@ proptest! {
         let mut builtin = vec![7.0; rows];
         nv.spmv(&x, &mut builtin).unwrap();
         prop_assert_eq!(bits(&y), bits(&builtin));
-        let nv_encoding = match sparse_dsl::parse::parse_declaration(Nv24::<f64>::ENCODING)
-            .unwrap()
-            .declared
-        {
-            sparse_dsl::parse::Declared::Encoding(e) => e,
-            sparse_dsl::parse::Declared::Tensor(_) => unreachable!("an encoding"),
-        };
-        let p = compile(
-            "y(i) = a(i,j) * x(j)",
-            &[
-                decl("y", &[rows], false),
-                TensorDecl { encoding: Some(nv_encoding.clone()), ..decl("a", &[rows, cols], true) },
-                decl("x", &[cols], false),
-            ],
-        )
-        .unwrap();
-        let mut coo = CooTensor::new(vec![rows, cols]);
-        for &(i, j, v) in &a {
-            coo.push(&[i, j], v);
-        }
-        let ops = [
-            Operand::Dense { shape: vec![rows], values: vec![0.0; rows] },
-            Operand::Storage(Box::new(DynamicStorage::from_coo(&nv_encoding, &coo).unwrap())),
-            Operand::Dense { shape: vec![cols], values: x.clone() },
-        ];
-        prop_assert_eq!(bits(&y), bits(&dense_output(run(&p, &ops).unwrap())));
+        prop_assert_eq!(bits(&y), bits(&interpreted_spmv(Nv24::<f64>::ENCODING, [rows, cols], &a, &x)));
     }
+}
+
+/// `y = A·x` through the interpreter, `A` (`shape`, `entries`) stored in the format whose
+/// encoding text is `encoding` (a generated struct's `ENCODING`).
+fn interpreted_spmv(
+    encoding: &str,
+    shape: [usize; 2],
+    entries: &[(usize, usize, f64)],
+    x: &[f64],
+) -> Vec<f64> {
+    let [rows, cols] = shape;
+    let encoding = match sparse_dsl::parse::parse_declaration(encoding)
+        .unwrap()
+        .declared
+    {
+        sparse_dsl::parse::Declared::Encoding(e) => e,
+        sparse_dsl::parse::Declared::Tensor(_) => unreachable!("an encoding"),
+    };
+    let p = compile(
+        "y(i) = a(i,j) * x(j)",
+        &[
+            decl("y", &[rows], false),
+            TensorDecl {
+                encoding: Some(encoding.clone()),
+                ..decl("a", &[rows, cols], true)
+            },
+            decl("x", &[cols], false),
+        ],
+    )
+    .unwrap();
+    let mut coo = CooTensor::new(vec![rows, cols]);
+    for &(i, j, v) in entries {
+        coo.push(&[i, j], v);
+    }
+    let ops = [
+        Operand::Dense {
+            shape: vec![rows],
+            values: vec![0.0; rows],
+        },
+        Operand::Storage(Box::new(DynamicStorage::from_coo(&encoding, &coo).unwrap())),
+        Operand::Dense {
+            shape: vec![cols],
+            values: x.to_vec(),
+        },
+    ];
+    dense_output(run(&p, &ops).unwrap())
 }
 
 /// [`partial_sums`] into a register holding `start` (lane 0 starts from it).
