@@ -285,6 +285,26 @@ fn peers(a: &Csr<f64>) -> Peers {
     }
 }
 
+/// nalgebra-sparse's `y = op(A)·x` (`spmm_csr_dense` with one column; `y` zeroed inside the
+/// timed call, as it reads `y` even with `beta = 0`).
+fn nalgebra_spmv(
+    a: nalgebra_sparse::ops::Op<&nalgebra_sparse::CsrMatrix<f64>>,
+    x: &[f64],
+    y: &mut [f64],
+) {
+    use nalgebra::{DMatrixView, DMatrixViewMut};
+    use nalgebra_sparse::ops::{serial::spmm_csr_dense, Op};
+    y.iter_mut().for_each(|v| *v = 0.0);
+    let (rows, cols) = (y.len(), x.len());
+    spmm_csr_dense(
+        0.0,
+        DMatrixViewMut::from_slice(y, rows, 1),
+        1.0,
+        a,
+        Op::NoOp(DMatrixView::from_slice(black_box(x), cols, 1)),
+    );
+}
+
 /// faer's SpMV `y = A·x` (`sparse_dense_matmul`, one thread, `y` overwritten).
 macro_rules! faer_spmv {
     ($a:expr, $x:expr, $y:expr, $one:expr) => {{
@@ -373,18 +393,7 @@ fn spmv_group(
         ),
         (
             "nalgebra-sparse CsrMatrix",
-            Box::new(|| {
-                use nalgebra::{DMatrixView, DMatrixViewMut};
-                use nalgebra_sparse::ops::{serial::spmm_csr_dense, Op};
-                y3.iter_mut().for_each(|v| *v = 0.0);
-                spmm_csr_dense(
-                    0.0,
-                    DMatrixViewMut::from_slice(&mut y3, m, 1),
-                    1.0,
-                    Op::NoOp(&na),
-                    Op::NoOp(DMatrixView::from_slice(&x, n, 1)),
-                );
-            }),
+            Box::new(|| nalgebra_spmv(nalgebra_sparse::ops::Op::NoOp(&na), &x, &mut y3)),
         ),
         (
             "faer SparseRowMat<u32>",
@@ -664,18 +673,7 @@ fn transpose_group(
         ),
         (
             "nalgebra-sparse Op::Transpose",
-            Box::new(|| {
-                use nalgebra::{DMatrixView, DMatrixViewMut};
-                use nalgebra_sparse::ops::{serial::spmm_csr_dense, Op};
-                y3.iter_mut().for_each(|v| *v = 0.0);
-                spmm_csr_dense(
-                    0.0,
-                    DMatrixViewMut::from_slice(&mut y3, n, 1),
-                    1.0,
-                    Op::Transpose(&na),
-                    Op::NoOp(DMatrixView::from_slice(&x, m, 1)),
-                );
-            }),
+            Box::new(|| nalgebra_spmv(nalgebra_sparse::ops::Op::Transpose(&na), &x, &mut y3)),
         ),
         (
             "faer SparseRowMat<u32>.transpose()",
