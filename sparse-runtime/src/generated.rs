@@ -1260,8 +1260,9 @@ pub const SORT_TOUCHED_DIRECT: usize = 32;
 /// (Zen 4), 2026-11-28).
 pub const SORT_TOUCHED_NETWORK: usize = small_sort::NETWORK_MAX;
 
-/// The most bitmap words of a [`Touched`] whose every row marks its bits (a workspace of at
-/// most 256 coordinates): reading all its words costs less than sorting even a short row.
+/// The most bitmap words of a [`Touched`] whose every row marks its bits on a machine without
+/// the SIMD network (a workspace of at most 256 coordinates): reading all its words costs less
+/// than sorting even a short row there.
 pub const TOUCHED_TINY_WORDS: usize = 4;
 
 /// The coordinates a generated kernel's workspace touched in one row (MLIR's `expand`/`compress`
@@ -1281,8 +1282,10 @@ pub const TOUCHED_TINY_WORDS: usize = 4;
 /// are), so the previous row predicts whether the bits pay: on `A·A` of bcsstk13 (198
 /// coordinates per row, 2,003 columns) the bitmap took the SpGEMM from 1.6x to 2.0x sprs, and
 /// rows of 17 or 13
-/// (jagmesh7, cryg2500) never set a bit. A workspace of at most [`TOUCHED_TINY_WORDS`] words
-/// marks every row and reads it from its bitmap (west0067's 67 columns: 1.85x to 2.1x sprs).
+/// (jagmesh7, cryg2500) never set a bit. Without the network, a workspace of at most
+/// [`TOUCHED_TINY_WORDS`] words marks every row and reads it from its bitmap (west0067's 67
+/// columns: 1.85x to 2.1x sprs on a Zen 1); with it, sorting costs less (Zen 4: west0067 4.2
+/// -> 4.1 µs, 2026-11-28).
 ///
 /// Memory: `n + 2` coordinates (`usize`), `n / 64 + 1` words and a summary of one bit per word.
 #[derive(Clone, Debug)]
@@ -1308,6 +1311,7 @@ impl Touched {
     /// An empty list for coordinates below `n` (a workspace of `n` slots).
     pub fn new(n: usize) -> Self {
         let words = n / 64 + 1;
+        let network = small_sort::Network::detect(n);
         Touched {
             // the network reads and writes whole registers: at least its longest list
             list: vec![0; n.saturating_add(2).max(small_sort::NETWORK_MAX)],
@@ -1318,8 +1322,8 @@ impl Touched {
             } else {
                 vec![0; words / 64 + 1]
             },
-            mark: words <= TOUCHED_TINY_WORDS,
-            network: small_sort::Network::detect(n),
+            mark: words <= TOUCHED_TINY_WORDS && network.is_none(),
+            network,
         }
     }
 
@@ -1361,7 +1365,10 @@ impl Touched {
     pub fn take_sorted(&mut self) -> &[usize] {
         let n = std::mem::take(&mut self.len);
         let tiny = self.bits.len() <= TOUCHED_TINY_WORDS;
-        let marked = std::mem::replace(&mut self.mark, tiny || n > sorted_directly(self.network));
+        let marked = std::mem::replace(
+            &mut self.mark,
+            (tiny && self.network.is_none()) || n > sorted_directly(self.network),
+        );
         if marked {
             read_marked(
                 &mut self.list,
@@ -1556,17 +1563,22 @@ pub fn shared_rows<P: Index, C: Index>(
 pub fn next_shared_row<P: Index, C: Index>(pos: &[P], crd: &[C], i: usize, n: usize) -> usize {
     // rows whose both bounds and the next row's end are stored
     let rows = n.min(pos.len().saturating_sub(2));
-    for r in i..rows {
+    let Some(window) = pos.get(i..rows + 2) else {
+        return n;
+    };
+    // over a window of `pos` (no bounds checks in the loop: 27 instructions a row of west0067
+    // before, its `A·A` 2-4% slower with jagmesh7's)
+    for (k, w) in window.windows(3).enumerate() {
         // what `shared_rows` asks first (equal nonzero lengths, equal first coordinates), as a
         // plain scan of `pos`; `shared_rows` decides the rare row that passes
-        let (lo, hi, next_hi) = (pos[r].index(), pos[r + 1].index(), pos[r + 2].index());
+        let (lo, hi, next_hi) = (w[0].index(), w[1].index(), w[2].index());
         let len = hi.wrapping_sub(lo);
         if len == next_hi.wrapping_sub(hi)
             && len != 0
             && crd.get(lo) == crd.get(hi)
-            && shared_rows(pos, crd, r, n).0 > 1
+            && shared_rows(pos, crd, i + k, n).0 > 1
         {
-            return r;
+            return i + k;
         }
     }
     n
@@ -1606,9 +1618,10 @@ pub fn untouched_marker(inputs: &[&[f64]]) -> f64 {
         }
         for chunk in values.chunks(256) {
             // a branch-free test per chunk, the rare hits collected after
-            let hit = chunk
-                .iter()
-                .fold(false, |h, v| h | (magnitude(v) >> 32 == BASE >> 32));
+            let hit = chunk.iter().fold(false, |h, v| {
+                // the high half without the sign, compared as 32 bits (lanes SSE2 compares)
+                h | ((v.to_bits() >> 32) as u32 & 0x7fff_ffff == (BASE >> 32) as u32)
+            });
             if hit {
                 taken.extend(
                     chunk
