@@ -18,7 +18,6 @@ use crate::lattice::lattice;
 use crate::notation::ReduceOp;
 use crate::order::{self, loops_of, Extent, Graph, IndexLoops, Levels};
 use sparse_ir::ir::Encoding;
-use sparse_ir::level::PositionCount;
 
 /// How a computed value is combined into its target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -840,24 +839,23 @@ impl Program {
             // an n:m level's segments hold `n` positions (2:4: two), too few for the lanes,
             // whose sum would add a chain of additions to every segment: [`Program::nm_sum`]
             // runs the lanes across the segments instead
-            ([it], Driver::Merge) if self.segment_sum(*it) == Some(false) => {}
+            ([it], Driver::Merge) if self.segment_sum(*it) == Some(None) => {}
             _ => return None,
         }
         self.sums_into_temp(l)
     }
 
     /// Whether iterator `it` visits every position of its segment once, in order (an iterated,
-    /// unique level that is not a slice): `Some(true)` for an n:m level (segments of `n`
-    /// positions), `Some(false)` for another, `None` when it does not.
-    fn segment_sum(&self, it: usize) -> Option<bool> {
+    /// unique level that is not a slice): `Some(Some(n))` for an n:m level (segments of `n`
+    /// positions), `Some(None)` for another, `None` when it does not.
+    fn segment_sum(&self, it: usize) -> Option<Option<usize>> {
         let li = &self.levels.iters[it];
         let access = &self.kernel.accesses[li.access];
         let lt = self.kernel.tensors[access.tensor]
             .encoding
             .as_ref()
             .and_then(|e| e.lvl_types.get(li.level))?;
-        (li.iterate && li.slice_dim.is_none() && lt.is_unique())
-            .then(|| lt.capabilities().count == PositionCount::NPerParent)
+        (li.iterate && li.slice_dim.is_none() && lt.is_unique()).then(|| lt.format.n_per_parent())
     }
 
     /// The temporary and the summand of loop `l` when its one case, over all its iterators,
@@ -915,16 +913,12 @@ impl Program {
         let split = self.levels.index_loops.iter().any(
             |il| matches!(il, IndexLoops::Split { hi, lo, .. } if *hi == l.var && *lo == inner.var),
         );
-        if !split || self.segment_sum(*it) != Some(true) {
+        if !split {
             return None;
         }
-        let li = &self.levels.iters[*it];
-        let access = &self.kernel.accesses[li.access];
-        let n = self.kernel.tensors[access.tensor]
-            .encoding
-            .as_ref()
-            .and_then(|e| e.lvl_types.get(li.level))
-            .and_then(|lt| lt.format.n_per_parent())
+        let n = self
+            .segment_sum(*it)
+            .flatten()
             .filter(|n| matches!(n, 1 | 2 | 4))?;
         let (temp, expr) = self.sums_into_temp(inner)?;
         Some(NmSum {
