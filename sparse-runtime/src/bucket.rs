@@ -128,21 +128,40 @@ impl KeyLayout {
     }
 
     /// The key of level coordinates `lc` (each below its level size).
-    #[inline(always)]
+    #[cfg(test)]
     fn pack<P: Word>(&self, lc: &[usize]) -> P {
         let mut k = 0u64;
         for (l, &c) in lc.iter().enumerate().skip(1) {
-            // a level of size 1 above 64 bits of levels sits at shift 64: its coordinate is 0
-            k |= (c as u64).checked_shl(self.shift[l]).unwrap_or(0);
+            k |= (c as u64).wrapping_shl(self.shift[l]);
         }
         P::from_u64(k)
+    }
+
+    /// Each level's shift as an array, for [`pack_key`] in a loop over entries.
+    fn shifts<const L: usize>(&self) -> [u32; L] {
+        std::array::from_fn(|l| self.shift[l])
     }
 
     /// The coordinate of level `l >= 1` in key `p`.
     #[inline(always)]
     fn level(&self, p: u64, l: usize) -> usize {
-        (p.checked_shr(self.shift[l]).unwrap_or(0) & self.mask[l]) as usize
+        // a level of size 1 above 64 bits of levels sits at shift 64, where the wrapped
+        // shift reads `p` itself: its mask is 0
+        (p.wrapping_shr(self.shift[l]) & self.mask[l]) as usize
     }
+}
+
+/// The key of level coordinates `lc` (each below its level size) under the layout whose
+/// [`KeyLayout::shifts`] are `shifts`.
+#[inline(always)]
+fn pack_key<P: Word, const L: usize>(shifts: &[u32; L], lc: &[usize; L]) -> P {
+    let mut k = 0u64;
+    for l in 1..L {
+        // a level of size 1 above 64 bits of levels sits at shift 64 (wrapped: 0), where its
+        // coordinate is 0
+        k |= (lc[l] as u64).wrapping_shl(shifts[l]);
+    }
+    P::from_u64(k)
 }
 
 /// The entries, read once: level-0 coordinates, packed keys of levels `1..`, values.
@@ -289,7 +308,7 @@ impl<P: Word, V: Value> Coarse<P, V> {
     fn push(&mut self, k0: usize, rest: P, v: V) {
         let g = k0 >> self.plan.shift;
         let local = (k0 & ((1 << self.plan.shift) - 1)) as u64;
-        let key = P::from_u64(local.checked_shl(self.plan.rest_bits).unwrap_or(0) | rest.to_u64());
+        let key = P::from_u64(local.wrapping_shl(self.plan.rest_bits) | rest.to_u64());
         let f = usize::from(self.fill[g]);
         let t = g * COARSE_TAIL + f;
         self.tail_keys[t] = key;
@@ -489,14 +508,26 @@ fn read_into<P: Word, V: Value, const D: usize, const L: usize, S: Sink<P, V>>(
     let mut it = entries.enumerate();
     let limit = u32::MAX as usize - 1;
     let mut pending = None;
+    let shifts = layout.shifts::<L>();
     for (entry, (c, v)) in it.by_ref() {
-        check(entry, &c)?;
+        // the tests without early exits (no branch per coordinate); the error path names
+        // the first bad dimension
+        if c.iter()
+            .zip(&shape)
+            .fold(false, |bad, (&x, &s)| bad | (x >= s))
+        {
+            check(entry, &c)?;
+        }
         let lc = dim_to_lvl(&c);
-        if sink.taken() == limit || lc.iter().zip(&lvl_sizes).any(|(&x, &s)| x >= s) {
+        let past = lc
+            .iter()
+            .zip(&lvl_sizes)
+            .fold(false, |past, (&x, &s)| past | (x >= s));
+        if past || sink.taken() == limit {
             pending = Some((lc, v));
             break;
         }
-        sink.take(lc[0], layout.pack(&lc), v);
+        sink.take(lc[0], pack_key(&shifts, &lc), v);
     }
     let Some(first) = pending else {
         return Ok(sink.read());
@@ -517,6 +548,16 @@ fn read_into<P: Word, V: Value, const D: usize, const L: usize, S: Sink<P, V>>(
 /// the L1 and L2 caches.
 const DIGIT_BITS: u32 = 14;
 
+/// A digit's counters: [`DIGIT_BITS`] bits at most, so an index masked with `DIGIT_MASK` is
+/// within it (no bounds check per entry).
+type Histogram = [u32; 1 << DIGIT_BITS];
+
+/// The mask of the largest digit.
+const DIGIT_MASK: u64 = (1 << DIGIT_BITS) - 1;
+
+/// Most passes of the [`GroupSorter`]: keys of at most 32 bits, digits of [`DIGIT_BITS`].
+const MAX_PASSES: usize = 3;
+
 /// The LSD radix sort of coarse groups whose keys (local level-0 coordinate, then levels `1..`)
 /// fit 32 bits ([`CoarsePlan::key_bits`]): counting passes of at most [`DIGIT_BITS`]-bit digits,
 /// stable, with scratch arrays sized for the largest group, so a group, its scratch and its
@@ -525,8 +566,8 @@ struct GroupSorter<P, V> {
     plan: CoarsePlan,
     passes: u32,
     digit: u32,
-    /// One histogram of `2^digit` counters per pass.
-    hist: Vec<u32>,
+    /// One histogram per pass (`2^digit` of its counters used).
+    hist: Vec<Histogram>,
     /// `rows[l + 1]` counts local level-0 coordinate `l`; its prefix sum gives the rows' starts.
     rows: Vec<u32>,
     tmp_keys: Vec<P>,
@@ -555,7 +596,7 @@ impl<P: Word, V: Value> GroupSorter<P, V> {
             plan,
             passes,
             digit,
-            hist: vec![0u32; (passes as usize) << digit],
+            hist: vec![[0u32; 1 << DIGIT_BITS]; passes as usize],
             rows: vec![0u32; (1usize << plan.shift) + 1],
             tmp_keys: vec![P::default(); t(largest)],
             tmp_vals: vec![V::zero(); t(largest)],
@@ -570,25 +611,42 @@ impl<P: Word, V: Value> GroupSorter<P, V> {
     /// (`l` below the group's `nrows` level-0 coordinates) are the entries of its `l`-th
     /// level-0 coordinate in `self.keys` (levels `1..` only) and `self.vals`.
     fn sort(&mut self, c: &Coarse<P, V>, g: usize, nrows: usize) {
+        match self.passes {
+            1 => self.sort_in::<1>(c, g, nrows),
+            2 => self.sort_in::<2>(c, g, nrows),
+            _ => self.sort_in::<MAX_PASSES>(c, g, nrows),
+        }
+    }
+
+    /// [`GroupSorter::sort`] in `PASSES` passes (`self.passes`), unrolled.
+    #[inline(always)]
+    fn sort_in<const PASSES: usize>(&mut self, c: &Coarse<P, V>, g: usize, nrows: usize) {
         let plan = self.plan;
         let rest_mask = (1u64 << plan.rest_bits) - 1;
-        let (passes, digit) = (self.passes, self.digit);
+        let digit = self.digit;
+        // `& DIGIT_MASK` as well: the compiler then knows every index is within a histogram
+        let dmask = ((1u64 << digit) - 1) & DIGIT_MASK;
         let len = c.group_len(g);
-        let rows = &mut self.rows;
-        let hist = &mut self.hist;
-        rows[..=nrows].fill(0);
-        hist.fill(0);
-        let dmask = (1u64 << digit) - 1;
-        c.for_group(g, |k, _| {
-            let k = k.to_u64();
-            rows[(k >> plan.rest_bits) as usize + 1] += 1;
-            for p in 0..passes {
-                hist[((p as usize) << digit) + ((k >> (p * digit)) & dmask) as usize] += 1;
+        let rows = &mut self.rows[..=nrows];
+        let hist: &mut [Histogram; PASSES] = (&mut self.hist[..PASSES])
+            .try_into()
+            .expect("one histogram a pass");
+        rows.fill(0);
+        for h in hist.iter_mut() {
+            h[..1 << digit].fill(0);
+        }
+        for (keys, _) in &c.slabs[g] {
+            for &k in keys {
+                let k = k.to_u64();
+                rows[(k >> plan.rest_bits) as usize + 1] += 1;
+                for (p, h) in hist.iter_mut().enumerate() {
+                    h[((k >> (p as u32 * digit)) & dmask) as usize] += 1;
+                }
             }
-        });
-        for h in hist.chunks_mut(1 << digit) {
+        }
+        for h in hist.iter_mut() {
             let mut sum = 0u32;
-            for x in h {
+            for x in &mut h[..1 << digit] {
                 (*x, sum) = (sum, sum + *x);
             }
         }
@@ -597,40 +655,64 @@ impl<P: Word, V: Value> GroupSorter<P, V> {
         }
         // pass p reads what pass p - 1 wrote: the slabs, then the scratch arrays in turn;
         // the last pass writes the output (levels `1..` of the key only)
-        for p in 0..passes {
-            let h = &mut hist[(p as usize) << digit..((p as usize) + 1) << digit];
-            let shift = p * digit;
-            let last = p + 1 == passes;
-            let mut put = |k: P, v: V, keys: &mut [P], vs: &mut [V]| {
+        let last_mask = if PASSES == 1 { rest_mask } else { u64::MAX };
+        let (keys, vals) = (&mut self.keys[..len], &mut self.vals[..len]);
+        let (tmp_keys, tmp_vals) = (&mut self.tmp_keys[..], &mut self.tmp_vals[..]);
+        let (tmp2_keys, tmp2_vals) = (&mut self.tmp2_keys[..], &mut self.tmp2_vals[..]);
+        // pass 0: the slabs into the output (one pass) or the first scratch
+        {
+            let (out_keys, out_vals) = if PASSES == 1 {
+                (&mut *keys, &mut *vals)
+            } else {
+                (&mut tmp_keys[..len], &mut tmp_vals[..len])
+            };
+            let h = &mut hist[0];
+            for (ks, vs) in &c.slabs[g] {
+                for (&k, &v) in ks.iter().zip(vs) {
+                    let d = &mut h[(k.to_u64() & dmask) as usize];
+                    let at = *d as usize;
+                    *d += 1;
+                    out_keys[at] = P::from_u64(k.to_u64() & last_mask);
+                    out_vals[at] = v;
+                }
+            }
+        }
+        let scatter = |h: &mut Histogram,
+                       shift: u32,
+                       mask: u64,
+                       from: (&[P], &[V]),
+                       to: (&mut [P], &mut [V])| {
+            for (&k, &v) in from.0.iter().zip(from.1) {
                 let d = &mut h[((k.to_u64() >> shift) & dmask) as usize];
                 let at = *d as usize;
                 *d += 1;
-                if last {
-                    keys[at] = P::from_u64(k.to_u64() & rest_mask);
-                } else {
-                    keys[at] = k;
-                }
-                vs[at] = v;
-            };
-            let (keys, vals) = (&mut self.keys[..len], &mut self.vals[..len]);
-            match (p, last) {
-                (0, true) => c.for_group(g, |k, v| put(k, v, keys, vals)),
-                (0, false) => c.for_group(g, |k, v| {
-                    put(k, v, &mut self.tmp_keys[..len], &mut self.tmp_vals[..len])
-                }),
-                (_, true) => {
-                    for (&k, &v) in self.tmp_keys[..len].iter().zip(&self.tmp_vals[..len]) {
-                        put(k, v, keys, vals);
-                    }
-                }
-                (_, false) => {
-                    for (&k, &v) in self.tmp_keys[..len].iter().zip(&self.tmp_vals[..len]) {
-                        put(k, v, &mut self.tmp2_keys[..len], &mut self.tmp2_vals[..len]);
-                    }
-                    std::mem::swap(&mut self.tmp_keys, &mut self.tmp2_keys);
-                    std::mem::swap(&mut self.tmp_vals, &mut self.tmp2_vals);
-                }
+                to.0[at] = P::from_u64(k.to_u64() & mask);
+                to.1[at] = v;
             }
+        };
+        if PASSES == 2 {
+            scatter(
+                &mut hist[1],
+                digit,
+                rest_mask,
+                (&tmp_keys[..len], &tmp_vals[..len]),
+                (keys, vals),
+            );
+        } else if PASSES == 3 {
+            scatter(
+                &mut hist[1],
+                digit,
+                u64::MAX,
+                (&tmp_keys[..len], &tmp_vals[..len]),
+                (&mut tmp2_keys[..len], &mut tmp2_vals[..len]),
+            );
+            scatter(
+                &mut hist[2],
+                2 * digit,
+                rest_mask,
+                (&tmp2_keys[..len], &tmp2_vals[..len]),
+                (keys, vals),
+            );
         }
     }
 }
@@ -927,6 +1009,10 @@ pub(crate) fn builds_from_groups<P: Word, V: Value>(
 /// ([`crate::huge`]).
 const PIECE_BYTES: usize = 16 << 20;
 
+/// Most bits of a block's levels (`2..`) for which [`build_sorted`] reads an entry's offset in
+/// its block from a table (`2^bits` offsets).
+const OFFSET_TABLE_BITS: u32 = 12;
+
 /// [`build_coarse`] once it applies: the level-1 arrays into `b`, and CSR's values; BSR's
 /// values in consecutive `pieces`, for the caller to join. Frees each group of `c` once it
 /// is sorted.
@@ -996,6 +1082,29 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
             * block;
         let mut vals: Vec<V> = Vec::new();
         let mut nodes = 0usize;
+        // level 1 (the block's coordinate) is the key's top field once the sorter has
+        // dropped the local level-0 coordinate; levels `2..`, the low `top` bits, give the
+        // entry's offset in its row-major block: from a table when they are few (a 64 x 64
+        // block at most), else field by field
+        let top = layout.shift[1];
+        let mut field = [(0u32, 0u64, 0usize); L];
+        for (l, f) in field.iter_mut().enumerate().skip(2) {
+            *f = (layout.shift[l], layout.mask[l], stride[l]);
+        }
+        let in_block = |p: u64| {
+            field[2..]
+                .iter()
+                .map(|&(shift, mask, stride)| ((p >> shift) & mask) as usize * stride)
+                .sum::<usize>()
+        };
+        let tabled = top <= OFFSET_TABLE_BITS;
+        let table: Vec<usize> = if tabled {
+            (0..1u64 << top).map(in_block).collect()
+        } else {
+            Vec::new()
+        };
+        let low = (1u64 << top) - 1;
+        let mut block_crd: Vec<P> = Vec::new();
         for g in 0..plan.groups {
             let r0 = g << plan.shift;
             let nrows = per.min(size0 - r0);
@@ -1003,12 +1112,14 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
             c.free_group(g);
             for l in 0..nrows {
                 let row = sorter.rows[l] as usize..sorter.rows[l + 1] as usize;
-                let mut node: Option<usize> = None;
-                let mut prev_key: Option<P> = None;
+                // keys fit 32 bits: `u64::MAX` is no key, no block
+                let mut node = u64::MAX;
+                let mut prev = u64::MAX;
                 let mut at = 0usize;
                 for (&p, &v) in sorter.keys[row.clone()].iter().zip(&sorter.vals[row]) {
-                    let n1 = layout.level(p.to_u64(), 1);
-                    if node != Some(n1) {
+                    let p = p.to_u64();
+                    if p >> top != node {
+                        node = p >> top;
                         if vals.capacity() - vals.len() < block {
                             let room = crate::huge::try_with_capacity(piece_values)
                                 .map_err(|_| too_large())?;
@@ -1017,15 +1128,27 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
                         at = vals.len();
                         vals.resize(at + block, V::zero());
                         nodes += 1;
-                        node = Some(n1);
-                        prev_key = None;
-                        push(&mut crd, 1, BufferKind::Coordinate, n1, cw)?;
+                        block_crd.push(P::from_u64(node));
                     }
-                    put_in_block(&mut vals, at, p, v, &mut prev_key, layout, &stride);
+                    let off = at
+                        + if tabled {
+                            table[(p & low) as usize]
+                        } else {
+                            in_block(p)
+                        };
+                    // a key equal to the one before is a duplicate in the same block,
+                    // summed in input order
+                    if p == prev {
+                        vals[off] += v;
+                    } else {
+                        vals[off] = v;
+                    }
+                    prev = p;
                 }
                 push(&mut pos, 1, BufferKind::Position, nodes, pw)?;
             }
         }
+        crd = fill(crd, block_crd, cw)?;
         pieces.push(vals);
     }
     b.positions[1] = Some(pos);
@@ -1326,6 +1449,7 @@ mod tests {
     /// through `dim_to_lvl`), groups of `2^shift` level-0 coordinates.
     fn same_built<const L: usize>(
         enc: &Encoding,
+        shape: [usize; 2],
         lvl_sizes: [usize; L],
         entries: &[([usize; 2], f64)],
         dim_to_lvl: impl Fn(&[usize; 2]) -> [usize; L] + Copy,
@@ -1335,7 +1459,7 @@ mod tests {
         let plan = CoarsePlan::with_shift(lvl_sizes[0], layout.bits, shift).unwrap();
         let coarse = || match read::<u32, f64, 2, L>(
             &layout,
-            [64, 48],
+            shape,
             lvl_sizes,
             entries.iter().copied(),
             dim_to_lvl,
@@ -1414,7 +1538,8 @@ mod tests {
 
         /// CSR and BSR 2x2 built straight from the sorted groups equal the bucketed arrays
         /// built afterwards: positions, coordinates and values (bits), duplicates summed in
-        /// input order, for groups of 2 to 16 level-0 coordinates.
+        /// input order, for groups of 2 to 16 level-0 coordinates; and BSR 128x64, whose
+        /// offsets in a block are too many for the offset table.
         #[test]
         fn direct_from_groups_equals_bucket_then_build(
             raw in proptest::collection::vec((0usize..64, 0usize..48, -8i32..8), 0..2500),
@@ -1426,9 +1551,16 @@ mod tests {
                 .map(|&(i, j, v)| ([i, j], f64::from(v) * 0.1 + [0.0, 1e9][i % 2]))
                 .collect();
             let csr = encoding_of(CompressedLayout::Csr, [1, 1], 0, 0, 32).unwrap();
-            same_built::<2>(&csr, [64, 48], &e, |c| *c, shift);
+            same_built::<2>(&csr, [64, 48], [64, 48], &e, |c| *c, shift);
             let bsr = encoding_of(CompressedLayout::Bsr, [2, 2], 0, 0, 32).unwrap();
-            same_built::<4>(&bsr, [32, 24, 2, 2], &e, |c| [c[0] / 2, c[1] / 2, c[0] % 2, c[1] % 2], shift);
+            same_built::<4>(&bsr, [64, 48], [32, 24, 2, 2], &e, |c| [c[0] / 2, c[1] / 2, c[0] % 2, c[1] % 2], shift);
+            // 128 x 64 blocks: 13 bits of offset in a block, past the offset table
+            let spread: Vec<([usize; 2], f64)> = e
+                .iter()
+                .map(|&([i, j], v)| ([(i * 4 + j % 4) % 256, (j * 2 + i % 2) % 128], v))
+                .collect();
+            let big = encoding_of(CompressedLayout::Bsr, [128, 64], 0, 0, 32).unwrap();
+            same_built::<4>(&big, [256, 128], [2, 2, 128, 64], &spread, |c| [c[0] / 128, c[1] / 64, c[0] % 128, c[1] % 64], 0);
         }
 
         /// Keys past 32 bits take the scatter and per-segment sort.
