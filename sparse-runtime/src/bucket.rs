@@ -280,13 +280,18 @@ pub(crate) struct Coarse<P, V> {
     /// Each group's slabs, in input order: full but the last. Keys are `local level-0 <<
     /// rest_bits | rest`.
     slabs: Vec<Vec<Slab<P, V>>>,
-    /// Each group's tail (`groups * COARSE_TAIL` keys and values, `fill[g]` of group `g`
-    /// used) until sealed, then empty.
-    tail_keys: Vec<P>,
-    tail_vals: Vec<V>,
-    fill: Vec<u16>,
-    /// Entries read.
+    /// Each group's tail until sealed, then empty.
+    tails: Vec<Tail<P, V>>,
+    /// Entries read (counted at [`Coarse::seal`]).
     len: usize,
+}
+
+/// A coarse group's tail ([`Coarse`]): its first `fill` keys and values are used.
+#[derive(Clone)]
+struct Tail<P, V> {
+    keys: [P; COARSE_TAIL],
+    vals: [V; COARSE_TAIL],
+    fill: usize,
 }
 
 impl<P: Word, V: Value> Coarse<P, V> {
@@ -295,9 +300,14 @@ impl<P: Word, V: Value> Coarse<P, V> {
         Coarse {
             plan,
             slabs: (0..plan.groups).map(|_| Vec::new()).collect(),
-            tail_keys: vec![P::default(); plan.groups * COARSE_TAIL],
-            tail_vals: vec![V::zero(); plan.groups * COARSE_TAIL],
-            fill: vec![0; plan.groups],
+            tails: vec![
+                Tail {
+                    keys: [P::default(); COARSE_TAIL],
+                    vals: [V::zero(); COARSE_TAIL],
+                    fill: 0,
+                };
+                plan.groups
+            ],
             len: 0,
         }
     }
@@ -309,22 +319,22 @@ impl<P: Word, V: Value> Coarse<P, V> {
         let g = k0 >> self.plan.shift;
         let local = (k0 & ((1 << self.plan.shift) - 1)) as u64;
         let key = P::from_u64(local.wrapping_shl(self.plan.rest_bits) | rest.to_u64());
-        let f = usize::from(self.fill[g]);
-        let t = g * COARSE_TAIL + f;
-        self.tail_keys[t] = key;
-        self.tail_vals[t] = v;
-        self.len += 1;
+        let tail = &mut self.tails[g];
+        // `fill` stays below COARSE_TAIL: the mask only tells the compiler so
+        let f = tail.fill & (COARSE_TAIL - 1);
+        tail.keys[f] = key;
+        tail.vals[f] = v;
         if f + 1 < COARSE_TAIL {
-            self.fill[g] = (f + 1) as u16;
+            tail.fill = f + 1;
             return;
         }
         self.flush(g, COARSE_TAIL);
-        self.fill[g] = 0;
+        self.tails[g].fill = 0;
     }
 
     /// Copies the first `len` entries of group `g`'s tail to its last slab, or a new one.
     fn flush(&mut self, g: usize, len: usize) {
-        let range = g * COARSE_TAIL..g * COARSE_TAIL + len;
+        let tail = &self.tails[g];
         let slabs = &mut self.slabs[g];
         if slabs
             .last()
@@ -336,8 +346,8 @@ impl<P: Word, V: Value> Coarse<P, V> {
             ));
         }
         if let Some((keys, vals)) = slabs.last_mut() {
-            keys.extend_from_slice(&self.tail_keys[range.clone()]);
-            vals.extend_from_slice(&self.tail_vals[range]);
+            keys.extend_from_slice(&tail.keys[..len]);
+            vals.extend_from_slice(&tail.vals[..len]);
         }
     }
 
@@ -345,7 +355,7 @@ impl<P: Word, V: Value> Coarse<P, V> {
     /// slab does not use, and frees the tails.
     fn seal(&mut self) {
         for g in 0..self.plan.groups {
-            let f = usize::from(self.fill[g]);
+            let f = self.tails[g].fill;
             if f > 0 {
                 self.flush(g, f);
             }
@@ -354,8 +364,8 @@ impl<P: Word, V: Value> Coarse<P, V> {
                 vals.shrink_to_fit();
             }
         }
-        self.tail_keys = Vec::new();
-        self.tail_vals = Vec::new();
+        self.tails = Vec::new();
+        self.len = (0..self.plan.groups).map(|g| self.group_len(g)).sum();
     }
 
     /// Calls `f(key, value)` on group `g`'s entries in input order (after [`Coarse::seal`]).
@@ -439,8 +449,6 @@ pub(crate) fn read<P: Word, V: Value, const D: usize, const L: usize>(
 /// Where [`read`] puts the entries it can bucket: flat arrays ([`Collected`]) or coarse groups
 /// ([`Coarse`]).
 trait Sink<P, V>: Sized {
-    /// Entries taken.
-    fn taken(&self) -> usize;
     /// Takes an entry of level-0 coordinate `k0` and key `rest` of levels `1..`.
     fn take(&mut self, k0: usize, rest: P, v: V);
     /// What was taken, for the counting sort.
@@ -450,9 +458,6 @@ trait Sink<P, V>: Sized {
 }
 
 impl<P: Word, V: Value> Sink<P, V> for Collected<P, V> {
-    fn taken(&self) -> usize {
-        self.k0.len()
-    }
     #[inline(always)]
     fn take(&mut self, k0: usize, rest: P, v: V) {
         self.k0.push(k0 as u32);
@@ -468,9 +473,6 @@ impl<P: Word, V: Value> Sink<P, V> for Collected<P, V> {
 }
 
 impl<P: Word, V: Value> Sink<P, V> for Coarse<P, V> {
-    fn taken(&self) -> usize {
-        self.len
-    }
     #[inline(always)]
     fn take(&mut self, k0: usize, rest: P, v: V) {
         self.push(k0, rest, v);
@@ -523,7 +525,8 @@ fn read_into<P: Word, V: Value, const D: usize, const L: usize, S: Sink<P, V>>(
             .iter()
             .zip(&lvl_sizes)
             .fold(false, |past, (&x, &s)| past | (x >= s));
-        if past || sink.taken() == limit {
+        // every entry before this one was taken
+        if past || entry == limit {
             pending = Some((lc, v));
             break;
         }
@@ -631,16 +634,31 @@ impl<P: Word, V: Value> GroupSorter<P, V> {
         let hist: &mut [Histogram; PASSES] = (&mut self.hist[..PASSES])
             .try_into()
             .expect("one histogram a pass");
-        rows.fill(0);
         for h in hist.iter_mut() {
             h[..1 << digit].fill(0);
         }
-        for (keys, _) in &c.slabs[g] {
-            for &k in keys {
-                let k = k.to_u64();
-                rows[(k >> plan.rest_bits) as usize + 1] += 1;
-                for (p, h) in hist.iter_mut().enumerate() {
-                    h[((k >> (p as u32 * digit)) & dmask) as usize] += 1;
+        // the last pass's digit holds every bit of the local level-0 coordinate when
+        // `rest_bits` reaches its shift: the rows' starts are then read from its histogram
+        let last_shift = (PASSES as u32 - 1) * digit;
+        let count_rows = plan.rest_bits < last_shift;
+        let mut count = |k: u64| {
+            for (p, h) in hist.iter_mut().enumerate() {
+                h[((k >> (p as u32 * digit)) & dmask) as usize] += 1;
+            }
+        };
+        if count_rows {
+            rows.fill(0);
+            for (keys, _) in &c.slabs[g] {
+                for &k in keys {
+                    let k = k.to_u64();
+                    rows[(k >> plan.rest_bits) as usize + 1] += 1;
+                    count(k);
+                }
+            }
+        } else {
+            for (keys, _) in &c.slabs[g] {
+                for &k in keys {
+                    count(k.to_u64());
                 }
             }
         }
@@ -650,8 +668,17 @@ impl<P: Word, V: Value> GroupSorter<P, V> {
                 (*x, sum) = (sum, sum + *x);
             }
         }
-        for l in 0..nrows {
-            rows[l + 1] += rows[l];
+        if count_rows {
+            for l in 0..nrows {
+                rows[l + 1] += rows[l];
+            }
+        } else {
+            // row `l`'s keys start at digit `l << (rest_bits - last_shift)` of the last pass
+            let to_digit = plan.rest_bits - last_shift;
+            for (l, r) in rows[..nrows].iter_mut().enumerate() {
+                *r = hist[PASSES - 1][((l as u64) << to_digit & dmask) as usize];
+            }
+            rows[nrows] = len as u32;
         }
         // pass p reads what pass p - 1 wrote: the slabs, then the scratch arrays in turn;
         // the last pass writes the output (levels `1..` of the key only)
@@ -1445,7 +1472,7 @@ mod tests {
     }
 
     /// [`build_coarse`] and [`bucket_coarse`] then [`build`] give the same level-1 arrays and
-    /// values for `entries` of a `[64, 48]` matrix in encoding `enc` (levels `lvl_sizes`
+    /// values for `entries` of a `shape` matrix in encoding `enc` (levels `lvl_sizes`
     /// through `dim_to_lvl`), groups of `2^shift` level-0 coordinates.
     fn same_built<const L: usize>(
         enc: &Encoding,
@@ -1517,7 +1544,8 @@ mod tests {
 
         /// One radix pass (keys of 5 to 7 bits), two (up to 28 bits) and three (29 to 32
         /// bits), each against the one-pass counting sort; more entries than a tail,
-        /// duplicates included.
+        /// duplicates included; rows' starts read from the last pass's histogram and (tall
+        /// groups) counted.
         #[test]
         fn coarse_radix_equals_the_one_pass_sort(
             raw in proptest::collection::vec((0usize..64, 0usize..1 << 20, -8i32..8), 0..3000),
@@ -1534,6 +1562,16 @@ mod tests {
                 .map(|&(i, j, v)| ([i, (j * 127) % (1 << 27)], f64::from(v) + 0.5))
                 .collect();
             same_both_ways::<u32>([64, 1 << 27], &wide, shift);
+            // groups of 2^10 rows over 6 bits of columns: two passes whose last digit (8
+            // bits) does not hold the whole row, so rows are counted entry by entry (the
+            // one-pass sort takes 2,048 rows from 256 entries)
+            if raw.len() >= 256 {
+                let tall: Vec<([usize; 2], f64)> = raw
+                    .iter()
+                    .map(|&(i, j, v)| ([(i * 131 + j) % 2048, j % 64], f64::from(v)))
+                    .collect();
+                same_both_ways::<u32>([2048, 64], &tall, 10);
+            }
         }
 
         /// CSR and BSR 2x2 built straight from the sorted groups equal the bucketed arrays
