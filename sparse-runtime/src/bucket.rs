@@ -699,8 +699,17 @@ impl<P: Word, V: Value> GroupSorter<P, V> {
                     let d = &mut h[(k.to_u64() & dmask) as usize];
                     let at = *d as usize;
                     *d += 1;
-                    out_keys[at] = P::from_u64(k.to_u64() & last_mask);
-                    out_vals[at] = v;
+                    // SAFETY: the histogram counted exactly these `len` keys, so each
+                    // digit's cursor stays within its own range of `0..len`
+                    unsafe {
+                        put_unchecked(
+                            out_keys,
+                            out_vals,
+                            at,
+                            P::from_u64(k.to_u64() & last_mask),
+                            v,
+                        )
+                    };
                 }
             }
         }
@@ -713,8 +722,17 @@ impl<P: Word, V: Value> GroupSorter<P, V> {
                 let d = &mut h[((k.to_u64() >> shift) & dmask) as usize];
                 let at = *d as usize;
                 *d += 1;
-                to.0[at] = P::from_u64(k.to_u64() & mask);
-                to.1[at] = v;
+                // SAFETY: `from` holds the `len` keys the histogram counted (the previous
+                // pass permuted them), so each digit's cursor stays within `0..len`
+                unsafe {
+                    put_unchecked(
+                        &mut *to.0,
+                        &mut *to.1,
+                        at,
+                        P::from_u64(k.to_u64() & mask),
+                        v,
+                    )
+                };
             }
         };
         if PASSES == 2 {
@@ -741,6 +759,21 @@ impl<P: Word, V: Value> GroupSorter<P, V> {
                 (keys, vals),
             );
         }
+    }
+}
+
+/// Writes key `k` and value `v` at `at` of `keys` and `vals` (a radix pass's scatter, whose
+/// cursors the histogram bounds), without a bounds check in release builds.
+///
+/// # Safety
+/// `at` must be below `keys.len()` and `vals.len()`.
+#[inline(always)]
+unsafe fn put_unchecked<P: Copy, V: Copy>(keys: &mut [P], vals: &mut [V], at: usize, k: P, v: V) {
+    debug_assert!(at < keys.len() && at < vals.len());
+    // SAFETY: the caller's bound
+    unsafe {
+        *keys.get_unchecked_mut(at) = k;
+        *vals.get_unchecked_mut(at) = v;
     }
 }
 
@@ -1107,7 +1140,10 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
             .max(block)
             / block
             * block;
+        // the current piece, zero-filled when allocated (in order: its pages come in
+        // sequentially, and no block is cleared on its own); `used` of its values are blocks
         let mut vals: Vec<V> = Vec::new();
+        let mut used = 0usize;
         let mut nodes = 0usize;
         // level 1 (the block's coordinate) is the key's top field once the sorter has
         // dropped the local level-0 coordinate; levels `2..`, the low `top` bits, give the
@@ -1125,12 +1161,14 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
                 .sum::<usize>()
         };
         let tabled = top <= OFFSET_TABLE_BITS;
-        let table: Vec<usize> = if tabled {
-            (0..1u64 << top).map(in_block).collect()
-        } else {
-            Vec::new()
-        };
-        let low = (1u64 << top) - 1;
+        let mut table = [0usize; 1 << OFFSET_TABLE_BITS];
+        if tabled {
+            for (x, t) in table[..1 << top].iter_mut().enumerate() {
+                *t = in_block(x as u64);
+            }
+        }
+        // (masked to the table as well: the compiler then knows every lookup is inside it)
+        let low = ((1u64 << top) - 1) & ((1 << OFFSET_TABLE_BITS) - 1);
         let mut block_crd: Vec<P> = Vec::new();
         for g in 0..plan.groups {
             let r0 = g << plan.shift;
@@ -1139,6 +1177,16 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
             c.free_group(g);
             for l in 0..nrows {
                 let row = sorter.rows[l] as usize..sorter.rows[l + 1] as usize;
+                // room for the row's blocks (at most one an entry) in this piece, or a new one
+                let most = row.len().checked_mul(block).ok_or_else(too_large)?;
+                if vals.len() - used < most {
+                    vals.truncate(used);
+                    let mut room = crate::huge::try_with_capacity(piece_values.max(most))
+                        .map_err(|_| too_large())?;
+                    room.resize(room.capacity(), V::zero());
+                    pieces.push(std::mem::replace(&mut vals, room));
+                    used = 0;
+                }
                 // keys fit 32 bits: `u64::MAX` is no key, no block
                 let mut node = u64::MAX;
                 let mut prev = u64::MAX;
@@ -1147,13 +1195,8 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
                     let p = p.to_u64();
                     if p >> top != node {
                         node = p >> top;
-                        if vals.capacity() - vals.len() < block {
-                            let room = crate::huge::try_with_capacity(piece_values)
-                                .map_err(|_| too_large())?;
-                            pieces.push(std::mem::replace(&mut vals, room));
-                        }
-                        at = vals.len();
-                        vals.resize(at + block, V::zero());
+                        at = used;
+                        used += block;
                         nodes += 1;
                         block_crd.push(P::from_u64(node));
                     }
@@ -1176,6 +1219,7 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
             }
         }
         crd = fill(crd, block_crd, cw)?;
+        vals.truncate(used);
         pieces.push(vals);
     }
     b.positions[1] = Some(pos);
