@@ -412,7 +412,10 @@ impl<P: Word, V: Value> Coarse<P, V> {
 }
 
 /// Reads `entries` in input order, checking each dimension coordinate against `shape` and
-/// mapping it with `dim_to_lvl`.
+/// mapping it with `dim_to_lvl`. `levels_in_range` says that every level coordinate of an
+/// entry inside `shape` is below its level size (the encoding's map is made of dimensions,
+/// `floordiv` and `mod` by constants, and `lvl_sizes` are the ones it gives:
+/// `Encoding::lvl_sizes`); the level coordinates are then not tested entry by entry.
 ///
 /// Errors: [`StorageError::CoordinateOutOfRange`] naming the first entry (input index),
 /// dimension and coordinate out of range.
@@ -423,25 +426,21 @@ pub(crate) fn read<P: Word, V: Value, const D: usize, const L: usize>(
     entries: impl IntoIterator<Item = ([usize; D], V)>,
     dim_to_lvl: impl Fn(&[usize; D]) -> [usize; L],
     coarse: Option<CoarsePlan>,
+    levels_in_range: bool,
 ) -> Result<Read<P, V, L>, StorageError> {
     let entries = entries.into_iter();
     let cap = entries.size_hint().0.min(u32::MAX as usize);
-    match coarse {
-        Some(plan) => read_into(
-            layout,
-            shape,
-            lvl_sizes,
-            entries,
-            dim_to_lvl,
-            Coarse::new(plan),
-        ),
-        None => {
+    let read = (layout, shape, lvl_sizes, entries, dim_to_lvl);
+    match (coarse, levels_in_range) {
+        (Some(plan), true) => read_into::<_, _, D, L, _, false>(read, Coarse::new(plan)),
+        (Some(plan), false) => read_into::<_, _, D, L, _, true>(read, Coarse::new(plan)),
+        (None, _) => {
             let flat = Collected {
                 k0: crate::huge::with_capacity(cap),
                 rest: crate::huge::with_capacity(cap),
                 vals: crate::huge::with_capacity(cap),
             };
-            read_into(layout, shape, lvl_sizes, entries, dim_to_lvl, flat)
+            read_into::<_, _, D, L, _, true>(read, flat)
         }
     }
 }
@@ -488,14 +487,25 @@ impl<P: Word, V: Value> Sink<P, V> for Coarse<P, V> {
 }
 
 /// [`read`] into `sink`: each entry's dimension coordinates checked against `shape`, mapped
-/// with `dim_to_lvl` and taken; at the first level coordinate past its level size (or past
-/// `u32::MAX - 1` entries) what was taken and the rest become the sorting assembly's keys.
-fn read_into<P: Word, V: Value, const D: usize, const L: usize, S: Sink<P, V>>(
-    layout: &KeyLayout,
-    shape: [usize; D],
-    lvl_sizes: [usize; L],
-    entries: impl Iterator<Item = ([usize; D], V)>,
-    dim_to_lvl: impl Fn(&[usize; D]) -> [usize; L],
+/// with `dim_to_lvl` and taken; at the first level coordinate past its level size (tested
+/// when `CHECK_LEVELS`) or past `u32::MAX - 1` entries, what was taken and the rest become
+/// the sorting assembly's keys.
+#[allow(clippy::type_complexity)]
+fn read_into<
+    P: Word,
+    V: Value,
+    const D: usize,
+    const L: usize,
+    S: Sink<P, V>,
+    const CHECK_LEVELS: bool,
+>(
+    (layout, shape, lvl_sizes, entries, dim_to_lvl): (
+        &KeyLayout,
+        [usize; D],
+        [usize; L],
+        impl Iterator<Item = ([usize; D], V)>,
+        impl Fn(&[usize; D]) -> [usize; L],
+    ),
     mut sink: S,
 ) -> Result<Read<P, V, L>, StorageError> {
     let check = |entry: usize, c: &[usize; D]| match (0..D).find(|&d| c[d] >= shape[d]) {
@@ -521,10 +531,11 @@ fn read_into<P: Word, V: Value, const D: usize, const L: usize, S: Sink<P, V>>(
             check(entry, &c)?;
         }
         let lc = dim_to_lvl(&c);
-        let past = lc
-            .iter()
-            .zip(&lvl_sizes)
-            .fold(false, |past, (&x, &s)| past | (x >= s));
+        let past = CHECK_LEVELS
+            && lc
+                .iter()
+                .zip(&lvl_sizes)
+                .fold(false, |past, (&x, &s)| past | (x >= s));
         // every entry before this one was taken
         if past || entry == limit {
             pending = Some((lc, v));
@@ -1503,15 +1514,23 @@ mod tests {
         let layout = KeyLayout::new(&lvl_sizes).unwrap();
         let plan = CoarsePlan::with_shift(lvl_sizes[0], layout.bits, shift).unwrap();
         let it = || entries.iter().copied();
-        let one = match read::<P, f64, 2, 2>(&layout, lvl_sizes, lvl_sizes, it(), |c| *c, None) {
-            Ok(Read::Fast(c)) => bucket(c, lvl_sizes[0]).ok().unwrap(),
-            _ => panic!("the one-pass read"),
-        };
-        let two =
-            match read::<P, f64, 2, 2>(&layout, lvl_sizes, lvl_sizes, it(), |c| *c, Some(plan)) {
-                Ok(Read::Coarse(c)) => bucket_coarse(c, lvl_sizes[0]),
-                _ => panic!("the coarse read"),
+        let one =
+            match read::<P, f64, 2, 2>(&layout, lvl_sizes, lvl_sizes, it(), |c| *c, None, false) {
+                Ok(Read::Fast(c)) => bucket(c, lvl_sizes[0]).ok().unwrap(),
+                _ => panic!("the one-pass read"),
             };
+        let two = match read::<P, f64, 2, 2>(
+            &layout,
+            lvl_sizes,
+            lvl_sizes,
+            it(),
+            |c| *c,
+            Some(plan),
+            false,
+        ) {
+            Ok(Read::Coarse(c)) => bucket_coarse(c, lvl_sizes[0]),
+            _ => panic!("the coarse read"),
+        };
         assert_eq!(plain(&one), plain(&two), "plan {plan:?}");
     }
 
@@ -1535,6 +1554,8 @@ mod tests {
             entries.iter().copied(),
             dim_to_lvl,
             Some(plan),
+            // dimensions and `floordiv`/`mod` levels: in range
+            true,
         ) {
             Ok(Read::Coarse(c)) => c,
             _ => panic!("the coarse read"),
@@ -1575,7 +1596,7 @@ mod tests {
         let plan = CoarsePlan::with_shift(8, layout.bits, 1).unwrap();
         let entries = [([5, 1], 1.0), ([0, 2], 2.0), ([5, 9], 3.0), ([5, 0], 4.0)];
         let Ok(Read::Keys(keys, vals)) =
-            read::<u32, f64, 2, 2>(&layout, [8, 10], lvl, entries, |c| *c, Some(plan))
+            read::<u32, f64, 2, 2>(&layout, [8, 10], lvl, entries, |c| *c, Some(plan), false)
         else {
             panic!("keys")
         };

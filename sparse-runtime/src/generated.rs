@@ -1005,7 +1005,14 @@ fn assemble_counting<P: bucket::Word, const D: usize, const L: usize, V: Value>(
     dim_to_lvl: impl Fn(&[usize; D]) -> [usize; L],
     coarse: Option<bucket::CoarsePlan>,
 ) -> Result<Assembled<V>, StorageError> {
-    let read = bucket::read::<P, V, D, L>(layout, shape, lvl_sizes, entries, dim_to_lvl, coarse)?;
+    // a map of dimensions, `floordiv` and `mod` by constants keeps every entry inside
+    // `shape` inside the level sizes it gives: no level is then tested entry by entry
+    let in_range = encoding
+        .lvl_sizes(&shape)
+        .is_some_and(|s| s[..] == lvl_sizes[..]);
+    let read = bucket::read::<P, V, D, L>(
+        layout, shape, lvl_sizes, entries, dim_to_lvl, coarse, in_range,
+    )?;
     let (batches, batch_levels) = batch_count(encoding, shape, &lvl_sizes)?;
     let merge = encoding.lvl_types.last().is_some_and(|t| t.is_unique());
     let bucketed = match read {
