@@ -918,6 +918,9 @@ pub fn par_rows<V: Send>(
 /// own by an LSD radix sort within the caches, so that no pass scatters at random over all
 /// entries (11.6M shuffled entries assemble in about two thirds of the time); CSR, CSC, BSR
 /// and BSC then take each sorted group straight into their arrays (`bucket::build_coarse`).
+/// When the map is made of dimensions, `floordiv` and `mod` by constants and `lvl_sizes` are
+/// the sizes it gives (`Encoding::lvl_sizes`), an entry inside `shape` is inside every level,
+/// and the level coordinates are not tested entry by entry.
 /// Extra memory at the peak: 24 bytes per entry for `u32` keys and `f64` values (the flat
 /// arrays or groups and the sorted result; for BSR the groups and the blocks' values) plus 4
 /// bytes per level-0 coordinate, for entries whose iterator reports its length. Otherwise
