@@ -580,8 +580,8 @@ struct GroupSorter<P, V> {
     plan: CoarsePlan,
     passes: u32,
     digit: u32,
-    /// One histogram per pass (`2^digit` of its counters used).
-    hist: Vec<Histogram>,
+    /// One histogram per pass, the first `passes` used (`2^digit` of their counters).
+    hist: Box<[Histogram; MAX_PASSES]>,
     /// `rows[l + 1]` counts local level-0 coordinate `l`; its prefix sum gives the rows' starts.
     rows: Vec<u32>,
     tmp_keys: Vec<P>,
@@ -610,7 +610,7 @@ impl<P: Word, V: Value> GroupSorter<P, V> {
             plan,
             passes,
             digit,
-            hist: vec![[0u32; 1 << DIGIT_BITS]; passes as usize],
+            hist: Box::new([[0u32; 1 << DIGIT_BITS]; MAX_PASSES]),
             rows: vec![0u32; (1usize << plan.shift) + 1],
             tmp_keys: vec![P::default(); t(largest)],
             tmp_vals: vec![V::zero(); t(largest)],
@@ -642,9 +642,7 @@ impl<P: Word, V: Value> GroupSorter<P, V> {
         let dmask = ((1u64 << digit) - 1) & DIGIT_MASK;
         let len = c.group_len(g);
         let rows = &mut self.rows[..=nrows];
-        let hist: &mut [Histogram; PASSES] = (&mut self.hist[..PASSES])
-            .try_into()
-            .expect("one histogram a pass");
+        let hist = &mut self.hist[..PASSES];
         for h in hist.iter_mut() {
             h[..1 << digit].fill(0);
         }
