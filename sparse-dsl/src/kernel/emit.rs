@@ -3076,6 +3076,20 @@ impl Cx<'_> {
         let p = self.pos_ident(sum.iter);
         let ci = self.var_ident(sum.inner.var);
         let seg = self.segment(sum.iter);
+        // the segment's start alone: an n:m segment is the `n` positions from `parent * n`
+        let lo = match self.parent_iter(sum.iter) {
+            Some(pit) if !self.grouped(pit) => {
+                let pp = self.pos_ident(pit);
+                match sum.n {
+                    1 => quote!(#pp),
+                    n => {
+                        let n = usize_lit(n);
+                        quote!(#pp * #n)
+                    }
+                }
+            }
+            _ => quote!(#seg.0),
+        };
         let read = self.read(sum.iter, quote!(#p));
         let (hoisted, (locates, v)) = self.hoist_then(l.var, &sum.inner.cases[0].body, || {
             Ok((self.stmts(sum.locates)?, self.expr(sum.expr)?))
@@ -3117,7 +3131,7 @@ impl Cx<'_> {
             quote! {{
                 #at
                 #locates
-                let (lo, _) = #seg;
+                let lo = #lo;
                 #(#adds)*
             }}
         });
