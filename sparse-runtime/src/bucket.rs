@@ -127,16 +127,6 @@ impl KeyLayout {
         Some(KeyLayout { shift, mask, bits })
     }
 
-    /// The key of level coordinates `lc` (each below its level size).
-    #[cfg(test)]
-    fn pack<P: Word>(&self, lc: &[usize]) -> P {
-        let mut k = 0u64;
-        for (l, &c) in lc.iter().enumerate().skip(1) {
-            k |= (c as u64).wrapping_shl(self.shift[l]);
-        }
-        P::from_u64(k)
-    }
-
     /// Each level's shift as an array, for [`pack_key`] in a loop over entries.
     fn shifts<const L: usize>(&self) -> [u32; L] {
         std::array::from_fn(|l| self.shift[l])
@@ -1464,9 +1454,9 @@ mod tests {
     fn key_layout_packs_in_level_order() {
         let k = KeyLayout::new(&[5, 3, 1000, 2]).unwrap();
         assert_eq!(k.bits, 2 + 10 + 1);
-        let a: u32 = k.pack(&[4, 2, 999, 1]);
-        let b: u32 = k.pack(&[0, 2, 999, 0]);
-        let c: u32 = k.pack(&[0, 1, 999, 1]);
+        let a: u32 = pack_key(&k.shifts(), &[4, 2, 999, 1]);
+        let b: u32 = pack_key(&k.shifts(), &[0, 2, 999, 0]);
+        let c: u32 = pack_key(&k.shifts(), &[0, 1, 999, 1]);
         assert!(c < b && b < a);
         assert_eq!(
             (1..4).map(|l| k.level(u64::from(a), l)).collect::<Vec<_>>(),
@@ -1479,7 +1469,7 @@ mod tests {
         // levels 2 and 3 take all 64 bits; level 1 (size 1) sits at shift 64
         let k = KeyLayout::new(&[7, 1, 1 << 32, 1 << 32]).unwrap();
         assert_eq!(k.bits, 64);
-        let p: u64 = k.pack(&[3, 0, (1 << 32) - 1, 5]);
+        let p: u64 = pack_key(&k.shifts(), &[3, 0, (1 << 32) - 1, 5]);
         assert_eq!(k.level(p, 1), 0);
         assert_eq!(k.level(p, 2), (1 << 32) - 1);
         assert_eq!(k.level(p, 3), 5);
