@@ -176,6 +176,25 @@ pub struct Program {
     /// kernel is not of that form. A permission, not a different result: a back end may
     /// ignore it (the interpreter does).
     pub shared_rows: Option<SharedRows>,
+    /// Rows of a [`SharedRows`] kernel that may be summed in a window of the workspace
+    /// (`windows_rows`); `None` when the kernel is not of that form. A permission too: the
+    /// interpreter ignores it.
+    pub windowed_rows: Option<WindowedRows>,
+}
+
+/// A [`SharedRows`] kernel whose loop over the shared matrix's compressed level (`A`'s `k`)
+/// locates a row of another matrix stored by rows (`B`: a dense level 0 at `k`, then an
+/// ordered, unique compressed level 1, no slice) and only sums an arithmetic result into the
+/// workspace over that row's coordinates (`j`): `C(i,j) = A(i,k) * B(k,j)`. Row `i`'s
+/// coordinates are then the union of the segments of `B` selected by row `i` of `A`, known
+/// before any product is summed. The Rust back end takes the coordinates of the rows whose
+/// union spans at most 64 columns from those segments' bit patterns (`generated::RowWindow`),
+/// and sums their products into a workspace holding the sum's identity (`-0.0`: `-0.0 + v` is
+/// `v` for an arithmetic `v`, never a signaling NaN), with no first-touch test and no sort.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowedRows {
+    /// The iterator of `B`'s compressed level, whose segments are windowed.
+    pub iter: usize,
 }
 
 /// A Gustavson kernel whose outermost loop (the output's rows) reaches its operands only
@@ -422,6 +441,7 @@ fn build_with(
     let temps = b.temps;
     let overwrites = strategy == Strategy::InPlace && assigns_every_element(&k, &lv, &mut body);
     let shared_rows = shares_rows(&k, &lv, strategy, &body);
+    let windowed_rows = shared_rows.and_then(|sr| windows_rows(&k, &lv, sr, &body));
     Ok(Program {
         conversions,
         levels: lv,
@@ -432,6 +452,7 @@ fn build_with(
         kernel: k,
         overwrites,
         shared_rows,
+        windowed_rows,
     })
 }
 
@@ -518,6 +539,63 @@ fn shares_rows(k: &Kernel, lv: &Levels, strategy: Strategy, body: &[Stmt]) -> Op
         access,
         iter: col_it,
     })
+}
+
+/// The [`WindowedRows`] of a [`SharedRows`] kernel of that form: the loop over the shared
+/// matrix's level has one case, which locates `B`'s level 0 at its variable and loops over
+/// `B`'s level 1 alone, whose one case sums a binary operation's result into the workspace.
+fn windows_rows(k: &Kernel, lv: &Levels, sr: SharedRows, body: &[Stmt]) -> Option<WindowedRows> {
+    let [Stmt::Loop(outer)] = body else {
+        return None;
+    };
+    let [Stmt::Locate(_), Stmt::Expand, Stmt::Loop(inner), Stmt::Compress] =
+        &outer.cases[0].body[..]
+    else {
+        return None;
+    };
+    let ([it], [case], Driver::Merge) = (&inner.iters[..], &inner.cases[..], inner.driver) else {
+        return None;
+    };
+    let [Stmt::Locate(row), Stmt::Loop(cols)] = &case.body[..] else {
+        return None;
+    };
+    let ([col], [col_case], Driver::Merge) = (&cols.iters[..], &cols.cases[..], cols.driver) else {
+        return None;
+    };
+    let [Stmt::Compute {
+        target: Target::Workspace,
+        combine: Combine::Reduce(ReduceOp::Sum),
+        expr: Expr::Binary(..),
+    }] = &col_case.body[..]
+    else {
+        return None;
+    };
+    let (row_it, col_it) = (&lv.iters[*row], &lv.iters[*col]);
+    let enc = k.tensors[k.accesses[col_it.access].tensor]
+        .encoding
+        .as_ref()?;
+    let levels_fit = matches!(
+        &enc.lvl_types[..],
+        [l0, l1] if l0.format == sparse_ir::ir::LevelFormat::Dense
+            && l1.format == sparse_ir::ir::LevelFormat::Compressed
+            && l1.is_unique()
+            && l1.is_ordered()
+    );
+    let ok = *it == sr.iter
+        && case.iters == [*it]
+        && col_case.iters == [*col]
+        && levels_fit
+        && enc.dim_slices.is_none()
+        && row_it.access == col_it.access
+        && row_it.level == 0
+        && !row_it.iterate
+        && row_it.var == inner.var
+        && row_it.slice_dim.is_none()
+        && lv.iters[*it].var == inner.var
+        && col_it.level == 1
+        && col_it.iterate
+        && col_it.slice_dim.is_none();
+    ok.then_some(WindowedRows { iter: *col })
 }
 
 /// Turns the one sum into a random-access output into an assignment when the loops visit

@@ -303,6 +303,14 @@ pub fn print(p: &Program) -> String {
         );
         pr.line(0, &s);
     }
+    if let (Some(w), Some(sr)) = (p.windowed_rows, p.shared_rows) {
+        let s = format!(
+            "# rows {} whose segments of {} lie within 64 columns may be summed in a window, unsorted",
+            p.levels.vars[sr.var].name,
+            pr.iter(w.iter)
+        );
+        pr.line(0, &s);
+    }
     for c in &p.conversions {
         let t = &p.kernel.tensors[c.to];
         let enc = t

@@ -119,6 +119,7 @@ fn spgemm_uses_a_workspace_and_transpose_a_buffer() {
         "# C(i,j) = sum(k, A(i,k) * B(k,j))
 # order: i, k, j; output C: workspace over j (expand/compress)
 # rows i with equal coordinates in A.1 may run together, a workspace lane each
+# rows i whose segments of B.1 lie within 64 columns may be summed in a window, unsorted
 for i in 0..2:
   locate A.0 at i
   expand workspace
@@ -175,6 +176,33 @@ fn shared_rows_need_csr_rows_and_f64_sums() {
         t.value = ValueType::I64;
     }
     assert!(!shares("C(i,j) = A(i,k) * B(k,j)", &d));
+}
+
+/// Only a kernel whose rows may run together, whose loop over `A`'s level locates a row of a
+/// CSR `B` and sums a product over it alone, may sum rows in a window.
+#[test]
+fn windowed_rows_need_a_csr_b_and_a_product() {
+    let windows = |stmt: &str, d: &[TensorDecl]| {
+        let p = compile(stmt, d).unwrap();
+        let line = print(&p).lines().any(|l| l.contains("in a window"));
+        assert_eq!(line, p.windowed_rows.is_some(), "{stmt}");
+        line
+    };
+    let d = vec![
+        decl("A", &[4, 4], Some(CSR)),
+        decl("B", &[4, 4], Some(CSR)),
+        decl("C", &[4, 4], Some(CSR)),
+        decl("D", &[4, 4], Some(DCSR)),
+        decl("alpha", &[], None),
+    ];
+    assert!(windows("C(i,j) = A(i,k) * B(k,j)", &d));
+    assert!(windows("C(i,j) = alpha * A(i,k) * B(k,j)", &d));
+    assert!(windows("C(i,j) = A(i,k) / B(k,j)", &d));
+    // `D`'s rows are found by a merge, not located; `B` alone is summed as it is stored (a
+    // signaling NaN would not survive `-0.0 + v`); rows that may not run together
+    assert!(!windows("C(i,j) = A(i,k) * D(k,j)", &d));
+    assert!(!windows("C(i,j) = B(k,j)", &d));
+    assert!(!windows("C(i,j) = D(i,k) * B(k,j)", &d));
 }
 
 #[test]

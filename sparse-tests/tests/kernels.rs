@@ -915,6 +915,69 @@ fn spgemm_long_rows_run_together() {
     assert_eq!(entries(&c), gustavson(1.0, &a, &a));
 }
 
+/// Rows summed in a 64-column window (`generated::RowWindow`) next to rows that reach a wide
+/// row of `B` or a union past 64 columns, in one product: equal to Gustavson's reference and
+/// to the interpreter bit for bit, signed zeros included (products of tiny values underflow to
+/// `-0.0` and `+0.0`, and a row whose products are all `-0.0` sums to `-0.0`).
+#[test]
+fn spgemm_windowed_rows_match_reference_and_interpreter() {
+    let n: usize = 300;
+    let mut a = seeded_matrix(n, 5, |i| {
+        if i % 10 == 7 {
+            // a wide row: no row of the product that reaches it is windowed
+            (i.saturating_sub(50)..(i + 50).min(n)).step_by(7).collect()
+        } else if i % 23 == 11 {
+            // a row reaching rows 40 apart: its product spans more than 64 columns
+            [i.saturating_sub(40), i, (i + 40).min(n - 1)]
+                .into_iter()
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect()
+        } else {
+            (i.saturating_sub(6)..(i + 7).min(n)).step_by(3).collect()
+        }
+    });
+    for (t, e) in a.iter_mut().enumerate() {
+        // rows 100..120 hold tiny values: their products underflow to signed zeros
+        if (100..120).contains(&e.0) {
+            e.2 = if t % 3 == 0 { -1e-200 } else { 1e-200 };
+        }
+    }
+    let a_csr = csr([n, n], &a);
+    let window = sparse::runtime::generated::RowWindow::new(&a_csr.pos_1, &a_csr.crd_1)
+        .expect("most rows of a span under 64 columns");
+    // SAFETY: `a_csr` is a validated CSR matrix whose columns are its own rows
+    let windowed = (0..n)
+        .filter(|&i| unsafe { window.reach_unchecked(&a_csr.pos_1, &a_csr.crd_1, i) }.is_some())
+        .count();
+    assert!(
+        windowed > n / 3 && windowed < n - n / 3,
+        "windowed rows: {windowed}"
+    );
+    let mut c = csr([n, n], &[]);
+    spgemm(&mut c, &a_csr, &a_csr).unwrap();
+    let reference = gustavson(1.0, &a, &a);
+    assert!(reference.iter().any(|e| e.1 == (-0.0f64).to_bits()));
+    assert!(reference.iter().any(|e| e.1 == 0.0f64.to_bits()));
+    assert_eq!(entries(&c), reference);
+    let p = compile(
+        "c(i,j) = a(i,k) * b(k,j)",
+        &[
+            decl("c", &[n, n], true),
+            decl("a", &[n, n], true),
+            decl("b", &[n, n], true),
+        ],
+    )
+    .unwrap();
+    assert!(p.windowed_rows.is_some());
+    let ops = [
+        storage([n, n], &[]),
+        storage([n, n], &a),
+        storage([n, n], &a),
+    ];
+    assert_eq!(entries(&c), interp_entries(run(&p, &ops).unwrap()));
+}
+
 #[test]
 fn spgemm_shape_mismatch_is_an_error() {
     let a = csr([2, 3], &[(0, 1, 2.0)]);

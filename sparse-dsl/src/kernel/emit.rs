@@ -48,7 +48,7 @@ use quote::{format_ident, quote};
 use sparse_ir::ir::{AffineExpr, DimSlice, Encoding, LevelFormat};
 use sparse_sparsifier::check::Expr;
 use sparse_sparsifier::loops::{
-    Combine, Driver, Loop, NmSum, Program, SharedRows, Stmt, Strategy, Target,
+    Combine, Driver, Loop, NmSum, Program, SharedRows, Stmt, Strategy, Target, WindowedRows,
 };
 use sparse_sparsifier::notation::{BinOp, Literal, ReduceOp};
 use sparse_sparsifier::order::{Extent, IndexLoops};
@@ -119,6 +119,10 @@ struct Cx<'a> {
     /// ([`Self::shared_rows`]): the shared matrix's values, the workspace updates and the
     /// compress work on lanes.
     lanes: std::cell::Cell<bool>,
+    /// Set while emitting the body of a row summed in a window ([`Self::windowed_rows`]): the
+    /// loop over `B`'s row adds its bits to the row's pattern, the workspace updates add into
+    /// `window_sums` without a test, and the compress reads the pattern.
+    window: std::cell::Cell<bool>,
 }
 
 /// A two-way union merge that also runs without a branch per entry
@@ -492,6 +496,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         out_slice: None,
         stored: (stored != p.kernel.value).then_some(stored),
         lanes: std::cell::Cell::new(false),
+        window: std::cell::Cell::new(false),
     };
     if k.method.as_ref().is_some_and(|m| m.rows) {
         cx.rows = Some(cx.rows_unit()?);
@@ -681,6 +686,23 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
                         init.extend(quote! {
                             // lanes for rows run together, allocated when two rows first share
                             let mut workspace_rows: ::std::vec::Vec<[f64; #rt::generated::SHARED_ROWS]> = ::std::vec::Vec::new();
+                        });
+                    }
+                    if let Some(w) = cx.windowed_rows() {
+                        let (_, _, lcx) = cx.level(w.iter);
+                        let base = &lcx.base;
+                        let pos = lcx.pos_field.as_ref().expect("checked in windowed_rows");
+                        let crd = &lcx.crd.as_ref().expect("checked in windowed_rows").field;
+                        init.extend(quote! {
+                            // rows whose coordinates lie within 64 columns are summed from `-0.0`
+                            // with no first-touch test, and their coordinates read from the bits of
+                            // the rows of B they reach
+                            let window = #rt::generated::RowWindow::new(&#base.#pos, &#base.#crd);
+                            let mut window_sums = if window.is_some() {
+                                ::std::vec![-0.0; #n]
+                            } else {
+                                ::std::vec::Vec::new()
+                            };
                         });
                     }
                 } else if cx.sum_workspace() {
@@ -1238,6 +1260,30 @@ impl Cx<'_> {
         .then_some(sr)
     }
 
+    /// The loop program's [`WindowedRows`] when this back end sums rows in a window: its rows
+    /// run together ([`Self::shared_rows`]), `B`'s level is a plain `pos`/`crd` pair, and no
+    /// index takes a name the windowed row binds.
+    fn windowed_rows(&self) -> Option<WindowedRows> {
+        let w = self.p.windowed_rows?;
+        self.shared_rows()?;
+        let taken = ["window", "window_sums", "window_pattern", "base"];
+        if self
+            .p
+            .kernel
+            .indices
+            .iter()
+            .any(|ix| taken.contains(&ix.name.as_str()))
+        {
+            return None;
+        }
+        let (_, _, lcx) = self.level(w.iter);
+        let plain = lcx.pos_field.is_some()
+            && !lcx.batched
+            && lcx.crd.as_ref().is_some_and(|c| c.owner && c.stride == 1)
+            && !lcx.packed();
+        plain.then_some(w)
+    }
+
     /// In the body over rows run together: the position variable of access `a`'s compressed
     /// level when `a` is the shared matrix (its value differs from lane to lane).
     fn lane_position(&self, a: usize) -> Option<Ident> {
@@ -1307,14 +1353,33 @@ impl Cx<'_> {
         };
         let n_ws = self.extent(var);
         let one = self.stmts(&case.body)?;
-        self.lanes.set(true);
-        let together = self.stmts(&case.body);
-        self.lanes.set(false);
-        let together = together?;
         let (_, _, lcx) = self.level(sr.iter);
         let base = &lcx.base;
         let pos = lcx.pos_field.as_ref().expect("checked in shared_rows");
         let crd = &lcx.crd.as_ref().expect("checked in shared_rows").field;
+        let one = if self.windowed_rows().is_some() {
+            self.window.set(true);
+            let windowed = self.stmts(&case.body);
+            self.window.set(false);
+            let windowed = windowed?;
+            quote! {
+                if let Some(window) = &window {
+                    // row #c's coordinates lie within 64 columns from `base`
+                    if let Some(base) = window.reach_unchecked(&#base.#pos, &#base.#crd, #c) {
+                        #windowed
+                        #c += 1;
+                        continue;
+                    }
+                }
+                #one
+            }
+        } else {
+            one
+        };
+        self.lanes.set(true);
+        let together = self.stmts(&case.body);
+        self.lanes.set(false);
+        let together = together?;
         Ok(quote! {
             let mut #c = 0;
             while #c < #n {
@@ -2266,6 +2331,10 @@ impl Cx<'_> {
                         if self.marks_untouched() && self.lanes.get() {
                             return Ok(self.lane_update(&j, v));
                         }
+                        if self.window.get() {
+                            // the row's coordinates are known: no first touch to find
+                            return Ok(quote!(*window_sums.get_unchecked_mut(#j) += #v;));
+                        }
                         if self.marks_untouched() {
                             // the first product of a slot is stored (`-0.0 + v` is `v`), the
                             // next ones added; one load tells whether the slot is new
@@ -2327,6 +2396,7 @@ impl Cx<'_> {
             }
             // the workspace is clear before the first row and `Compress` clears what it
             // touched: MLIR's `expand` has nothing left to do here
+            Stmt::Expand if self.window.get() => quote!(let mut window_pattern = 0u64;),
             Stmt::Expand => TokenStream::new(),
             Stmt::Compress => {
                 let Strategy::Workspace { var } = self.p.strategy else {
@@ -2354,6 +2424,21 @@ impl Cx<'_> {
                 } else {
                     None
                 };
+                if let (true, Some(pp), Some(ins)) = (self.window.get(), per_parent, ins) {
+                    let (Some(extend), None) = (&pp.extend, &ins.leaf) else {
+                        return Err(Error::plain("a window without a compress by rows"));
+                    };
+                    let values = &ins.values;
+                    return Ok(quote! {
+                        let touched_now = touched.take_window(window_pattern, base);
+                        #parent
+                        #extend
+                        let drained = touched_now.iter().map(|&#j| {
+                            ::core::mem::replace(window_sums.get_unchecked_mut(#j), -0.0)
+                        });
+                        #values.extend(drained);
+                    });
+                }
                 if let (true, Some(pp), Some(ins)) = (self.lanes.get(), per_parent, ins) {
                     let (Some(extend), Some(sr)) = (&pp.extend, self.shared_rows()) else {
                         return Err(Error::plain("shared rows without a compress by rows"));
@@ -2893,6 +2978,22 @@ impl Cx<'_> {
             return Ok(self.partial_sums(t, hoisted, &seg, &p, &c, reads, v));
         }
         let (hoisted, body) = self.hoist(var, body)?;
+        let windowed = self
+            .windowed_rows()
+            .filter(|w| self.window.get() && w.iter == it)
+            .and_then(|_| self.parent_iter(it));
+        if let (Some(pit), false) = (windowed, self.grouped(it)) {
+            let pp = self.pos_ident(pit);
+            return Ok(quote! {
+                #hoisted
+                window_pattern |= window.pattern_unchecked(#pp, base);
+                let (lo, hi) = #seg;
+                for #p in lo..hi {
+                    let #c = #read;
+                    #body
+                }
+            });
+        }
         if !self.grouped(it) {
             return Ok(quote! {
                 #hoisted
