@@ -1679,44 +1679,53 @@ impl RowWindow {
             bits: 0,
         };
         let segment = |w: &[P]| crd.get(w[0].index()..w[1].index());
-        // first the spans (two reads a segment): most levels are turned down here
-        let (mut narrow, mut stored) = (0usize, 0usize);
-        let mut segments = Vec::with_capacity(pos.len().saturating_sub(1));
+        let span = |coords: &[C]| match (coords.first(), coords.last()) {
+            (Some(first), Some(last)) => Some((first.index(), last.index())),
+            _ => None,
+        };
+        let narrow_span = |(first, last): (usize, usize)| last >= first && last - first < WINDOW;
+        // first the spans, counted (two reads a segment, nothing written): most levels are
+        // turned down here, as soon as a quarter of all segments are wide (then fewer than
+        // three in four of the stored ones can be narrow)
+        let count = pos.len().saturating_sub(1);
+        let (mut narrow, mut wide) = (0usize, 0usize);
         for w in pos.windows(2) {
-            let coords = segment(w)?;
-            segments.push(match (coords.first(), coords.last()) {
-                (Some(first), Some(last)) => {
-                    stored += 1;
-                    let (first, last) = (first.index(), last.index());
-                    if last >= first && last - first < WINDOW {
-                        narrow += 1;
-                        WindowSegment {
-                            first,
-                            last,
-                            bits: 0,
-                        }
-                    } else {
-                        WIDE
+            let (lo, hi) = (w[0].index(), w[1].index());
+            if lo < hi {
+                let (first, last) = (crd.get(lo)?.index(), crd.get(hi - 1)?.index());
+                if narrow_span((first, last)) {
+                    narrow += 1;
+                } else {
+                    wide += 1;
+                    if 4 * wide > count {
+                        return None;
                     }
                 }
-                _ => EMPTY,
-            });
+            }
         }
-        if narrow == 0 || 4 * narrow < 3 * stored {
+        if narrow == 0 || 4 * narrow < 3 * (narrow + wide) {
             return None;
         }
-        for (s, w) in segments.iter_mut().zip(pos.windows(2)) {
-            let (Some(coords), true) = (segment(w), s.last >= s.first && s.last < usize::MAX)
-            else {
-                continue;
-            };
-            let span = s.last - s.first;
-            let bits = coords.iter().fold(0u64, |b, c| {
-                b | 1u64 << (c.index().wrapping_sub(s.first) & 63)
+        let mut segments = Vec::with_capacity(count);
+        for w in pos.windows(2) {
+            let coords = segment(w)?;
+            segments.push(match span(coords) {
+                None => EMPTY,
+                Some((first, last)) if narrow_span((first, last)) => {
+                    let bits = coords.iter().fold(0u64, |b, c| {
+                        b | 1u64 << (c.index().wrapping_sub(first) & 63)
+                    });
+                    // within the span: an ordered level's coordinates all are (any bit past
+                    // it, of a level out of order, would name a coordinate that may lie past
+                    // the level's size)
+                    WindowSegment {
+                        first,
+                        last,
+                        bits: bits & (u64::MAX >> (63 - (last - first))),
+                    }
+                }
+                Some(_) => WIDE,
             });
-            // within the span: an ordered level's coordinates all are (any bit past it, of a
-            // level out of order, would name a coordinate that may lie past the level's size)
-            s.bits = bits & (u64::MAX >> (63 - span));
         }
         Some(RowWindow { segments })
     }
@@ -1930,7 +1939,10 @@ mod tests {
         };
         let mut touched = Touched::new(64);
         assert_eq!(touched.take_window(pattern(&[0, 4], 2), 2), [2, 3, 5, 9]);
-        assert_eq!(touched.take_window(pattern(&[0, 3], 2), 2), [2, 5, 9, 60, 63]);
+        assert_eq!(
+            touched.take_window(pattern(&[0, 3], 2), 2),
+            [2, 5, 9, 60, 63]
+        );
         assert_eq!(touched.take_window(pattern(&[3, 4], 3), 3), [3, 60, 63]);
         assert_eq!(touched.take_window(0, 7), [] as [usize; 0]);
         assert_eq!(touched.take_window(1 << 63 | 1, 0), [0, 63]);
