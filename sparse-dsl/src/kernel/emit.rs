@@ -1230,14 +1230,7 @@ impl Cx<'_> {
     fn shared_rows(&self) -> Option<SharedRows> {
         let sr = self.p.shared_rows?;
         // the names the loop over shared rows binds around the statement's code
-        let taken = ["rows", "shift", "lane"];
-        if self
-            .p
-            .kernel
-            .indices
-            .iter()
-            .any(|ix| taken.contains(&ix.name.as_str()))
-        {
+        if self.names_taken(&["rows", "shift", "lane"]) {
             return None;
         }
         let extends = self.insert.as_ref().is_some_and(|ins| {
@@ -1247,17 +1240,32 @@ impl Cx<'_> {
                     .as_ref()
                     .is_some_and(|pp| pp.extend.is_some())
         });
-        let (_, _, lcx) = self.level(sr.iter);
-        let plain = lcx.pos_field.is_some()
-            && !lcx.batched
-            && lcx.crd.as_ref().is_some_and(|c| c.owner && c.stride == 1)
-            && !lcx.packed();
         (self.marks_untouched()
             && extends
-            && plain
+            && self.plain_level(sr.iter)
             && self.rows.is_none()
             && self.snapshot.is_none())
         .then_some(sr)
+    }
+
+    /// Whether an index of the statement is named one of `names` (the generated code binds
+    /// them around the statement's code).
+    fn names_taken(&self, names: &[&str]) -> bool {
+        self.p
+            .kernel
+            .indices
+            .iter()
+            .any(|ix| names.contains(&ix.name.as_str()))
+    }
+
+    /// Whether iterator `it`'s level is a plain `pos`/`crd` pair (no batch, a coordinate array
+    /// of its own with stride 1, not packed).
+    fn plain_level(&self, it: usize) -> bool {
+        let (_, _, lcx) = self.level(it);
+        lcx.pos_field.is_some()
+            && !lcx.batched
+            && lcx.crd.as_ref().is_some_and(|c| c.owner && c.stride == 1)
+            && !lcx.packed()
     }
 
     /// The loop program's [`WindowedRows`] when this back end sums rows in a window: its rows
@@ -1266,22 +1274,8 @@ impl Cx<'_> {
     fn windowed_rows(&self) -> Option<WindowedRows> {
         let w = self.p.windowed_rows?;
         self.shared_rows()?;
-        let taken = ["window", "window_sums", "window_pattern", "base"];
-        if self
-            .p
-            .kernel
-            .indices
-            .iter()
-            .any(|ix| taken.contains(&ix.name.as_str()))
-        {
-            return None;
-        }
-        let (_, _, lcx) = self.level(w.iter);
-        let plain = lcx.pos_field.is_some()
-            && !lcx.batched
-            && lcx.crd.as_ref().is_some_and(|c| c.owner && c.stride == 1)
-            && !lcx.packed();
-        plain.then_some(w)
+        let taken = self.names_taken(&["window", "window_sums", "window_pattern", "base"]);
+        (!taken && self.plain_level(w.iter)).then_some(w)
     }
 
     /// In the body over rows run together: the position variable of access `a`'s compressed
