@@ -1642,14 +1642,17 @@ struct WindowSegment {
 /// Row `i` of `C` gathers the segments of `B` that row `i` of `A` selects; when they all lie
 /// within 64 coordinates of the least first coordinate ([`RowWindow::reach_unchecked`]), the
 /// row's coordinates are the union of their bits shifted to that base
-/// ([`RowWindow::pattern_unchecked`]), in
-/// increasing order ([`Touched::take_window`]). The kernel then sums the row into a workspace
-/// that holds `-0.0`, the identity of `+` (`-0.0 + v` is `v` bit for bit: the same sums as the
-/// untouched marker's first store), with no first-touch test per product, no touched list and
-/// no sort; other rows take the marker's path. Mesh matrices numbered along the mesh have such
-/// rows: 740 of jagmesh7's 1,138 rows of `A·A` (64% of its products), 63 of west0067's 67
-/// (`A·A` 98 -> 85 µs and 4.2 -> 3.6 µs in one scratch binary on an AMD EPYC (Zen 4),
-/// 2026-11-28); the first-touch branch and the sort's were the rows' mispredicted branches.
+/// ([`RowWindow::pattern_unchecked`]), in increasing order ([`Touched::take_window`]). The
+/// kernel then sums the row into a workspace that holds `-0.0`, the identity of `+` (`-0.0 +
+/// v` is `v` bit for bit: the same sums as the untouched marker's first store), with no
+/// first-touch test per product, no touched list and no sort; other rows take the marker's
+/// path. Mesh matrices numbered along the mesh have such rows: 740 of jagmesh7's 1,138 rows of
+/// `A·A` (64% of its products), 63 of west0067's 67; the first-touch branch and the sort's
+/// were those rows' mispredicted branches. Two builds run alternately on an AMD EPYC (Zen 4),
+/// 2026-11-28: jagmesh7 93-101 -> 88-95 µs (1.79-1.92x -> 2.03-2.07x sprs), west0067 4.1-4.3
+/// -> 3.5-3.7 µs, cryg2500 (no windowed row; the segments' spans counted until a quarter are
+/// wide) unchanged. Bits of 128 columns (`u128`, 77% of jagmesh7's products) were slower on
+/// every matrix, and so was a bit set per product instead of the segments' bits.
 ///
 /// Memory: three words per segment.
 #[derive(Clone, Debug)]

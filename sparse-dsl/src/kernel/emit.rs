@@ -1358,7 +1358,7 @@ impl Cx<'_> {
             let windowed = windowed?;
             quote! {
                 if let Some(window) = &window {
-                    // row #c's coordinates lie within 64 columns from `base`
+                    // the row's coordinates lie within 64 columns from `base`
                     if let Some(base) = window.reach_unchecked(&#base.#pos, &#base.#crd, #c) {
                         #windowed
                         #c += 1;
@@ -2418,7 +2418,10 @@ impl Cx<'_> {
                 } else {
                     None
                 };
-                if let (true, Some(pp), Some(ins)) = (self.window.get(), per_parent, ins) {
+                if self.window.get() {
+                    let (Some(pp), Some(ins)) = (per_parent, ins) else {
+                        return Err(Error::plain("a window without a compress by rows"));
+                    };
                     let (Some(extend), None) = (&pp.extend, &ins.leaf) else {
                         return Err(Error::plain("a window without a compress by rows"));
                     };
