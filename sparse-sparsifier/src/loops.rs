@@ -548,8 +548,10 @@ fn windows_rows(k: &Kernel, lv: &Levels, sr: SharedRows, body: &[Stmt]) -> Optio
     let [Stmt::Loop(outer)] = body else {
         return None;
     };
-    let [Stmt::Locate(_), Stmt::Expand, Stmt::Loop(inner), Stmt::Compress] =
-        &outer.cases[0].body[..]
+    let [outer_case] = &outer.cases[..] else {
+        return None;
+    };
+    let [Stmt::Locate(_), Stmt::Expand, Stmt::Loop(inner), Stmt::Compress] = &outer_case.body[..]
     else {
         return None;
     };
