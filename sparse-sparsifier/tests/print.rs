@@ -198,8 +198,8 @@ fn windowed_rows_need_a_csr_b_and_a_product() {
     assert!(windows("C(i,j) = A(i,k) * B(k,j)", &d));
     assert!(windows("C(i,j) = alpha * A(i,k) * B(k,j)", &d));
     assert!(windows("C(i,j) = A(i,k) / B(k,j)", &d));
-    // `D`'s rows are found by a merge, not located; `B` alone is summed as it is stored (a
-    // signaling NaN would not survive `-0.0 + v`); rows that may not run together
+    // `D`'s rows are found by a merge, not located; `B` alone (no row of `A` selects its
+    // rows, so its rows may not run together either); rows of a DCSR `D` may not run together
     assert!(!windows("C(i,j) = A(i,k) * D(k,j)", &d));
     assert!(!windows("C(i,j) = B(k,j)", &d));
     assert!(!windows("C(i,j) = D(i,k) * B(k,j)", &d));
