@@ -194,7 +194,7 @@ pub fn assemble_entries<
     V: Value,
     S: Entries<D, Value = V>,
 >(
-    encoding: Encoding,
+    encoding: &Encoding,
     shape: [usize; R],
     lvl_sizes: [usize; L],
     s: &S,
@@ -209,8 +209,8 @@ pub fn assemble_entries<
     // `s`'s coordinates as the format's (the same rank, checked above)
     let at = |c: [usize; D]| -> [usize; R] { std::array::from_fn(|d| c[d]) };
     let map = |c: &[usize; D]| dim_to_lvl(&at(*c));
-    if L == 2 && transposes_by_counting(&encoding) {
-        if let Some(a) = counted(&encoding, lvl_sizes, s, &map) {
+    if L == 2 && transposes_by_counting(encoding) {
+        if let Some(a) = counted(encoding, lvl_sizes, s, &map) {
             return Ok(a);
         }
     }
@@ -220,7 +220,7 @@ pub fn assemble_entries<
             entries.push((at(c), *v));
         }
     });
-    assemble(encoding, shape, lvl_sizes, entries, dim_to_lvl)
+    assemble(encoding.clone(), shape, lvl_sizes, entries, dim_to_lvl)
 }
 
 /// Whether [`assemble_entries`] may count: two levels, `dense` then `compressed`, ordered and
@@ -283,8 +283,8 @@ fn counted<const D: usize, const L: usize, V: Value, S: Entries<D, Value = V>>(
     };
     let positions = IndexBuffer::from_native(enc.pos_width, pos)?.ok()?;
     Some(Assembled {
-        positions: vec![None, Some(positions)],
-        coordinates: vec![None, Some(CrdBuffer::Plain(coordinates))],
+        positions: PerLevel::Second(Some(positions)),
+        coordinates: PerLevel::Second(Some(CrdBuffer::Plain(coordinates))),
         values,
     })
 }
@@ -340,8 +340,8 @@ fn direct<const D: usize, const L: usize, V: Value>(
         IndexSlice::Native(c) => direct_from(src.positions, c, src.values, transpose, n0, enc)?,
     };
     Some(Assembled {
-        positions: vec![None, Some(narrow_positions(enc.pos_width, positions)?)],
-        coordinates: vec![None, Some(CrdBuffer::Plain(coordinates))],
+        positions: PerLevel::Second(Some(positions)),
+        coordinates: PerLevel::Second(Some(CrdBuffer::Plain(coordinates))),
         values,
     })
 }
@@ -355,11 +355,11 @@ const FILL_BYTES: usize = 1 << 20;
 /// copy by truncating casts once the last is known to fit (they vectorize; the checked
 /// conversion of `IndexBuffer::from_native` took 13 instructions a position, as much as a
 /// fifth of a CSR-to-CSC conversion of jagmesh7).
-fn narrow_positions(width: u32, v: Vec<usize>) -> Option<IndexBuffer> {
+fn narrow_positions(width: u32, v: &[usize]) -> Option<IndexBuffer> {
     let last = v.last().copied().unwrap_or(0);
     let fits = |bits: u32| bits >= usize::BITS || last >> bits == 0;
     Some(match width {
-        0 => IndexBuffer::Native(v),
+        0 => IndexBuffer::Native(v.to_vec()),
         8 if fits(8) => IndexBuffer::U8(v.iter().map(|&x| x as u8).collect()),
         16 if fits(16) => IndexBuffer::U16(v.iter().map(|&x| x as u16).collect()),
         32 if fits(32) => IndexBuffer::U32(v.iter().map(|&x| x as u32).collect()),
@@ -368,9 +368,8 @@ fn narrow_positions(width: u32, v: Vec<usize>) -> Option<IndexBuffer> {
     })
 }
 
-/// The target's positions (level-0 size + 1), coordinates and values for [`direct`], at the
-/// target's coordinate width.
-#[allow(clippy::type_complexity)]
+/// The target's positions (level-0 size + 1, at the target's position width), coordinates
+/// (at its coordinate width) and values for [`direct`].
 fn direct_from<C: Index, V: Value>(
     positions: IndexSlice<'_>,
     crd: &[C],
@@ -378,28 +377,32 @@ fn direct_from<C: Index, V: Value>(
     transpose: bool,
     n0: usize,
     enc: &Encoding,
-) -> Option<(Vec<usize>, IndexBuffer, Vec<V>)> {
+) -> Option<(IndexBuffer, IndexBuffer, Vec<V>)> {
+    let w = enc.pos_width;
     match enc.crd_width {
-        8 => direct_typed::<C, u8, V>(positions, crd, values, transpose, n0),
-        16 => direct_typed::<C, u16, V>(positions, crd, values, transpose, n0),
-        32 => direct_typed::<C, u32, V>(positions, crd, values, transpose, n0),
-        64 => direct_typed::<C, u64, V>(positions, crd, values, transpose, n0),
-        _ => direct_typed::<C, usize, V>(positions, crd, values, transpose, n0),
+        8 => direct_typed::<C, u8, V>(positions, crd, values, transpose, n0, w),
+        16 => direct_typed::<C, u16, V>(positions, crd, values, transpose, n0, w),
+        32 => direct_typed::<C, u32, V>(positions, crd, values, transpose, n0, w),
+        64 => direct_typed::<C, u64, V>(positions, crd, values, transpose, n0, w),
+        _ => direct_typed::<C, usize, V>(positions, crd, values, transpose, n0, w),
     }
 }
 
-/// [`direct_from`] for source coordinates `C` and target coordinates `T`: transposing, the
-/// count of each source coordinate, their prefix sums, then each entry's source row number and
-/// value to the next slot of its coordinate (rows are visited in order, so every target segment
-/// comes out increasing); otherwise the arrays copied at the target's width.
-#[allow(clippy::type_complexity)]
+/// [`direct_from`] for source coordinates `C` and target coordinates `T`, positions at
+/// `pos_width` bits: transposing, the count of each source coordinate, their prefix sums, then
+/// each entry's source row number and value to the next slot of its coordinate (rows are
+/// visited in order, so every target segment comes out increasing); otherwise the arrays
+/// copied at the target's widths. Four allocations in all (a conversion of a small matrix is
+/// bound by them): the three arrays and one of `usize` scratch, the source's segments and the
+/// counts.
 fn direct_typed<C: Index, T: Index, V: Value>(
     positions: IndexSlice<'_>,
     crd: &[C],
     values: &[V],
     transpose: bool,
     n0: usize,
-) -> Option<(Vec<usize>, IndexBuffer, Vec<V>)> {
+    pos_width: u32,
+) -> Option<(IndexBuffer, IndexBuffer, Vec<V>)> {
     if !transpose {
         let out = crd
             .iter()
@@ -410,11 +413,19 @@ fn direct_typed<C: Index, T: Index, V: Value>(
             drop_zeros(&mut arrays);
         }
         let (pos, out, vals) = arrays;
-        return Some((pos, buffer_of(out)?, vals));
+        return Some((narrow_positions(pos_width, &pos)?, buffer_of(out)?, vals));
     }
+    // the counts of each coordinate (`n0 + 1`, as `usize`: the scatter's cursors), then the
+    // source's segments (as `usize`), in one allocation
+    let mut scratch = Vec::new();
+    scratch
+        .try_reserve_exact(n0.checked_add(1)?.checked_add(positions.len())?)
+        .ok()?;
+    scratch.resize(n0 + 1, 0);
+    positions.extend_into(&mut scratch);
+    let (pos, bounds) = scratch.split_at_mut(n0 + 1);
     // the segments, which must follow each other (validated arrays do): then they partition
     // `first..last` and the scatter below visits exactly the entries counted
-    let bounds = positions.to_vec();
     if bounds
         .windows(2)
         .fold(false, |down, w| down | (w[0] > w[1]))
@@ -437,7 +448,6 @@ fn direct_typed<C: Index, T: Index, V: Value>(
     } else {
         Vec::new()
     };
-    let mut pos = vec![0usize; n0.checked_add(1)?];
     if zeros {
         for (c, &k) in crd.iter().zip(&keep) {
             *pos.get_mut(c.index() + 1)? += usize::from(k);
@@ -451,6 +461,8 @@ fn direct_typed<C: Index, T: Index, V: Value>(
         pos[g + 1] += pos[g];
     }
     let kept = pos[n0];
+    // the target's positions are the counts' prefix sums, which the scatter then advances
+    let positions = narrow_positions(pos_width, pos)?;
     // the scatter writes the output's lines in no order: one larger than a core's L2 is
     // filled in order first, which brings its lines into cache at the memory's full bandwidth
     // instead of one read for ownership at a time (bcsstk16's 3.5 MB, converted between other
@@ -474,19 +486,16 @@ fn direct_typed<C: Index, T: Index, V: Value>(
     // room for the `kept` entries counted
     unsafe {
         scatter(
-            &bounds,
+            bounds,
             first,
             crd,
             values,
             &keep,
-            &mut pos,
+            pos,
             out.as_mut_ptr(),
             vals.as_mut_ptr(),
         )?
     };
-    // the scatter moved each segment's start to its end, the next one's start
-    pos.copy_within(0..n0, 1);
-    pos[0] = 0;
     // SAFETY: every slot of `0..kept` was written once (and, filled, initialized before): the
     // scatter wrote each counted entry of coordinate `c` to the next slot of
     // `pos[c]..pos[c + 1]`, which it fills
@@ -494,7 +503,7 @@ fn direct_typed<C: Index, T: Index, V: Value>(
         out.set_len(kept);
         vals.set_len(kept);
     }
-    Some((pos, buffer_of(out)?, vals))
+    Some((positions, buffer_of(out)?, vals))
 }
 
 /// The scatter of [`direct_typed`]: each entry of row `r` (`bounds[r] - first ..
@@ -572,14 +581,22 @@ fn drop_zeros<T: Copy, V: Value>(arrays: &mut (Vec<usize>, Vec<T>, Vec<V>)) {
 
 /// `v` as the [`IndexBuffer`] of its width.
 fn buffer_of<T: Index>(v: Vec<T>) -> Option<IndexBuffer> {
-    let any: Box<dyn Any> = Box::new(v);
     Some(match () {
-        _ if T::WIDTH == 8 => IndexBuffer::U8(*any.downcast().ok()?),
-        _ if T::WIDTH == 16 => IndexBuffer::U16(*any.downcast().ok()?),
-        _ if T::WIDTH == 32 => IndexBuffer::U32(*any.downcast().ok()?),
-        _ if T::WIDTH == 64 => IndexBuffer::U64(*any.downcast().ok()?),
-        _ => IndexBuffer::Native(*any.downcast().ok()?),
+        _ if T::WIDTH == 8 => IndexBuffer::U8(cast_vec(v)?),
+        _ if T::WIDTH == 16 => IndexBuffer::U16(cast_vec(v)?),
+        _ if T::WIDTH == 32 => IndexBuffer::U32(cast_vec(v)?),
+        _ if T::WIDTH == 64 => IndexBuffer::U64(cast_vec(v)?),
+        _ => IndexBuffer::Native(cast_vec(v)?),
     })
+}
+
+/// `v` as a `Vec<T>` if `X` is `T` (moved, with no box: a conversion into a small format
+/// allocates nothing but its arrays), `None` otherwise.
+fn cast_vec<X: Index, T: Index>(v: Vec<X>) -> Option<Vec<T>> {
+    let mut v = Some(v);
+    (&mut v as &mut dyn Any)
+        .downcast_mut::<Option<Vec<T>>>()?
+        .take()
 }
 
 /// The second pass of [`counted`]: each entry's level-1 coordinate (as `C`, which holds every
@@ -953,8 +970,8 @@ pub fn assemble<const D: usize, const L: usize, V: Value>(
         }
         let raw = DynamicStorage::from_coo(&encoding, &coo)?.into_raw_parts();
         return Ok(Assembled {
-            positions: raw.positions,
-            coordinates: raw.coordinates,
+            positions: PerLevel::All(raw.positions),
+            coordinates: PerLevel::All(raw.coordinates),
             values: raw.values,
         });
     }
@@ -1144,8 +1161,8 @@ fn finish<V: Value>(
         });
     }
     Ok(Assembled {
-        positions,
-        coordinates,
+        positions: PerLevel::All(positions),
+        coordinates: PerLevel::All(coordinates),
         values,
     })
 }
@@ -1183,10 +1200,31 @@ where
 /// typed fields.
 #[derive(Debug)]
 pub struct Assembled<V> {
-    positions: Vec<Option<IndexBuffer>>,
-    coordinates: Vec<Option<CrdBuffer>>,
+    positions: PerLevel<IndexBuffer>,
+    coordinates: PerLevel<CrdBuffer>,
     /// One value per stored position of the last level.
     pub values: Vec<V>,
+}
+
+/// An array (or none) per level: every level's, or only level 1's (a two-level `dense,
+/// compressed` format's, which [`direct`] builds with no allocation beyond the arrays).
+#[derive(Debug)]
+enum PerLevel<T> {
+    /// Level `l`'s array at `l`.
+    All(Vec<Option<T>>),
+    /// Level 1's array; the other levels have none.
+    Second(Option<T>),
+}
+
+impl<T> PerLevel<T> {
+    /// Takes level `l`'s array, `None` if it has none (or it was taken).
+    fn take(&mut self, l: usize) -> Option<T> {
+        match self {
+            PerLevel::All(v) => v.get_mut(l).and_then(Option::take),
+            PerLevel::Second(x) if l == 1 => x.take(),
+            PerLevel::Second(_) => None,
+        }
+    }
 }
 
 impl<V> Assembled<V> {
@@ -1195,7 +1233,7 @@ impl<V> Assembled<V> {
     /// Errors: [`StorageError::RawParts`] naming the level if it has no positions array of
     /// that width (a generated struct that disagrees with its encoding).
     pub fn positions<T: Index>(&mut self, l: usize) -> Result<Vec<T>, StorageError> {
-        let buf = self.positions.get_mut(l).and_then(Option::take);
+        let buf = self.positions.take(l);
         buf.and_then(index_vec)
             .ok_or_else(|| mismatch(l, "positions"))
     }
@@ -1205,7 +1243,7 @@ impl<V> Assembled<V> {
     ///
     /// Errors: [`StorageError::RawParts`] naming the level if it owns no such buffer.
     pub fn coordinates<B: CoordinateField>(&mut self, l: usize) -> Result<B, StorageError> {
-        let buf = self.coordinates.get_mut(l).and_then(Option::take);
+        let buf = self.coordinates.take(l);
         buf.and_then(B::from_buffer)
             .ok_or_else(|| mismatch(l, "coordinates"))
     }
@@ -1220,14 +1258,13 @@ fn mismatch(level: usize, what: &str) -> StorageError {
 
 /// The `Vec<T>` inside `buf` if its elements are `T` (moved, not copied).
 fn index_vec<T: Index>(buf: IndexBuffer) -> Option<Vec<T>> {
-    let any: Box<dyn Any> = match buf {
-        IndexBuffer::U8(v) => Box::new(v),
-        IndexBuffer::U16(v) => Box::new(v),
-        IndexBuffer::U32(v) => Box::new(v),
-        IndexBuffer::U64(v) => Box::new(v),
-        IndexBuffer::Native(v) => Box::new(v),
-    };
-    any.downcast::<Vec<T>>().ok().map(|v| *v)
+    match buf {
+        IndexBuffer::U8(v) => cast_vec(v),
+        IndexBuffer::U16(v) => cast_vec(v),
+        IndexBuffer::U32(v) => cast_vec(v),
+        IndexBuffer::U64(v) => cast_vec(v),
+        IndexBuffer::Native(v) => cast_vec(v),
+    }
 }
 
 /// The type of a generated coordinate field: `Vec<T>` for the byte widths, `PackedBuffer` for
@@ -1898,8 +1935,8 @@ pub fn assemble_in_order<const D: usize, const L: usize, V: Value>(
         ..
     } = b;
     Ok(Assembled {
-        positions,
-        coordinates,
+        positions: PerLevel::All(positions),
+        coordinates: PerLevel::All(coordinates),
         values,
     })
 }

@@ -147,6 +147,10 @@ impl<'a> IndexSlice<'a> {
     pub fn to_vec(&self) -> Vec<usize> {
         each_slice!(self, s => s.iter().map(|x| x.index()).collect())
     }
+    /// Appends all elements, widened to `usize`, to `out` (which grows as `Vec::extend` does).
+    pub fn extend_into(&self, out: &mut Vec<usize>) {
+        each_slice!(self, s => out.extend(s.iter().map(|x| x.index())))
+    }
     /// Bytes occupied by the elements.
     pub fn bytes(&self) -> usize {
         each_slice!(self, s => std::mem::size_of_val(*s))

@@ -208,6 +208,13 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 Self::from_assembled(shape, a)
             }
 
+            /// [`Self::encoding`], built once per program: a conversion into a small format
+            /// would spend a tenth of its time building and dropping it.
+            fn encoding_once() -> &'static ir::Encoding {
+                static ENCODING: ::std::sync::OnceLock<ir::Encoding> = ::std::sync::OnceLock::new();
+                ENCODING.get_or_init(Self::encoding)
+            }
+
             /// The struct over the arrays `assemble` built.
             fn from_assembled(
                 shape: [usize; #dim_rank],
@@ -265,7 +272,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 let shape: [usize; #dim_rank] = ::core::array::from_fn(|d| from[d]);
                 #shape_check
                 let a = #rt::generated::assemble_entries(
-                    Self::encoding(),
+                    Self::encoding_once(),
                     shape,
                     Self::lvl_sizes_for(&shape),
                     s,
