@@ -1718,54 +1718,47 @@ impl RowWindow {
             last: usize::MAX,
             bits: 0,
         };
-        let segment = |w: &[P]| crd.get(w[0].index()..w[1].index());
-        let span = |coords: &[C]| match (coords.first(), coords.last()) {
-            (Some(first), Some(last)) => Some((first.index(), last.index())),
-            _ => None,
-        };
-        let narrow_span = |(first, last): (usize, usize)| last >= first && last - first < WINDOW;
-        // first the spans, counted (two reads a segment, nothing written): most levels are
-        // turned down here, as soon as a quarter of all segments are wide (then fewer than
-        // three in four of the stored ones can be narrow)
-        let count = pos.len().saturating_sub(1);
+        // one pass: each segment's span and, for a narrow one, its bits; given up as soon as a
+        // quarter of all segments are wide (then fewer than three in four of the stored ones
+        // can be narrow), so most levels are turned down after a few of their segments
+        let count = pos.len().checked_sub(1)?;
+        let mut segments = vec![EMPTY; count];
         let (mut narrow, mut wide) = (0usize, 0usize);
-        for w in pos.windows(2) {
-            let (lo, hi) = (w[0].index(), w[1].index());
-            if lo < hi {
-                let (first, last) = (crd.get(lo)?.index(), crd.get(hi - 1)?.index());
-                if narrow_span((first, last)) {
-                    narrow += 1;
-                } else {
-                    wide += 1;
-                    if 4 * wide > count {
-                        return None;
-                    }
+        let mut lo = pos.first()?.index();
+        for (segment, end) in segments.iter_mut().zip(&pos[1..]) {
+            let hi = end.index();
+            let coords = crd.get(lo..hi)?;
+            lo = hi;
+            let (Some(first), Some(last)) = (coords.first(), coords.last()) else {
+                continue;
+            };
+            let (first, last) = (first.index(), last.index());
+            let span = last.wrapping_sub(first);
+            if span >= WINDOW {
+                wide += 1;
+                if 4 * wide > count {
+                    return None;
                 }
+                *segment = WIDE;
+                continue;
             }
+            narrow += 1;
+            let mut bits = 0u64;
+            for c in coords {
+                // only bits within the span: an ordered level's coordinates all are (a bit past
+                // it, of a level out of order, would name a coordinate that may lie past the
+                // level's size); the exit also keeps this short loop scalar (vectorized, its
+                // setup cost more than the segment's six or seven coordinates)
+                let offset = c.index().wrapping_sub(first);
+                if offset > span {
+                    break;
+                }
+                bits |= 1u64 << offset;
+            }
+            *segment = WindowSegment { first, last, bits };
         }
         if narrow == 0 || 4 * narrow < 3 * (narrow + wide) {
             return None;
-        }
-        let mut segments = Vec::with_capacity(count);
-        for w in pos.windows(2) {
-            let coords = segment(w)?;
-            segments.push(match span(coords) {
-                None => EMPTY,
-                Some((first, last)) if narrow_span((first, last)) => {
-                    let bits = coords.iter().fold(0u64, |b, c| {
-                        b | 1u64 << (c.index().wrapping_sub(first) & 63)
-                    });
-                    // within the span: an ordered level's coordinates all are (any bit past
-                    // it, of a level out of order, would name a coordinate that may lie past
-                    // the level's size)
-                    WindowSegment {
-                        first,
-                        last,
-                        bits: bits & (u64::MAX >> (63 - (last - first))),
-                    }
-                }
-                Some(_) => WIDE,
-            });
         }
         Some(RowWindow { segments })
     }
@@ -1991,10 +1984,11 @@ mod tests {
         assert!(RowWindow::new(&[0u32, 0], &[] as &[u32]).is_none());
         // `pos` past `crd`
         assert!(RowWindow::new(&[0u32, 3], &[0u32, 1]).is_none());
-        // a segment out of order: its bits stay within its span (coordinates 5..=8)
+        // a segment out of order: its bits stay within its span (coordinates 5..=8), read up
+        // to the first coordinate outside it (3)
         let w = RowWindow::new(&[0u32, 3], &[5u32, 3, 8]).unwrap();
         // SAFETY: segment 0 exists
-        assert_eq!(unsafe { w.pattern_unchecked(0, 5) }, 1 << 3 | 1);
+        assert_eq!(unsafe { w.pattern_unchecked(0, 5) }, 1);
     }
 
     #[test]
