@@ -1405,14 +1405,15 @@ impl Touched {
     /// row in a [`RowWindow`], which recorded none with [`Touched::push_unchecked`]).
     #[inline(always)]
     pub fn take_window(&mut self, pattern: u64, base: usize) -> &[usize] {
+        const { assert!(small_sort::NETWORK_MAX >= WINDOW) };
         let mut rest = pattern;
         let mut n = 0;
-        // the list holds at least 64 slots (`Touched::new`)
-        for slot in self.list.iter_mut() {
-            if rest == 0 {
-                break;
-            }
-            *slot = base + rest.trailing_zeros() as usize;
+        while rest != 0 {
+            // SAFETY: one turn per bit of a `u64`, so `n < 64`, and the list holds at least
+            // `NETWORK_MAX >= 64` slots (`Touched::new`) (a loop over the list, testing its end
+            // as well as the bits left, took 11 instructions a coordinate, a tenth of
+            // jagmesh7's `A·A`)
+            unsafe { *self.list.get_unchecked_mut(n) = base + rest.trailing_zeros() as usize };
             rest &= rest - 1;
             n += 1;
         }
