@@ -1337,8 +1337,9 @@ pub const TOUCHED_TINY_WORDS: usize = 4;
 /// Memory: `n + 2` coordinates (`usize`), `n / 64 + 1` words and a summary of one bit per word.
 #[derive(Clone, Debug)]
 pub struct Touched {
-    /// The row's coordinates, first `len` of `n + 2` slots (two past the last coordinate are
-    /// written, and overwritten, while a row is read from the bitmap).
+    /// The row's coordinates, first `len` of `max(n + 2, NETWORK_MAX)` slots, never resized
+    /// (two past the last coordinate are written, and overwritten, while a row is read from
+    /// the bitmap; [`Touched::take_window`] writes up to 64 unchecked).
     list: Vec<usize>,
     /// How many coordinates the row has touched.
     len: usize,
