@@ -1952,6 +1952,47 @@ mod tests {
     use super::*;
 
     #[test]
+    fn assembled_arrays_move_by_level_and_width() {
+        // a vector moves out only as its own element type
+        assert_eq!(
+            index_vec::<u32>(IndexBuffer::U32(vec![1, 2])),
+            Some(vec![1u32, 2])
+        );
+        assert_eq!(index_vec::<u16>(IndexBuffer::U32(vec![1, 2])), None);
+        assert_eq!(
+            index_vec::<usize>(IndexBuffer::Native(vec![7])),
+            Some(vec![7usize])
+        );
+        assert!(matches!(buffer_of(vec![3u16]), Some(IndexBuffer::U16(v)) if v == [3]));
+        // a two-level result holds level 1's arrays only, each taken once
+        let mut a = Assembled {
+            positions: PerLevel::Second(Some(IndexBuffer::U32(vec![0, 1]))),
+            coordinates: PerLevel::Second(Some(CrdBuffer::Plain(IndexBuffer::U32(vec![0])))),
+            values: vec![1.0f64],
+        };
+        assert!(matches!(
+            a.positions::<u32>(0),
+            Err(StorageError::RawParts { level: 0, .. })
+        ));
+        assert!(matches!(
+            a.positions::<u16>(1),
+            Err(StorageError::RawParts { level: 1, .. })
+        ));
+        let mut a = Assembled {
+            positions: PerLevel::Second(Some(IndexBuffer::U32(vec![0, 1]))),
+            ..a
+        };
+        assert_eq!(a.positions::<u32>(1).unwrap(), [0, 1]);
+        assert!(a.positions::<u32>(1).is_err());
+        assert_eq!(a.coordinates::<Vec<u32>>(1).unwrap(), [0]);
+        let mut all = PerLevel::All(vec![None, Some(5), Some(6)]);
+        assert_eq!(
+            (all.take(0), all.take(2), all.take(2), all.take(3)),
+            (None, Some(6), None, None)
+        );
+    }
+
+    #[test]
     fn row_window_gathers_rows_from_segment_bits() {
         // segments: {2, 5, 9}, {}, {10, 80} (wide), {60, 63}, {3}
         let pos: [u32; 6] = [0, 3, 3, 5, 7, 8];
