@@ -2979,21 +2979,15 @@ impl Cx<'_> {
             .windowed_rows()
             .filter(|w| self.window.get() && w.iter == it)
             .and_then(|_| self.parent_iter(it));
-        if let (Some(pit), false) = (windowed, self.grouped(it)) {
-            let pp = self.pos_ident(pit);
-            return Ok(quote! {
-                #hoisted
-                window_pattern |= window.pattern_unchecked(#pp, base);
-                let (lo, hi) = #seg;
-                for #p in lo..hi {
-                    let #c = #read;
-                    #body
-                }
-            });
-        }
         if !self.grouped(it) {
+            // in a windowed row, each row of `B` adds its bits to the row's pattern
+            let pattern = windowed.map(|pit| {
+                let pp = self.pos_ident(pit);
+                quote!(window_pattern |= window.pattern_unchecked(#pp, base);)
+            });
             return Ok(quote! {
                 #hoisted
+                #pattern
                 let (lo, hi) = #seg;
                 for #p in lo..hi {
                     let #c = #read;
