@@ -189,8 +189,11 @@ pub struct Program {
 /// coordinates are then the union of the segments of `B` selected by row `i` of `A`, known
 /// before any product is summed. The Rust back end takes the coordinates of the rows whose
 /// union spans at most 64 columns from those segments' bit patterns (`generated::RowWindow`),
-/// and sums their products into a workspace holding the sum's identity (`-0.0`: `-0.0 + v` is
-/// `v` for an arithmetic `v`, never a signaling NaN), with no first-touch test and no sort.
+/// and of the rows whose products are many for the span from the least to the greatest
+/// coordinate of those segments from a flag per product read back by one scan of the span
+/// (`generated::RowSpans`), and sums their products into a workspace holding the sum's
+/// identity (`-0.0`: `-0.0 + v` is `v` for an arithmetic `v`, never a signaling NaN), with no
+/// first-touch test and no sort.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WindowedRows {
     /// The iterator of `B`'s compressed level, whose segments are windowed.

@@ -1286,3 +1286,77 @@ proptest! {
         prop_assert_eq!(Dcsr::from_ordered_coo([m, n], entries).unwrap(), want);
     }
 }
+
+/// Rows summed over their span (`generated::RowSpans`: 16 stored entries or more, many
+/// products for the columns they reach), alone and run together in lanes, next to short rows
+/// that take the first-touch path and rows whose span is too wide for their products, in one
+/// product: equal to Gustavson's reference and to the interpreter bit for bit, signed zeros
+/// included.
+#[test]
+fn spgemm_spanned_rows_match_reference_and_interpreter() {
+    let n: usize = 800;
+    let mut a = seeded_matrix(n, 17, |i| {
+        if i % 5 == 4 {
+            // short rows: the first-touch path
+            (i.saturating_sub(6)..(i + 7).min(n)).step_by(3).collect()
+        } else if i % 31 == 3 {
+            // 16 entries 50 apart, all short rows of `B`: a span of 750 columns for 80 products
+            (0..16).map(|t| 4 + 50 * t).collect()
+        } else {
+            // nodes of two unknowns share a band of 40 columns (every other row alone)
+            let node = if i % 10 < 5 { i / 2 * 2 } else { i };
+            (node.saturating_sub(20)..(node + 20).min(n))
+                .step_by(2)
+                .collect()
+        }
+    });
+    for (t, e) in a.iter_mut().enumerate() {
+        // rows 200..240 hold tiny values: their products underflow to signed zeros
+        if (200..240).contains(&e.0) {
+            e.2 = if t % 3 == 0 { -1e-200 } else { 1e-200 };
+        }
+    }
+    let a_csr = csr([n, n], &a);
+    let mut spans = sparse::runtime::generated::RowSpans::new(n);
+    let spanned: Vec<usize> = (0..n)
+        .filter(|&i| {
+            // SAFETY: `a_csr` is a validated CSR matrix whose columns are its own rows
+            unsafe {
+                spans.reach_unchecked(&a_csr.pos_1, &a_csr.crd_1, i, &a_csr.pos_1, &a_csr.crd_1)
+            }
+            .is_some()
+        })
+        .collect();
+    assert!(
+        spanned.len() > n / 2 && spanned.len() < n - n / 5,
+        "spanned rows: {}",
+        spanned.len()
+    );
+    // the wide rows are not spanned, the short ones neither
+    assert!(!spanned.contains(&3) && !spanned.contains(&4));
+    assert!(spanned.contains(&100) && spanned.contains(&106));
+    let mut c = csr([n, n], &[]);
+    spgemm(&mut c, &a_csr, &a_csr).unwrap();
+    let reference = gustavson(1.0, &a, &a);
+    assert!(reference.iter().any(|e| e.1 == (-0.0f64).to_bits()));
+    assert!(reference.iter().any(|e| e.1 == 0.0f64.to_bits()));
+    assert_eq!(entries(&c), reference);
+    // the workspace is clean after the call: a second product into the same output agrees
+    spgemm(&mut c, &a_csr, &a_csr).unwrap();
+    assert_eq!(entries(&c), reference);
+    let p = compile(
+        "c(i,j) = a(i,k) * b(k,j)",
+        &[
+            decl("c", &[n, n], true),
+            decl("a", &[n, n], true),
+            decl("b", &[n, n], true),
+        ],
+    )
+    .unwrap();
+    let ops = [
+        storage([n, n], &[]),
+        storage([n, n], &a),
+        storage([n, n], &a),
+    ];
+    assert_eq!(entries(&c), interp_entries(run(&p, &ops).unwrap()));
+}

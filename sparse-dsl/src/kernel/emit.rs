@@ -119,10 +119,25 @@ struct Cx<'a> {
     /// ([`Self::shared_rows`]): the shared matrix's values, the workspace updates and the
     /// compress work on lanes.
     lanes: std::cell::Cell<bool>,
-    /// Set while emitting the body of a row summed in a window ([`Self::windowed_rows`]): the
-    /// loop over `B`'s row adds its bits to the row's pattern, the workspace updates add into
-    /// `window_sums` without a test, and the compress reads the pattern.
-    window: std::cell::Cell<bool>,
+    /// How the row being emitted finds its coordinates ([`RowSum`]): by first touches, by the
+    /// bits of a window, or by the flags of its span.
+    row_sum: std::cell::Cell<RowSum>,
+}
+
+/// How a row of a Gustavson kernel with [`WindowedRows`] finds the coordinates it touched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RowSum {
+    /// Each product tests its slot for the untouched marker; a first touch is listed
+    /// (`Touched`) and the list sorted.
+    FirstTouch,
+    /// The row lies within 64 columns (`generated::RowWindow`): the loop over `B`'s row adds
+    /// its bits to the row's pattern, the workspace updates add into `window_sums` without a
+    /// test, and the compress reads the pattern.
+    Window,
+    /// The row is summed over its span (`generated::RowSpans`): the updates add into
+    /// `window_sums` (`window_sums_rows` for rows run together) without a test and set the
+    /// coordinate's flag, and the compress scans the span's flags.
+    Span,
 }
 
 /// A two-way union merge that also runs without a branch per entry
@@ -496,7 +511,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         out_slice: None,
         stored: (stored != p.kernel.value).then_some(stored),
         lanes: std::cell::Cell::new(false),
-        window: std::cell::Cell::new(false),
+        row_sum: std::cell::Cell::new(RowSum::FirstTouch),
     };
     if k.method.as_ref().is_some_and(|m| m.rows) {
         cx.rows = Some(cx.rows_unit()?);
@@ -696,13 +711,16 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
                         init.extend(quote! {
                             // rows whose coordinates lie within 64 columns are summed from `-0.0`
                             // with no first-touch test, and their coordinates read from the bits of
-                            // the rows of B they reach
+                            // the rows of B they reach; so are rows with many products for their
+                            // span, their coordinates flagged and read by one scan of the span
                             let window = #rt::generated::RowWindow::new(&#base.#pos, &#base.#crd);
                             let mut window_sums = if window.is_some() {
                                 ::std::vec![-0.0; #n]
                             } else {
                                 ::std::vec::Vec::new()
                             };
+                            let mut spans = #rt::generated::RowSpans::new(#n);
+                            let mut window_sums_rows: ::std::vec::Vec<[f64; #rt::generated::SHARED_ROWS]> = ::std::vec::Vec::new();
                         });
                     }
                 } else if cx.sum_workspace() {
@@ -1274,7 +1292,15 @@ impl Cx<'_> {
     fn windowed_rows(&self) -> Option<WindowedRows> {
         let w = self.p.windowed_rows?;
         self.shared_rows()?;
-        let taken = self.names_taken(&["window", "window_sums", "window_pattern", "base"]);
+        let taken = self.names_taken(&[
+            "window",
+            "window_sums",
+            "window_sums_rows",
+            "window_pattern",
+            "base",
+            "spans",
+            "span",
+        ]);
         (!taken && self.plain_level(w.iter)).then_some(w)
     }
 
@@ -1309,6 +1335,19 @@ impl Cx<'_> {
         } else {
             quote!(lane)
         };
+        if self.row_sum.get() == RowSum::Span {
+            // the rows' coordinates come from the span's flags: no first touch to find
+            return quote! {
+                let __v = #rt::generated::lanes(|#lane| {
+                    #per_lane
+                    #v
+                });
+                for (sum, v) in window_sums_rows.get_unchecked_mut(#j).iter_mut().zip(__v) {
+                    *sum += v;
+                }
+                spans.mark_unchecked(#j);
+            };
+        }
         quote! {
             let __v = #rt::generated::lanes(|#lane| {
                 #per_lane
@@ -1351,29 +1390,73 @@ impl Cx<'_> {
         let base = &lcx.base;
         let pos = lcx.pos_field.as_ref().expect("checked in shared_rows");
         let crd = &lcx.crd.as_ref().expect("checked in shared_rows").field;
-        let one = if self.windowed_rows().is_some() {
-            self.window.set(true);
-            let windowed = self.stmts(&case.body);
-            self.window.set(false);
-            let windowed = windowed?;
-            quote! {
-                if let Some(window) = &window {
-                    // the row's coordinates lie within 64 columns from `base`
-                    if let Some(base) = window.reach_unchecked(&#base.#pos, &#base.#crd, #c) {
-                        #windowed
+        let summed = |how: RowSum, lanes: bool| {
+            self.row_sum.set(how);
+            self.lanes.set(lanes);
+            let body = self.stmts(&case.body);
+            self.row_sum.set(RowSum::FirstTouch);
+            self.lanes.set(false);
+            body
+        };
+        let spanned = self.windowed_rows().map(|w| {
+            let (_, _, b) = self.level(w.iter);
+            let b_pos = b.pos_field.as_ref().expect("checked in windowed_rows");
+            let b_crd = &b.crd.as_ref().expect("checked in windowed_rows").field;
+            let b = &b.base;
+            // the row's products are many for the columns they fall in
+            quote!(spans.reach_unchecked(&#base.#pos, &#base.#crd, #c, &#b.#b_pos, &#b.#b_crd))
+        });
+        let (one, together) = match spanned {
+            Some(reach) => {
+                let windowed = summed(RowSum::Window, false)?;
+                let spanned = summed(RowSum::Span, false)?;
+                let spanned_together = summed(RowSum::Span, true)?;
+                let one = quote! {
+                    if let Some(window) = &window {
+                        // the row's coordinates lie within 64 columns from `base`
+                        if let Some(base) = window.reach_unchecked(&#base.#pos, &#base.#crd, #c) {
+                            #windowed
+                            #c += 1;
+                            continue;
+                        }
+                    }
+                    if let Some(span) = #reach {
+                        if window_sums.is_empty() {
+                            window_sums = ::std::vec![-0.0; #n_ws];
+                        }
+                        #spanned
                         #c += 1;
                         continue;
                     }
-                }
-                #one
+                    #one
+                };
+                let together = summed(RowSum::FirstTouch, true)?;
+                let together = quote! {
+                    if let Some(span) = #reach {
+                        if window_sums_rows.is_empty() {
+                            window_sums_rows = ::std::vec![[-0.0; #rt::generated::SHARED_ROWS]; #n_ws];
+                        }
+                        #spanned_together
+                    } else {
+                        if workspace_rows.is_empty() {
+                            workspace_rows = ::std::vec![[untouched; #rt::generated::SHARED_ROWS]; #n_ws];
+                        }
+                        #together
+                    }
+                };
+                (one, together)
             }
-        } else {
-            one
+            None => {
+                let together = summed(RowSum::FirstTouch, true)?;
+                let together = quote! {
+                    if workspace_rows.is_empty() {
+                        workspace_rows = ::std::vec![[untouched; #rt::generated::SHARED_ROWS]; #n_ws];
+                    }
+                    #together
+                };
+                (one, together)
+            }
         };
-        self.lanes.set(true);
-        let together = self.stmts(&case.body);
-        self.lanes.set(false);
-        let together = together?;
         Ok(quote! {
             let mut #c = 0;
             while #c < #n {
@@ -1390,9 +1473,6 @@ impl Cx<'_> {
                 // the next rows with row #c's coordinates select the same rows of the other
                 // operands: up to four run in one pass, each in a lane of `workspace_rows`
                 let (rows, shift) = #rt::generated::shared_rows(&#base.#pos, &#base.#crd, #c, #n);
-                if workspace_rows.is_empty() {
-                    workspace_rows = ::std::vec![[untouched; #rt::generated::SHARED_ROWS]; #n_ws];
-                }
                 #together
                 #c += rows;
             }
@@ -2325,9 +2405,18 @@ impl Cx<'_> {
                         if self.marks_untouched() && self.lanes.get() {
                             return Ok(self.lane_update(&j, v));
                         }
-                        if self.window.get() {
+                        match self.row_sum.get() {
                             // the row's coordinates are known: no first touch to find
-                            return Ok(quote!(*window_sums.get_unchecked_mut(#j) += #v;));
+                            RowSum::Window => {
+                                return Ok(quote!(*window_sums.get_unchecked_mut(#j) += #v;));
+                            }
+                            RowSum::Span => {
+                                return Ok(quote! {
+                                    *window_sums.get_unchecked_mut(#j) += #v;
+                                    spans.mark_unchecked(#j);
+                                });
+                            }
+                            RowSum::FirstTouch => {}
                         }
                         if self.marks_untouched() {
                             // the first product of a slot is stored (`-0.0 + v` is `v`), the
@@ -2390,7 +2479,9 @@ impl Cx<'_> {
             }
             // the workspace is clear before the first row and `Compress` clears what it
             // touched: MLIR's `expand` has nothing left to do here
-            Stmt::Expand if self.window.get() => quote!(let mut window_pattern = 0u64;),
+            Stmt::Expand if self.row_sum.get() == RowSum::Window => {
+                quote!(let mut window_pattern = 0u64;)
+            }
             Stmt::Expand => TokenStream::new(),
             Stmt::Compress => {
                 let Strategy::Workspace { var } = self.p.strategy else {
@@ -2418,7 +2509,8 @@ impl Cx<'_> {
                 } else {
                     None
                 };
-                if self.window.get() {
+                if self.row_sum.get() != RowSum::FirstTouch {
+                    let rt = self.rt;
                     let (Some(pp), Some(ins)) = (per_parent, ins) else {
                         return Err(Error::plain("a window without a compress by rows"));
                     };
@@ -2426,8 +2518,33 @@ impl Cx<'_> {
                         return Err(Error::plain("a window without a compress by rows"));
                     };
                     let values = &ins.values;
+                    if self.lanes.get() {
+                        let Some(sr) = self.shared_rows() else {
+                            return Err(Error::plain("rows run together without shared rows"));
+                        };
+                        let row = self.var_ident(sr.var);
+                        return Ok(quote! {
+                            let touched_now = spans.take(span);
+                            // the rows have the same coordinates, each its lane's values
+                            for lane in 0..rows {
+                                let #row = #row + lane;
+                                #parent
+                                #extend
+                                let lane_values = touched_now.iter().map(|&#j| window_sums_rows.get_unchecked(#j)[lane]);
+                                #values.extend(lane_values);
+                            }
+                            for &#j in touched_now {
+                                *window_sums_rows.get_unchecked_mut(#j) = [-0.0; #rt::generated::SHARED_ROWS];
+                            }
+                        });
+                    }
+                    let touched_now = if self.row_sum.get() == RowSum::Window {
+                        quote!(touched.take_window(window_pattern, base))
+                    } else {
+                        quote!(spans.take(span))
+                    };
                     return Ok(quote! {
-                        let touched_now = touched.take_window(window_pattern, base);
+                        let touched_now = #touched_now;
                         #parent
                         #extend
                         let drained = touched_now.iter().map(|&#j| {
@@ -2977,7 +3094,7 @@ impl Cx<'_> {
         let (hoisted, body) = self.hoist(var, body)?;
         let windowed = self
             .windowed_rows()
-            .filter(|w| self.window.get() && w.iter == it)
+            .filter(|w| self.row_sum.get() == RowSum::Window && w.iter == it)
             .and_then(|_| self.parent_iter(it));
         if !self.grouped(it) {
             // in a windowed row, each row of `B` adds its bits to the row's pattern
