@@ -1334,7 +1334,9 @@ fn spgemm_spanned_rows_match_reference_and_interpreter() {
     );
     // the wide rows are not spanned, the short ones neither
     assert!(!spanned.contains(&3) && !spanned.contains(&4));
-    assert!(spanned.contains(&100) && spanned.contains(&106));
+    // rows 150 and 151 run together, 156 alone (not among the 7 rows of 16 entries or more
+    // after the wide row 127, turned down unseen)
+    assert!(spanned.contains(&150) && spanned.contains(&156));
     let mut c = csr([n, n], &[]);
     spgemm(&mut c, &a_csr, &a_csr).unwrap();
     let reference = gustavson(1.0, &a, &a);
