@@ -2010,10 +2010,22 @@ pub fn untouched_marker(inputs: &[&[f64]]) -> f64 {
         }
         for chunk in values.chunks(256) {
             // a branch-free test per chunk, the rare hits collected after
-            let hit = chunk.iter().fold(false, |h, v| {
-                // the high half without the sign, compared as 32 bits (lanes SSE2 compares)
-                h | ((v.to_bits() >> 32) as u32 & 0x7fff_ffff == (BASE >> 32) as u32)
-            });
+            // the high half without the sign, compared as 32 bits (lanes SSE2 compares), four
+            // values a step in four flags (one fold over the chunk took 3.9 instructions a
+            // value, this 2.3: 2% of cryg2500's `A·A`, whose 12,349 values it reads each call)
+            let high = |v: &f64| (v.to_bits() >> 32) as u32 & 0x7fff_ffff;
+            let mut quads = chunk.chunks_exact(4);
+            let mut hits = [false; 4];
+            for q in &mut quads {
+                for (hit, v) in hits.iter_mut().zip(q) {
+                    *hit |= high(v) == (BASE >> 32) as u32;
+                }
+            }
+            let hit = hits.contains(&true)
+                || quads
+                    .remainder()
+                    .iter()
+                    .any(|v| high(v) == (BASE >> 32) as u32);
             if hit {
                 taken.extend(
                     chunk

@@ -731,6 +731,12 @@ fn spgemm_operands_holding_the_workspace_marker() {
     let held = [marker(1), marker(0)];
     let twice = sparse::runtime::generated::untouched_marker(&[&held, &held, &held[..1]]);
     assert_eq!(twice.to_bits(), marker(2).to_bits());
+    // candidates in either chunk of 256 values, in the lanes read four at a time and in a
+    // chunk's last values read one by one
+    let mut long = vec![1.0; 302];
+    (long[5], long[262], long[301]) = (marker(0), -marker(1), marker(2));
+    let m = sparse::runtime::generated::untouched_marker(&[&long]);
+    assert_eq!(m.to_bits(), marker(3).to_bits());
 }
 
 /// Rows of the product long enough for the workspace to mark its bitmap (more than 32
