@@ -1350,6 +1350,11 @@ pub struct Touched {
     summary: Vec<u64>,
     /// Whether this row sets bits (the previous row had more than [`sorted_directly`] allows).
     mark: bool,
+    /// The fewest coordinates of a row after which the next row sets bits: one more than
+    /// [`sorted_directly`] allows, 0 where every row does (decided once, in [`Touched::new`]).
+    mark_from: usize,
+    /// Whether the bitmap is tiny ([`TOUCHED_TINY_WORDS`] words at most: no summary).
+    tiny: bool,
     /// The SIMD network that sorts a row of 17 to 64 coordinates, where the machine has it
     /// (`small_sort`: AVX2, coordinates of 32 bits); `sort_unstable` otherwise.
     network: Option<small_sort::Network>,
@@ -1371,6 +1376,12 @@ impl Touched {
                 vec![0; words / 64 + 1]
             },
             mark: words <= TOUCHED_TINY_WORDS && network.is_none(),
+            mark_from: if words <= TOUCHED_TINY_WORDS && network.is_none() {
+                0
+            } else {
+                sorted_directly(network) + 1
+            },
+            tiny: words <= TOUCHED_TINY_WORDS,
             network,
         }
     }
@@ -1431,11 +1442,8 @@ impl Touched {
     #[inline(always)]
     pub fn take_sorted(&mut self) -> &[usize] {
         let n = std::mem::take(&mut self.len);
-        let tiny = self.bits.len() <= TOUCHED_TINY_WORDS;
-        let marked = std::mem::replace(
-            &mut self.mark,
-            (tiny && self.network.is_none()) || n > sorted_directly(self.network),
-        );
+        let tiny = self.tiny;
+        let marked = std::mem::replace(&mut self.mark, n >= self.mark_from);
         if marked {
             read_marked(
                 &mut self.list,
