@@ -140,6 +140,31 @@ enum RowSum {
     Span,
 }
 
+/// The compress of rows run together (`rows` lanes from row `row` on), given the row's
+/// coordinates as `touched_now`: for each lane, the output's levels above the workspace's
+/// (`parent`), the coordinates (`extend`) and that lane's values of `array` appended to
+/// `values`; then `reset` for each coordinate `j`, which leaves its slot ready for the next
+/// rows.
+fn lanes_out(
+    (j, row, parent, extend, values): (&Ident, &Ident, &TokenStream, &TokenStream, &Ident),
+    array: TokenStream,
+    reset: TokenStream,
+) -> TokenStream {
+    quote! {
+        // the rows have the same coordinates, each its lane's values
+        for lane in 0..rows {
+            let #row = #row + lane;
+            #parent
+            #extend
+            let lane_values = touched_now.iter().map(|&#j| #array.get_unchecked(#j)[lane]);
+            #values.extend(lane_values);
+        }
+        for &#j in touched_now {
+            #reset
+        }
+    }
+}
+
 /// A two-way union merge that also runs without a branch per entry
 /// ([`Cx::branch_free_union`]).
 struct BranchFree {
@@ -2523,19 +2548,14 @@ impl Cx<'_> {
                             return Err(Error::plain("rows run together without shared rows"));
                         };
                         let row = self.var_ident(sr.var);
+                        let out = lanes_out(
+                            (&j, &row, &parent, extend, values),
+                            quote!(window_sums_rows),
+                            quote!(*window_sums_rows.get_unchecked_mut(#j) = [-0.0; #rt::generated::SHARED_ROWS];),
+                        );
                         return Ok(quote! {
                             let touched_now = spans.take(span);
-                            // the rows have the same coordinates, each its lane's values
-                            for lane in 0..rows {
-                                let #row = #row + lane;
-                                #parent
-                                #extend
-                                let lane_values = touched_now.iter().map(|&#j| window_sums_rows.get_unchecked(#j)[lane]);
-                                #values.extend(lane_values);
-                            }
-                            for &#j in touched_now {
-                                *window_sums_rows.get_unchecked_mut(#j) = [-0.0; #rt::generated::SHARED_ROWS];
-                            }
+                            #out
                         });
                     }
                     let touched_now = if self.row_sum.get() == RowSum::Window {
@@ -2559,20 +2579,15 @@ impl Cx<'_> {
                     };
                     let values = &ins.values;
                     let row = self.var_ident(sr.var);
+                    let out = lanes_out(
+                        (&j, &row, &parent, extend, values),
+                        quote!(workspace_rows),
+                        quote!(workspace_rows.get_unchecked_mut(#j)[0] = untouched;),
+                    );
                     return Ok(quote! {
                         if !touched.is_empty() {
                             let touched_now = touched.take_sorted();
-                            // the rows have the same coordinates, each its lane's values
-                            for lane in 0..rows {
-                                let #row = #row + lane;
-                                #parent
-                                #extend
-                                let lane_values = touched_now.iter().map(|&#j| workspace_rows.get_unchecked(#j)[lane]);
-                                #values.extend(lane_values);
-                            }
-                            for &#j in touched_now {
-                                workspace_rows.get_unchecked_mut(#j)[0] = untouched;
-                            }
+                            #out
                         }
                     });
                 }
