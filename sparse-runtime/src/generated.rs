@@ -1365,23 +1365,26 @@ impl Touched {
     pub fn new(n: usize) -> Self {
         let words = n / 64 + 1;
         let network = small_sort::Network::detect(n);
+        let tiny = words <= TOUCHED_TINY_WORDS;
+        // without the network, a tiny workspace marks every row
+        let always_mark = tiny && network.is_none();
         Touched {
             // the network reads and writes whole registers: at least its longest list
             list: vec![0; n.saturating_add(2).max(small_sort::NETWORK_MAX)],
             len: 0,
             bits: vec![0; words],
-            summary: if words <= TOUCHED_TINY_WORDS {
+            summary: if tiny {
                 Vec::new()
             } else {
                 vec![0; words / 64 + 1]
             },
-            mark: words <= TOUCHED_TINY_WORDS && network.is_none(),
-            mark_from: if words <= TOUCHED_TINY_WORDS && network.is_none() {
+            mark: always_mark,
+            mark_from: if always_mark {
                 0
             } else {
                 sorted_directly(network) + 1
             },
-            tiny: words <= TOUCHED_TINY_WORDS,
+            tiny,
             network,
         }
     }
@@ -1932,7 +1935,10 @@ impl RowSpans {
                 }
             }
         }
-        if products == 0 || greatest - least >= SPAN_PER_PRODUCT.saturating_mul(products) {
+        // (wrapping: a level out of order, against the promise, is turned down, not a panic)
+        if products == 0
+            || greatest.wrapping_sub(least) >= SPAN_PER_PRODUCT.saturating_mul(products)
+        {
             self.skip = SPAN_SKIP_AFTER_MISS;
             return None;
         }

@@ -1431,6 +1431,14 @@ impl Cx<'_> {
             // the row's products are many for the columns they fall in
             quote!(spans.reach_unchecked(&#base.#pos, &#base.#crd, #c, &#b.#b_pos, &#b.#b_crd))
         });
+        // rows run together through the marker's first touches, in lanes of `workspace_rows`
+        let together = summed(RowSum::FirstTouch, true)?;
+        let together = quote! {
+            if workspace_rows.is_empty() {
+                workspace_rows = ::std::vec![[untouched; #rt::generated::SHARED_ROWS]; #n_ws];
+            }
+            #together
+        };
         let (one, together) = match spanned {
             Some(reach) => {
                 let windowed = summed(RowSum::Window, false)?;
@@ -1455,7 +1463,6 @@ impl Cx<'_> {
                     }
                     #one
                 };
-                let together = summed(RowSum::FirstTouch, true)?;
                 let together = quote! {
                     if let Some(span) = #reach {
                         if window_sums_rows.is_empty() {
@@ -1463,24 +1470,12 @@ impl Cx<'_> {
                         }
                         #spanned_together
                     } else {
-                        if workspace_rows.is_empty() {
-                            workspace_rows = ::std::vec![[untouched; #rt::generated::SHARED_ROWS]; #n_ws];
-                        }
                         #together
                     }
                 };
                 (one, together)
             }
-            None => {
-                let together = summed(RowSum::FirstTouch, true)?;
-                let together = quote! {
-                    if workspace_rows.is_empty() {
-                        workspace_rows = ::std::vec![[untouched; #rt::generated::SHARED_ROWS]; #n_ws];
-                    }
-                    #together
-                };
-                (one, together)
-            }
+            None => (one, together),
         };
         Ok(quote! {
             let mut #c = 0;
