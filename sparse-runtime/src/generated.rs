@@ -1294,7 +1294,7 @@ impl CoordinateField for PackedBuffer {
 
 /// The most coordinates of a row that [`Touched::take_sorted`] sorts with `sort_unstable` (whose
 /// small-input sort costs less than any scan) on a machine without the SIMD network; a row
-/// with more is followed by a row that marks its coordinates in a bitmap too. (24 instead made
+/// with more may be read back from a bitmap instead. (24 instead made
 /// no difference on bayer10, whose rows of `A·A` hold 31 coordinates on average; 16 cost
 /// jagmesh7's rows of 17 15%: scratch runs, 2026-11-25.)
 pub const SORT_TOUCHED_DIRECT: usize = 32;
@@ -1319,20 +1319,23 @@ pub const TOUCHED_TINY_WORDS: usize = 4;
 /// A row of up to [`SORT_TOUCHED_NETWORK`] coordinates ([`SORT_TOUCHED_DIRECT`] without the
 /// SIMD network) is sorted: from 17 coordinates on by a
 /// SIMD sorting network where the machine has AVX2 (`small_sort`: bayer10's rows of 17 to 32
-/// in 83 ns instead of 176 ns on Zen 1), by `sort_unstable` otherwise. After a row
-/// with more, the next row also sets one bit per coordinate in a bitmap of `n` bits, and one bit
-/// per non-zero word of it in a summary; it comes out of the non-zero words the summary names
-/// (`trailing_zeros`, each word cleared on the way) when the summary words between its least
-/// and greatest coordinate (one per 4,096 coordinates) number fewer than `m * log2 m` for its
-/// `m` coordinates (a row's extraction visits those summary words, not all of them); otherwise
-/// it is sorted too. Rows of a product are alike next to each other (a finite-element matrix's
-/// are), so the previous row predicts whether the bits pay: on `A·A` of bcsstk13 (198
-/// coordinates per row, 2,003 columns) the bitmap took the SpGEMM from 1.6x to 2.0x sprs, and
-/// rows of 17 or 13
-/// (jagmesh7, cryg2500) never set a bit. Without the network, a workspace of at most
-/// [`TOUCHED_TINY_WORDS`] words marks every row and reads it from its bitmap (west0067's 67
-/// columns: 1.85x to 2.1x sprs on a Zen 1); with it, sorting costs less (Zen 4: west0067 4.2
-/// -> 4.1 µs, 2026-11-28).
+/// in 83 ns instead of 176 ns on Zen 1), by `sort_unstable` otherwise. A row with more, once
+/// summed, sets one bit per coordinate in a bitmap of `n` bits, and one bit per non-zero word of
+/// it in a summary, and comes out of the non-zero words the summary names (`trailing_zeros`,
+/// each word cleared on the way) when the summary words between its least and greatest
+/// coordinate (one per 4,096 coordinates) number fewer than `m * log2 m` for its `m`
+/// coordinates (a row's extraction visits those summary words, not all of them); otherwise it
+/// is sorted too. On `A·A` of bcsstk13 (198 coordinates per row, 2,003 columns) the bitmap took
+/// the SpGEMM from 1.6x to 2.0x sprs. Without the network, a workspace of at most
+/// [`TOUCHED_TINY_WORDS`] words reads every row from its bitmap (west0067's 67 columns: 1.85x
+/// to 2.1x sprs on a Zen 1); with it, sorting costs less (Zen 4: west0067 4.2 -> 4.1 µs,
+/// 2026-11-28).
+///
+/// The bits are set from the list after the row, not as each coordinate is first touched: the
+/// kernel's product loop then only appends to the list, and keeps fewer values in registers
+/// (cryg2500's `A·A` 2.085M -> 2.041M instructions, about 121 -> 117 µs; jagmesh7 88 -> 85 µs;
+/// bayer10 2.55 -> 2.49 ms: scratch runs, old and new builds alternating, Zen 4, 2026-11-28).
+/// Until then the previous row decided whether a row set bits while it was summed.
 ///
 /// Memory: `n + 2` coordinates (`usize`), `n / 64 + 1` words and a summary of one bit per word.
 #[derive(Clone, Debug)]
@@ -1348,10 +1351,8 @@ pub struct Touched {
     /// One bit per non-zero word of `bits` in a marked row; all zero between rows; empty for a
     /// tiny workspace, whose few words are all read.
     summary: Vec<u64>,
-    /// Whether this row sets bits (the previous row had more than [`sorted_directly`] allows).
-    mark: bool,
-    /// The fewest coordinates of a row after which the next row sets bits: one more than
-    /// [`sorted_directly`] allows, 0 where every row does (decided once, in [`Touched::new`]).
+    /// The fewest coordinates of a row that may be read back from the bitmap: one more than
+    /// [`sorted_directly`] allows, 0 where every row is (decided once, in [`Touched::new`]).
     mark_from: usize,
     /// Whether the bitmap is tiny ([`TOUCHED_TINY_WORDS`] words at most: no summary).
     tiny: bool,
@@ -1378,7 +1379,6 @@ impl Touched {
             } else {
                 vec![0; words / 64 + 1]
             },
-            mark: always_mark,
             mark_from: if always_mark {
                 0
             } else {
@@ -1406,12 +1406,6 @@ impl Touched {
         // SAFETY: at most `n` distinct coordinates below `n` per row (the caller's promise)
         unsafe {
             *self.list.get_unchecked_mut(self.len) = j;
-            if self.mark {
-                *self.bits.get_unchecked_mut(j >> 6) |= 1 << (j & 63);
-                if let Some(s) = self.summary.get_mut(j >> 12) {
-                    *s |= 1 << ((j >> 6) & 63);
-                }
-            }
         }
         self.len += 1;
     }
@@ -1446,8 +1440,7 @@ impl Touched {
     pub fn take_sorted(&mut self) -> &[usize] {
         let n = std::mem::take(&mut self.len);
         let tiny = self.tiny;
-        let marked = std::mem::replace(&mut self.mark, n >= self.mark_from);
-        if marked {
+        if n >= self.mark_from {
             read_marked(
                 &mut self.list,
                 &mut self.bits,
@@ -1492,11 +1485,11 @@ fn sort_network(network: small_sort::Network, list: &mut [usize], n: usize) -> b
     network.sort(list, n)
 }
 
-/// [`Touched::take_sorted`] of a marked row of `n` coordinates (`list[..n]`, their bits set in
-/// `bits` and `summary`): read from the bitmap (every word of a tiny workspace, else the
-/// words the summary names between the least and greatest coordinate) or, when that costs
-/// more than sorting, its bits cleared and the list sorted. Leaves `list[..n]` sorted and
-/// every bit zero.
+/// [`Touched::take_sorted`] of a row of `n` coordinates (`list[..n]`) that may be read back
+/// from the bitmap: its bits set in `bits` and `summary` and read back (every word of a tiny
+/// workspace, else the words the summary names between the least and greatest coordinate)
+/// or, when that costs more than sorting, the list sorted with no bit set. Leaves `list[..n]`
+/// sorted and every bit zero (as it found them).
 #[inline(never)]
 fn read_marked(
     list: &mut [usize],
@@ -1514,17 +1507,18 @@ fn read_marked(
             .iter()
             .fold((usize::MAX, 0), |(lo, hi), &j| (lo.min(j), hi.max(j)));
         reach = lo >> 12..(hi >> 12) + 1;
-        if n <= sorted_directly(network) || reach.len() >= n * n.ilog2() as usize {
-            for &j in &list[..n] {
-                if let Some(w) = bits.get_mut(j >> 6) {
-                    *w = 0;
-                }
-                if let Some(s) = summary.get_mut(j >> 12) {
-                    *s = 0;
-                }
-            }
+        // (`n > sorted_directly(network) > 0` here: `take_sorted` reads no shorter row back)
+        if reach.len() >= n * n.ilog2() as usize {
             sort_list(list, n, network);
             return;
+        }
+    }
+    for &j in &list[..n] {
+        if let Some(w) = bits.get_mut(j >> 6) {
+            *w |= 1 << (j & 63);
+        }
+        if let Some(s) = summary.get_mut(j >> 12) {
+            *s |= 1 << ((j >> 6) & 63);
         }
     }
     let mut k = 0;
@@ -2290,6 +2284,41 @@ mod tests {
         let w = RowWindow::new(&[0u32, 3], &[5u32, 3, 8]).unwrap();
         // SAFETY: segment 0 exists
         assert_eq!(unsafe { w.pattern_unchecked(0, 5) }, 1);
+    }
+
+    /// Rows of many coordinates in a narrow range come back from the bitmap, others sorted;
+    /// each row sets its bits only after it is recorded and leaves none behind for the next
+    /// (a row after a spread one, after a short one, after an empty one).
+    #[test]
+    fn touched_reads_long_narrow_rows_from_the_bitmap_and_sorts_the_others() {
+        // 2^21 coordinates: 512 summary words, so a row of 70 spread over all of them
+        // costs more to read back (70 * log2 70 = 420 words) than to sort
+        let n = 1 << 21;
+        let mut touched = Touched::new(n);
+        let rows: Vec<Vec<usize>> = vec![
+            // long and narrow: 100 distinct coordinates of 0..300, out of order
+            (0..100).map(|k| (k * 37) % 300).collect(),
+            // short
+            vec![9_999, 5, 4_096, 17],
+            // long and spread over all the summary words
+            (0..70).map(|k| (k * 29_959 + 11) % n).collect(),
+            // empty
+            vec![],
+            // long and narrow, across a summary word's boundary (4,096 * 244)
+            (0..80).map(|k| 999_400 + (k * 7) % 560).collect(),
+            // at the top of the range
+            (0..66).rev().map(|k| n - 1 - 3 * k).collect(),
+        ];
+        for row in &rows {
+            for &j in row {
+                // SAFETY: `j < n`, each coordinate once per row
+                unsafe { touched.push_unchecked(j) };
+            }
+            let mut want = row.clone();
+            want.sort_unstable();
+            assert_eq!(touched.take_sorted(), want, "row of {}", row.len());
+        }
+        assert!(touched.bits.iter().chain(&touched.summary).all(|&w| w == 0));
     }
 
     #[test]

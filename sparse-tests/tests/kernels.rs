@@ -741,8 +741,8 @@ fn spgemm_operands_holding_the_workspace_marker() {
 
 /// Rows of the product long enough for the workspace to mark its bitmap (more than 32
 /// coordinates, a workspace wider than 256): banded rows, dense in their range, come out of the
-/// bitmap; rows spread over the columns are sorted; short rows between them switch the marking
-/// off and on. The result equals Gustavson's reference bit for bit.
+/// bitmap; rows spread over the columns are sorted, and so are the short rows between them.
+/// The result equals Gustavson's reference bit for bit.
 #[test]
 fn spgemm_long_rows_read_from_the_bitmap() {
     let n: usize = 600;
