@@ -1299,13 +1299,18 @@ impl CoordinateField for PackedBuffer {
 /// jagmesh7's rows of 17 15%: scratch runs, 2026-11-25.)
 pub const SORT_TOUCHED_DIRECT: usize = 32;
 
-/// [`SORT_TOUCHED_DIRECT`] where the machine has the SIMD network (`small_sort`), which sorts up
-/// to this many coordinates without a data-dependent branch: rows of 33 to 64 spread over the
-/// columns cost it less than marking their bits and reading them back word by word (bayer10's
-/// `A·A`: 5,103 rows of 33 to 128 coordinates, a row spanning 7,363 of 13,436 columns on average:
-/// 2.47 ms instead of 2.75 ms, 2.17x sprs instead of 1.97x; scratch runs on an AMD EPYC
-/// (Zen 4), 2026-11-28).
+/// [`SORT_TOUCHED_DIRECT`] where the machine has the SIMD network (`small_sort`) and the workspace
+/// is at most 65,536 columns wide (coordinates in 16-bit lanes), which sorts up to this many
+/// coordinates without a data-dependent branch: rows of 33 to 128 spread over the columns cost
+/// it less than marking their bits and reading them back word by word (bayer10's `A·A`: 5,103
+/// rows of 33 to 128 coordinates, a row spanning 7,363 of 13,436 columns on average: with the
+/// network up to 64, 2.47 ms instead of 2.75 ms; up to 128, 2.17 ms instead of 2.46 ms; scratch
+/// runs on an AMD EPYC (Zen 4), 2026-11-28).
 pub const SORT_TOUCHED_NETWORK: usize = small_sort::NETWORK_MAX;
+
+/// [`SORT_TOUCHED_NETWORK`] for a workspace wider than 65,536 columns (coordinates in 32-bit
+/// lanes, eight a register).
+pub const SORT_TOUCHED_NETWORK_WIDE: usize = small_sort::WIDE_MAX;
 
 /// The most bitmap words of a [`Touched`] whose every row marks its bits on a machine without
 /// the SIMD network (a workspace of at most 256 coordinates): reading all its words costs less
@@ -1316,8 +1321,9 @@ pub const TOUCHED_TINY_WORDS: usize = 4;
 /// keep them as their `added` list), in the order first touched, given back in increasing order
 /// for the insertion into the output.
 ///
-/// A row of up to [`SORT_TOUCHED_NETWORK`] coordinates ([`SORT_TOUCHED_DIRECT`] without the
-/// SIMD network) is sorted: from 17 coordinates on by a
+/// A row of up to [`SORT_TOUCHED_NETWORK`] coordinates ([`SORT_TOUCHED_NETWORK_WIDE`] for a
+/// workspace of more than 65,536 columns, [`SORT_TOUCHED_DIRECT`] without the SIMD network) is
+/// sorted: from 17 coordinates on by a
 /// SIMD sorting network where the machine has AVX2 (`small_sort`: bayer10's rows of 17 to 32
 /// in 83 ns instead of 176 ns on Zen 1), by `sort_unstable` otherwise. A row with more, once
 /// summed, sets one bit per coordinate in a bitmap of `n` bits, and one bit per non-zero word of
@@ -1457,11 +1463,12 @@ impl Touched {
 }
 
 /// The most coordinates of a row [`Touched::take_sorted`] sorts directly, never marking its
-/// bits: [`SORT_TOUCHED_NETWORK`] with the SIMD network, [`SORT_TOUCHED_DIRECT`] without.
+/// bits: [`SORT_TOUCHED_NETWORK`] (or [`SORT_TOUCHED_NETWORK_WIDE`]) with the SIMD network,
+/// [`SORT_TOUCHED_DIRECT`] without.
 #[inline(always)]
 fn sorted_directly(network: Option<small_sort::Network>) -> usize {
-    if network.is_some() {
-        SORT_TOUCHED_NETWORK
+    if let Some(network) = network {
+        network.max_len()
     } else {
         SORT_TOUCHED_DIRECT
     }
@@ -2308,6 +2315,26 @@ mod tests {
             (0..80).map(|k| 999_400 + (k * 7) % 560).collect(),
             // at the top of the range
             (0..66).rev().map(|k| n - 1 - 3 * k).collect(),
+        ];
+        for row in &rows {
+            for &j in row {
+                // SAFETY: `j < n`, each coordinate once per row
+                unsafe { touched.push_unchecked(j) };
+            }
+            let mut want = row.clone();
+            want.sort_unstable();
+            assert_eq!(touched.take_sorted(), want, "row of {}", row.len());
+        }
+        assert!(touched.bits.iter().chain(&touched.summary).all(|&w| w == 0));
+        // a workspace of at most 2^16 columns: the network (where there is one) takes rows of
+        // up to 128, the bitmap longer narrow ones
+        let n = 60_000;
+        let mut touched = Touched::new(n);
+        let rows: Vec<Vec<usize>> = vec![
+            (0..128).map(|k| (k * 433 + 7) % n).collect(),
+            (0..129).map(|k| 30_000 + (k * 5) % 700).collect(),
+            (0..65).rev().map(|k| k * 900).collect(),
+            (0..300).map(|k| (k * 97) % 300).collect(),
         ];
         for row in &rows {
             for &j in row {
