@@ -65,6 +65,81 @@ fn a_conversion_is_generated_in_the_function() {
     );
 }
 
+/// Gustavson's `A·A` with rows run together and spanned rows: those rarer rows run in functions
+/// of their own, taking what their loops read (the operands, the output's arrays, the
+/// workspace's) and nothing else (not the output `C`, whose arrays are built apart).
+#[test]
+fn the_rarer_rows_of_a_product_run_in_functions_of_their_own() {
+    let csr = |name: &str| {
+        format!("{name}=tensor<?x?xf64, #sparse_tensor.encoding<{{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32 }}>>")
+    };
+    let (code, out, err) = sparse(&[
+        "eval",
+        "C(i,j) = A(i,k) * B(k,j)",
+        "--tensor",
+        &csr("A"),
+        "--tensor",
+        &csr("B"),
+        "--tensor",
+        &csr("C"),
+        "--emit",
+        "rust",
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let signature = |name: &str| {
+        let at = out
+            .find(&format!("unsafe fn {name}(\n"))
+            .unwrap_or_else(|| panic!("no `{name}`: {out}"));
+        let end = at + out[at..].find(") {\n").expect("the signature's end");
+        out[at..end]
+            .lines()
+            .skip(1)
+            .map(|l| l.trim().trim_end_matches(',').to_string())
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+    };
+    let rt = "::sparse::runtime::generated";
+    assert_eq!(
+        signature("spanned_row"),
+        [
+            "i: usize".to_string(),
+            format!("span: {rt}::RowSpan"),
+            "A: &AFormat<f64>".into(),
+            "B: &BFormat<f64>".into(),
+            "c_pos_1: &mut ::std::vec::Vec<u32>".into(),
+            "c_crd_1: &mut ::std::vec::Vec<u32>".into(),
+            "c_values: &mut ::std::vec::Vec<f64>".into(),
+            "window_sums: &mut ::std::vec::Vec<f64>".into(),
+            format!("spans: &mut {rt}::RowSpans"),
+        ]
+    );
+    assert_eq!(
+        signature("rows_together"),
+        [
+            "i: usize".to_string(),
+            "rows: usize".into(),
+            format!("shift: [usize; {rt}::SHARED_ROWS]"),
+            "A: &AFormat<f64>".into(),
+            "B: &BFormat<f64>".into(),
+            "c_pos_1: &mut ::std::vec::Vec<u32>".into(),
+            "c_crd_1: &mut ::std::vec::Vec<u32>".into(),
+            "c_values: &mut ::std::vec::Vec<f64>".into(),
+            "workspace_rows: &mut ::std::vec::Vec<".into(),
+            format!("[f64; {rt}::SHARED_ROWS]"),
+            ">".into(),
+            "untouched: f64".into(),
+            format!("touched: &mut {rt}::Touched"),
+        ]
+    );
+    assert!(out.contains("unsafe fn spanned_rows_together(\n"), "{out}");
+    // called in their place; the rows of the marker and the windowed rows stay inline
+    assert!(
+        out.contains("spanned_row(\n                        i,\n                        span,\n"),
+        "{out}"
+    );
+    assert_eq!(out.matches("unsafe fn ").count(), 3, "{out}");
+}
+
 const SPMV: &str = r#"// AFormat = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32 }>
 /// `y(i) = A(i,j) * x(j)`, compiled by the sparsifier.
 ///

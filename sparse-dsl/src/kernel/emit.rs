@@ -122,6 +122,28 @@ struct Cx<'a> {
     /// How the row being emitted finds its coordinates ([`RowSum`]): by first touches, by the
     /// bits of a window, or by the flags of its span.
     row_sum: std::cell::Cell<RowSum>,
+    /// What the rarer rows of a Gustavson kernel may take into functions of their own
+    /// ([`Outline`]); `None` where they stay inline.
+    outline: Option<Outline>,
+}
+
+/// The kernel-level values the rarer rows of a Gustavson kernel (spanned rows, rows run
+/// together) may take as arguments when [`Cx::outlined`] moves their loops into a function of
+/// their own, out of the loop that sums the other rows.
+///
+/// A free kernel that runs rows together emits all its row loops in one loop; the code of the
+/// rarer ones took registers from the marker's product loop (it reloaded `B`'s values pointer
+/// from the stack each product). With them in functions of their own, `A·A` (the macro's
+/// build, old and new alternating, AMD EPYC (Zen 4), 2026-11-28): cryg2500 114-118 -> 110-111
+/// µs, jagmesh7 84-85 -> 82-83 µs, bayer10 2% faster, bcsstk13 4.0 -> 3.7 ms, bcsstk16 8.9 ->
+/// 8.2 ms. The windowed rows stay inline: a call a row cost west0067's short rows 10%.
+struct Outline {
+    /// Per value a body may name: its name, the parameter that takes it and the argument
+    /// that passes it (`&mut` for a buffer the body fills, by value for a number).
+    values: Vec<(String, TokenStream, TokenStream)>,
+    /// Every name the kernel binds before its loops: a body that names one of them not in
+    /// `values` stays inline.
+    locals: std::collections::BTreeSet<String>,
 }
 
 /// How a row of a Gustavson kernel with [`WindowedRows`] finds the coordinates it touched.
@@ -537,6 +559,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         stored: (stored != p.kernel.value).then_some(stored),
         lanes: std::cell::Cell::new(false),
         row_sum: std::cell::Cell::new(RowSum::FirstTouch),
+        outline: None,
     };
     if k.method.as_ref().is_some_and(|m| m.rows) {
         cx.rows = Some(cx.rows_unit()?);
@@ -823,6 +846,10 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
     }
     let ok = cx.result_variant("Ok");
     cx.outermost.set(cx.rows.is_some());
+    if k.method.is_none() && cx.par.is_none() && cx.shared_rows().is_some() {
+        let before = quote!(#checks #conversions #widen_out #init);
+        cx.outline = Some(cx.outline_values(&k.params, &params, &extent_lets, &before));
+    }
     let body = cx.stmts(&p.body)?;
     // read only the extents something uses
     let arrays = cx.dense_arrays();
@@ -1030,6 +1057,174 @@ fn idents(ts: &TokenStream) -> std::collections::BTreeSet<String> {
             proc_macro2::TokenTree::Group(g) => out.extend(idents(&g.stream())),
             _ => {}
         }
+    }
+    out
+}
+
+/// The names `body` reads from outside itself (its free variables): a path of one identifier
+/// not bound in scope by a `let`, a closure's parameters, a `for` loop's, an `if let`'s or a
+/// `while let`'s pattern or a `match` arm's; in a macro's tokens, every identifier not bound.
+/// `None` when `body` does not parse as statements.
+fn free_names(body: &TokenStream) -> Option<std::collections::BTreeSet<String>> {
+    use syn::visit::{self, Visit};
+    struct Names(Vec<String>);
+    impl<'ast> Visit<'ast> for Names {
+        fn visit_pat_ident(&mut self, i: &'ast syn::PatIdent) {
+            self.0.push(i.ident.to_string());
+            visit::visit_pat_ident(self, i);
+        }
+    }
+    struct Free {
+        scopes: Vec<Vec<String>>,
+        free: std::collections::BTreeSet<String>,
+    }
+    impl Free {
+        fn read(&mut self, name: String) {
+            if !self.scopes.iter().any(|s| s.contains(&name)) {
+                self.free.insert(name);
+            }
+        }
+        fn bind(&mut self, pat: &syn::Pat) {
+            let mut names = Names(Vec::new());
+            names.visit_pat(pat);
+            if let Some(scope) = self.scopes.last_mut() {
+                scope.extend(names.0);
+            }
+        }
+        fn scoped(&mut self, pat: Option<&syn::Pat>, f: impl FnOnce(&mut Self)) {
+            self.scopes.push(Vec::new());
+            if let Some(pat) = pat {
+                self.bind(pat);
+            }
+            f(self);
+            self.scopes.pop();
+        }
+    }
+    impl<'ast> Visit<'ast> for Free {
+        fn visit_block(&mut self, b: &'ast syn::Block) {
+            self.scoped(None, |v| visit::visit_block(v, b));
+        }
+        fn visit_local(&mut self, l: &'ast syn::Local) {
+            if let Some(init) = &l.init {
+                self.visit_expr(&init.expr);
+                if let Some((_, diverge)) = &init.diverge {
+                    self.visit_expr(diverge);
+                }
+            }
+            self.bind(&l.pat);
+        }
+        fn visit_expr_closure(&mut self, c: &'ast syn::ExprClosure) {
+            self.scoped(None, |v| {
+                for p in &c.inputs {
+                    v.bind(p);
+                }
+                v.visit_expr(&c.body);
+            });
+        }
+        fn visit_expr_for_loop(&mut self, f: &'ast syn::ExprForLoop) {
+            self.visit_expr(&f.expr);
+            self.scoped(Some(&f.pat), |v| v.visit_block(&f.body));
+        }
+        fn visit_expr_if(&mut self, e: &'ast syn::ExprIf) {
+            match &*e.cond {
+                syn::Expr::Let(l) => {
+                    self.visit_expr(&l.expr);
+                    self.scoped(Some(&l.pat), |v| v.visit_block(&e.then_branch));
+                }
+                cond => {
+                    self.visit_expr(cond);
+                    self.visit_block(&e.then_branch);
+                }
+            }
+            if let Some((_, e)) = &e.else_branch {
+                self.visit_expr(e);
+            }
+        }
+        fn visit_expr_while(&mut self, w: &'ast syn::ExprWhile) {
+            match &*w.cond {
+                syn::Expr::Let(l) => {
+                    self.visit_expr(&l.expr);
+                    self.scoped(Some(&l.pat), |v| v.visit_block(&w.body));
+                }
+                cond => {
+                    self.visit_expr(cond);
+                    self.visit_block(&w.body);
+                }
+            }
+        }
+        fn visit_arm(&mut self, a: &'ast syn::Arm) {
+            self.scoped(Some(&a.pat), |v| visit::visit_arm(v, a));
+        }
+        fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
+            if p.qself.is_none() && p.path.leading_colon.is_none() && p.path.segments.len() == 1 {
+                self.read(p.path.segments[0].ident.to_string());
+            }
+            visit::visit_expr_path(self, p);
+        }
+        fn visit_macro(&mut self, m: &'ast syn::Macro) {
+            for name in idents(&m.tokens) {
+                self.read(name);
+            }
+        }
+    }
+    let block: syn::Block = syn::parse2(quote!({ #body })).ok()?;
+    let mut free = Free {
+        scopes: Vec::new(),
+        free: Default::default(),
+    };
+    free.visit_block(&block);
+    Some(free.free)
+}
+
+/// The names `ts` binds with `let` at its top level (not inside its groups), each with
+/// whether it is `mut` and its type when the `let` writes one (`let mut c_pos_1:
+/// ::std::vec::Vec<u32> = ...`).
+fn top_level_lets(ts: &TokenStream) -> Vec<(String, bool, Option<TokenStream>)> {
+    use proc_macro2::{Spacing, TokenTree};
+    let tokens: Vec<TokenTree> = ts.clone().into_iter().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        let TokenTree::Ident(kw) = &tokens[i] else {
+            i += 1;
+            continue;
+        };
+        if kw != "let" {
+            i += 1;
+            continue;
+        }
+        i += 1;
+        let mutable = matches!(tokens.get(i), Some(TokenTree::Ident(m)) if m == "mut");
+        if mutable {
+            i += 1;
+        }
+        let Some(TokenTree::Ident(name)) = tokens.get(i) else {
+            continue;
+        };
+        let name = name.to_string();
+        i += 1;
+        let mut ty = None;
+        if let Some(TokenTree::Punct(colon)) = tokens.get(i) {
+            if colon.as_char() == ':' && colon.spacing() == Spacing::Alone {
+                // the type: up to the `=` outside angle brackets
+                let (mut t, mut depth) = (TokenStream::new(), 0i32);
+                i += 1;
+                while let Some(tok) = tokens.get(i) {
+                    if let TokenTree::Punct(p) = tok {
+                        match p.as_char() {
+                            '<' => depth += 1,
+                            '>' => depth -= 1,
+                            '=' if depth == 0 && p.spacing() == Spacing::Alone => break,
+                            _ => {}
+                        }
+                    }
+                    t.extend([tok.clone()]);
+                    i += 1;
+                }
+                ty = Some(t);
+            }
+        }
+        out.push((name, mutable, ty));
     }
     out
 }
@@ -1391,6 +1586,127 @@ impl Cx<'_> {
         }
     }
 
+    /// The [`Outline`] of a free kernel whose parameters are `params` (declared as `decls`),
+    /// extents `extents`, and whose code before its loops is `before`: the parameters, the
+    /// extents, the buffers `before` declares with their types (the output's arrays), and the
+    /// workspace's own values.
+    fn outline_values(
+        &self,
+        params: &[crate::kernel::KernelParam],
+        decls: &[TokenStream],
+        extents: &[(Ident, TokenStream)],
+        before: &TokenStream,
+    ) -> Outline {
+        let rt = self.rt;
+        let mut values = Vec::new();
+        for (param, decl) in params.iter().zip(decls) {
+            let name = &param.name;
+            let arg = match &param.kind {
+                ParamKind::Par => continue,
+                kind if mutable(kind) => quote!(&mut *#name),
+                _ => quote!(#name),
+            };
+            values.push((name.to_string(), decl.clone(), arg));
+        }
+        for (n, _) in extents {
+            values.push((n.to_string(), quote!(#n: usize), quote!(#n)));
+        }
+        let lets = top_level_lets(before);
+        // the buffers declared with their types (the output's arrays, the lanes)
+        for (name, mutable, ty) in &lets {
+            let Some(ty) = ty else { continue };
+            let n = format_ident!("{}", name);
+            values.push(if *mutable {
+                (name.clone(), quote!(#n: &mut #ty), quote!(&mut #n))
+            } else {
+                (name.clone(), quote!(#n: &#ty), quote!(&#n))
+            });
+        }
+        // the workspace's values declared without their types (as `Vec`s, not slices: in the
+        // order and form measured, scratch runs with slices ran jagmesh7's `A·A` 3% slower)
+        let workspace: [(&str, TokenStream, bool); 6] = [
+            ("untouched", quote!(f64), false),
+            ("workspace", quote!(::std::vec::Vec<f64>), true),
+            ("touched", quote!(#rt::generated::Touched), true),
+            (
+                "window",
+                quote!(::core::option::Option<#rt::generated::RowWindow>),
+                false,
+            ),
+            ("window_sums", quote!(::std::vec::Vec<f64>), true),
+            ("spans", quote!(#rt::generated::RowSpans), true),
+        ];
+        for (name, ty, buffer) in workspace {
+            if !lets.iter().any(|(n, _, t)| n == name && t.is_none()) {
+                continue;
+            }
+            let n = format_ident!("{}", name);
+            values.push(match (buffer, name) {
+                (true, _) => (name.to_string(), quote!(#n: &mut #ty), quote!(&mut #n)),
+                (false, "untouched") => (name.to_string(), quote!(#n: #ty), quote!(#n)),
+                (false, _) => (name.to_string(), quote!(#n: &#ty), quote!(&#n)),
+            });
+        }
+        let locals = lets
+            .into_iter()
+            .map(|(n, _, _)| n)
+            .chain(extents.iter().map(|(n, _)| n.to_string()))
+            .collect();
+        Outline { values, locals }
+    }
+
+    /// `body` (the loops of a rarer kind of row) in an `#[inline(never)]` function `name` of
+    /// its own, called in its place with the kernel-level values it names and `args` (the
+    /// row's own values, by value); `body` itself where the kernel has no [`Outline`] or
+    /// `body` names a kernel-level value the outline cannot pass.
+    fn outlined(
+        &self,
+        name: &str,
+        body: TokenStream,
+        args: &[(Ident, TokenStream)],
+    ) -> TokenStream {
+        let Some(outline) = &self.outline else {
+            return body;
+        };
+        let Some(used) = free_names(&body) else {
+            return body;
+        };
+        let (mut decls, mut passed) = (Vec::new(), Vec::new());
+        for (n, ty) in args {
+            if used.contains(&n.to_string()) {
+                decls.push(quote!(#n: #ty));
+                passed.push(quote!(#n));
+            }
+        }
+        for (n, decl, arg) in &outline.values {
+            if used.contains(n) {
+                decls.push(decl.clone());
+                passed.push(arg.clone());
+            }
+        }
+        let known = |n: &String| {
+            outline.values.iter().any(|(v, _, _)| v == n) || args.iter().any(|(a, _)| a == n)
+        };
+        if outline.locals.iter().any(|n| used.contains(n) && !known(n)) {
+            return body;
+        }
+        let rt = self.rt;
+        let name = format_ident!("{}", name);
+        quote! {
+            /// # Safety
+            /// The kernel's: its operands' arrays are valid and its dense operands' sizes
+            /// were checked.
+            #[allow(non_snake_case, clippy::too_many_arguments, clippy::ptr_arg)]
+            #[inline(never)]
+            unsafe fn #name(#(#decls),*) {
+                use #rt::Index as _;
+                #rt::safety!("the caller's promise (the kernel's, as above)");
+                unsafe { #body }
+            }
+            #name(#(#passed),*);
+        }
+    }
+
     /// The outermost loop over rows `sr.var` when rows sharing a pattern run together: the rows
     /// before the next one that shares (`generated::next_shared_row`) run one at a time in an
     /// inner loop that holds only the plain loop's body, then `rows` rows
@@ -1431,8 +1747,23 @@ impl Cx<'_> {
             // the row's products are many for the columns they fall in
             quote!(spans.reach_unchecked(&#base.#pos, &#base.#crd, #c, &#b.#b_pos, &#b.#b_crd))
         });
+        // the row's own values a rarer row's function takes
+        let c_arg = (c.clone(), quote!(usize));
+        let span_arg = (format_ident!("span"), quote!(#rt::generated::RowSpan));
+        let lane_args = [
+            c_arg.clone(),
+            (format_ident!("rows"), quote!(usize)),
+            (
+                format_ident!("shift"),
+                quote!([usize; #rt::generated::SHARED_ROWS]),
+            ),
+        ];
         // rows run together through the marker's first touches, in lanes of `workspace_rows`
-        let together = summed(RowSum::FirstTouch, true)?;
+        let together = self.outlined(
+            "rows_together",
+            summed(RowSum::FirstTouch, true)?,
+            &lane_args,
+        );
         let together = quote! {
             if workspace_rows.is_empty() {
                 workspace_rows = ::std::vec![[untouched; #rt::generated::SHARED_ROWS]; #n_ws];
@@ -1442,8 +1773,15 @@ impl Cx<'_> {
         let (one, together) = match spanned {
             Some(reach) => {
                 let windowed = summed(RowSum::Window, false)?;
-                let spanned = summed(RowSum::Span, false)?;
-                let spanned_together = summed(RowSum::Span, true)?;
+                let spanned = self.outlined(
+                    "spanned_row",
+                    summed(RowSum::Span, false)?,
+                    &[c_arg.clone(), span_arg.clone()],
+                );
+                let mut args = lane_args.to_vec();
+                args.push(span_arg);
+                let spanned_together =
+                    self.outlined("spanned_rows_together", summed(RowSum::Span, true)?, &args);
                 let one = quote! {
                     if let Some(window) = &window {
                         // the row's coordinates lie within 64 columns from `base`
@@ -4124,5 +4462,70 @@ fn combine_tokens(op: ReduceOp, a: TokenStream, b: TokenStream, wrap: bool) -> T
         ReduceOp::And => quote!(#a & #b),
         ReduceOp::Or => quote!(#a | #b),
         ReduceOp::Xor => quote!(#a ^ #b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{free_names, top_level_lets};
+    use quote::quote;
+
+    /// A body's free names: what it reads from outside, not what it binds itself (a `let`
+    /// after its initializer, a closure's, a `for` loop's, an `if let`'s, a `while let`'s
+    /// or a `match` arm's pattern), a name used before it is shadowed counted once.
+    #[test]
+    fn free_names_are_the_names_a_body_does_not_bind() {
+        let body = quote! {
+            let a = x + 1;
+            for (s, v) in y.iter_mut().zip(z) {
+                *s += v + a;
+            }
+            let f = |&c| c + w;
+            if let Some(q) = o { q + p } else { r };
+            while let Some(t) = u.pop() { t; }
+            match e { Some(m) => m, None => 0 };
+            let b = b + ::std::vec![g; n].len();
+        };
+        let free: Vec<String> = free_names(&body).unwrap().into_iter().collect();
+        assert_eq!(
+            free,
+            ["b", "e", "g", "n", "o", "p", "r", "u", "w", "x", "y", "z"]
+        );
+        // not statements: no answer
+        assert_eq!(free_names(&quote!(let = ;)), None);
+    }
+
+    /// The `let`s at a token stream's top level, with `mut` and the written type (angle
+    /// brackets and all), none inside its blocks.
+    #[test]
+    fn top_level_lets_give_names_and_written_types() {
+        let ts = quote! {
+            let mut c_pos_1: ::std::vec::Vec<u32> = ::std::vec::Vec::with_capacity(n);
+            let untouched = marker();
+            if x { let inner: u8 = 1; }
+            let w: Option<Vec<[f64; 4]>> = None;
+            let mut flag = a == b;
+        };
+        let lets: Vec<(String, bool, Option<String>)> = top_level_lets(&ts)
+            .into_iter()
+            .map(|(n, m, t)| (n, m, t.map(|t| t.to_string())))
+            .collect();
+        assert_eq!(
+            lets,
+            [
+                (
+                    "c_pos_1".into(),
+                    true,
+                    Some(":: std :: vec :: Vec < u32 >".into())
+                ),
+                ("untouched".into(), false, None),
+                (
+                    "w".into(),
+                    false,
+                    Some("Option < Vec < [f64 ; 4] >>".into())
+                ),
+                ("flag".into(), true, None),
+            ]
+        );
     }
 }
