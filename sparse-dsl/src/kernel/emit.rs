@@ -1340,6 +1340,10 @@ impl Cx<'_> {
             "rows",
             "shift",
             "lane",
+            // the functions of the rarer rows ([`Cx::outlined`])
+            "spanned_row",
+            "rows_together",
+            "spanned_rows_together",
         ]
         .iter()
         .map(|s| s.to_string())
