@@ -2293,6 +2293,21 @@ mod tests {
         assert_eq!(unsafe { w.pattern_unchecked(0, 5) }, 1);
     }
 
+    /// Records each row of `rows` (coordinates below the size of `touched`, each once) and
+    /// checks that it comes back sorted, and that no bit is left set after the last.
+    fn take_each(touched: &mut Touched, rows: &[Vec<usize>]) {
+        for row in rows {
+            for &j in row {
+                // SAFETY: `j` is below the size (the caller's promise), each coordinate once
+                unsafe { touched.push_unchecked(j) };
+            }
+            let mut want = row.clone();
+            want.sort_unstable();
+            assert_eq!(touched.take_sorted(), want, "row of {}", row.len());
+        }
+        assert!(touched.bits.iter().chain(&touched.summary).all(|&w| w == 0));
+    }
+
     /// Rows of many coordinates in a narrow range come back from the bitmap, others sorted;
     /// each row sets its bits only after it is recorded and leaves none behind for the next
     /// (a row after a spread one, after a short one, after an empty one).
@@ -2316,16 +2331,7 @@ mod tests {
             // at the top of the range
             (0..66).rev().map(|k| n - 1 - 3 * k).collect(),
         ];
-        for row in &rows {
-            for &j in row {
-                // SAFETY: `j < n`, each coordinate once per row
-                unsafe { touched.push_unchecked(j) };
-            }
-            let mut want = row.clone();
-            want.sort_unstable();
-            assert_eq!(touched.take_sorted(), want, "row of {}", row.len());
-        }
-        assert!(touched.bits.iter().chain(&touched.summary).all(|&w| w == 0));
+        take_each(&mut touched, &rows);
         // a workspace of at most 2^16 columns: the network (where there is one) takes rows of
         // up to 128, the bitmap longer narrow ones
         let n = 60_000;
@@ -2336,16 +2342,7 @@ mod tests {
             (0..65).rev().map(|k| k * 900).collect(),
             (0..300).map(|k| (k * 97) % 300).collect(),
         ];
-        for row in &rows {
-            for &j in row {
-                // SAFETY: `j < n`, each coordinate once per row
-                unsafe { touched.push_unchecked(j) };
-            }
-            let mut want = row.clone();
-            want.sort_unstable();
-            assert_eq!(touched.take_sorted(), want, "row of {}", row.len());
-        }
-        assert!(touched.bits.iter().chain(&touched.summary).all(|&w| w == 0));
+        take_each(&mut touched, &rows);
     }
 
     #[test]

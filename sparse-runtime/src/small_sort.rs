@@ -104,6 +104,26 @@ impl Network {
     }
 }
 
+/// The steps of a bitonic sort (Batcher) of the `$lanes * $R` lanes of `$r`: for each block
+/// size `K` from 2 up to all the lanes, compare-exchange steps at distances `J = K / 2` down
+/// to 1, each `$step::<$R, K, J>($r)` (the sizes past the lanes are skipped: their condition
+/// is a constant).
+#[cfg(target_arch = "x86_64")]
+macro_rules! bitonic_steps {
+    ($step:ident, $lanes:literal, $r:ident, $R:ident) => {
+        bitonic_steps!(@ $step, $lanes, $r, $R;
+            2: 1; 4: 2 1; 8: 4 2 1; 16: 8 4 2 1; 32: 16 8 4 2 1; 64: 32 16 8 4 2 1;
+            128: 64 32 16 8 4 2 1;)
+    };
+    (@ $step:ident, $lanes:literal, $r:ident, $R:ident; $($k:literal: $($j:literal)*;)*) => {{
+        $(
+            if $lanes * $R >= $k {
+                $( $step::<$R, $k, $j>($r); )*
+            }
+        )*
+    }};
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use std::arch::x86_64::*;
@@ -161,35 +181,7 @@ mod avx2 {
     #[inline(always)]
     unsafe fn network<const R: usize>(r: &mut [__m256i; R]) {
         // SAFETY: as `step`
-        unsafe {
-            step::<R, 2, 1>(r);
-            step::<R, 4, 2>(r);
-            step::<R, 4, 1>(r);
-            step::<R, 8, 4>(r);
-            step::<R, 8, 2>(r);
-            step::<R, 8, 1>(r);
-            if R >= 2 {
-                step::<R, 16, 8>(r);
-                step::<R, 16, 4>(r);
-                step::<R, 16, 2>(r);
-                step::<R, 16, 1>(r);
-            }
-            if R >= 4 {
-                step::<R, 32, 16>(r);
-                step::<R, 32, 8>(r);
-                step::<R, 32, 4>(r);
-                step::<R, 32, 2>(r);
-                step::<R, 32, 1>(r);
-            }
-            if R >= 8 {
-                step::<R, 64, 32>(r);
-                step::<R, 64, 16>(r);
-                step::<R, 64, 8>(r);
-                step::<R, 64, 4>(r);
-                step::<R, 64, 2>(r);
-                step::<R, 64, 1>(r);
-            }
-        }
+        unsafe { bitonic_steps!(step, 8, r, R) }
     }
 
     /// Loads `8 * R` coordinates from `p` narrowed to 32 bits, the lanes at `len` and past
@@ -319,42 +311,7 @@ mod avx2_16 {
     #[inline(always)]
     unsafe fn network<const R: usize>(r: &mut [__m256i; R]) {
         // SAFETY: as `step`
-        unsafe {
-            step::<R, 2, 1>(r);
-            step::<R, 4, 2>(r);
-            step::<R, 4, 1>(r);
-            step::<R, 8, 4>(r);
-            step::<R, 8, 2>(r);
-            step::<R, 8, 1>(r);
-            step::<R, 16, 8>(r);
-            step::<R, 16, 4>(r);
-            step::<R, 16, 2>(r);
-            step::<R, 16, 1>(r);
-            if R >= 2 {
-                step::<R, 32, 16>(r);
-                step::<R, 32, 8>(r);
-                step::<R, 32, 4>(r);
-                step::<R, 32, 2>(r);
-                step::<R, 32, 1>(r);
-            }
-            if R >= 4 {
-                step::<R, 64, 32>(r);
-                step::<R, 64, 16>(r);
-                step::<R, 64, 8>(r);
-                step::<R, 64, 4>(r);
-                step::<R, 64, 2>(r);
-                step::<R, 64, 1>(r);
-            }
-            if R >= 8 {
-                step::<R, 128, 64>(r);
-                step::<R, 128, 32>(r);
-                step::<R, 128, 16>(r);
-                step::<R, 128, 8>(r);
-                step::<R, 128, 4>(r);
-                step::<R, 128, 2>(r);
-                step::<R, 128, 1>(r);
-            }
-        }
+        unsafe { bitonic_steps!(step, 16, r, R) }
     }
 
     /// The low halves of four 64-bit coordinates from `q` and four from `q + 4`, as 32-bit

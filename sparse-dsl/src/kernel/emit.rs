@@ -1091,6 +1091,19 @@ fn free_names(body: &TokenStream) -> Option<std::collections::BTreeSet<String>> 
                 scope.extend(names.0);
             }
         }
+        /// `cond`, then `body` with the pattern of an `if let` or `while let` bound in it.
+        fn guarded(&mut self, cond: &syn::Expr, body: &syn::Block) {
+            match cond {
+                syn::Expr::Let(l) => {
+                    self.visit_expr(&l.expr);
+                    self.scoped(Some(&l.pat), |v| v.visit_block(body));
+                }
+                cond => {
+                    self.visit_expr(cond);
+                    self.visit_block(body);
+                }
+            }
+        }
         fn scoped(&mut self, pat: Option<&syn::Pat>, f: impl FnOnce(&mut Self)) {
             self.scopes.push(Vec::new());
             if let Some(pat) = pat {
@@ -1126,31 +1139,13 @@ fn free_names(body: &TokenStream) -> Option<std::collections::BTreeSet<String>> 
             self.scoped(Some(&f.pat), |v| v.visit_block(&f.body));
         }
         fn visit_expr_if(&mut self, e: &'ast syn::ExprIf) {
-            match &*e.cond {
-                syn::Expr::Let(l) => {
-                    self.visit_expr(&l.expr);
-                    self.scoped(Some(&l.pat), |v| v.visit_block(&e.then_branch));
-                }
-                cond => {
-                    self.visit_expr(cond);
-                    self.visit_block(&e.then_branch);
-                }
-            }
+            self.guarded(&e.cond, &e.then_branch);
             if let Some((_, e)) = &e.else_branch {
                 self.visit_expr(e);
             }
         }
         fn visit_expr_while(&mut self, w: &'ast syn::ExprWhile) {
-            match &*w.cond {
-                syn::Expr::Let(l) => {
-                    self.visit_expr(&l.expr);
-                    self.scoped(Some(&l.pat), |v| v.visit_block(&w.body));
-                }
-                cond => {
-                    self.visit_expr(cond);
-                    self.visit_block(&w.body);
-                }
-            }
+            self.guarded(&w.cond, &w.body);
         }
         fn visit_arm(&mut self, a: &'ast syn::Arm) {
             self.scoped(Some(&a.pat), |v| visit::visit_arm(v, a));
