@@ -172,7 +172,9 @@ pub fn kernel(
     // them, `from_raw_parts_unchecked` makes it the caller's promise); every dense operand's size
     // was checked against its indices' extents above.
     unsafe {
-        for i in 0..n_i {
+        let half = ::sparse::runtime::generated::stream_half(n_i, A.pos_1[n_i].index());
+        for r in 0..n_i {
+            let i = ::sparse::runtime::generated::stream_row(r, half);
             let a_p0 = i;
             let mut t0 = 0.0;
             let (lo, hi) = (

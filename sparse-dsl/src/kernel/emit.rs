@@ -2277,8 +2277,18 @@ impl Cx<'_> {
     /// first operand iterated under it, when they are segment bounds (entries before unit `r`);
     /// else `|r| r`.
     fn balance(&self) -> TokenStream {
+        match self.unit_positions() {
+            Some((name, f)) => quote!(|r| #name.#f[r].index()),
+            None => quote!(|r| r),
+        }
+    }
+
+    /// The operand and positions field whose level 1 holds the stored entries of each unit of
+    /// the outermost loop (`a.pos_1` for CSR and BSR): `pos[r]` entries come before unit `r`.
+    /// `None` when no operand's level 1 is a run of segments under that loop.
+    fn unit_positions(&self) -> Option<(&Ident, &Ident)> {
         let Some(Stmt::Loop(outer)) = self.p.body.first() else {
-            return quote!(|r| r);
+            return None;
         };
         for (a, its) in self.p.levels.access_iters.iter().enumerate() {
             let Some(its) = its else { continue };
@@ -2291,12 +2301,68 @@ impl Cx<'_> {
             }
             if l1.lt.capabilities().positions == sparse_ir::level::PositionsArray::SegmentBounds {
                 if let Some(f) = &l1.pos_field {
-                    let name = &op.name;
-                    return quote!(|r| #name.#f[r].index());
+                    return Some((&op.name, f));
                 }
             }
         }
-        quote!(|r| r)
+        None
+    }
+
+    /// The outermost loop `l` over units `first .. first + n` (`first` 0, or `row0` in the
+    /// row-range form) read in two streams when its operand is large
+    /// (`generated::stream_half`): unit `first + stream_row(r, half)` at turn `r`. Applies
+    /// where the units are independent (the row-range form applies), the output is a vector
+    /// and one operand's positions give each unit's stored entries ([`Self::unit_positions`]);
+    /// else `None`, and the loop runs over the units in order.
+    fn streamed(
+        &self,
+        l: &Loop,
+        first: Option<&TokenStream>,
+        n: &TokenStream,
+        body: &TokenStream,
+    ) -> Option<TokenStream> {
+        let Some(Stmt::Loop(outer)) = self.p.body.first() else {
+            return None;
+        };
+        let output = &self.ops[self.p.kernel.output.tensor];
+        if !std::ptr::eq(outer, l)
+            || self.rows_unit().is_err()
+            || !matches!(output.kind, ParamKind::Slice { .. })
+        {
+            return None;
+        }
+        let (name, f) = self.unit_positions()?;
+        let rt = self.rt;
+        let c = self.var_ident(l.var);
+        // an argument or index needs no parentheses (`(n_i / 2)` for block rows)
+        let mut trees = n.clone().into_iter();
+        let n = &match (trees.next(), trees.next()) {
+            (Some(proc_macro2::TokenTree::Group(g)), None)
+                if g.delimiter() == proc_macro2::Delimiter::Parenthesis =>
+            {
+                g.stream()
+            }
+            _ => n.clone(),
+        };
+        let (entries, unit) = match first {
+            None => (
+                quote!(#name.#f[#n].index()),
+                quote!(#rt::generated::stream_row(r, half)),
+            ),
+            Some(first) => (
+                quote!(#name.#f[#first + #n].index() - #name.#f[#first].index()),
+                quote!(#first + #rt::generated::stream_row(r, half)),
+            ),
+        };
+        // a large operand's units in two streams (0, half, 1, half + 1, ...): a memory-bound
+        // loop then reads two places of each array at once
+        Some(quote! {
+            let half = #rt::generated::stream_half(#n, #entries);
+            for r in 0..#n {
+                let #c = #unit;
+                #body
+            }
+        })
     }
 
     /// The block size of the output's first index (1 if not blocked), after checking that the
@@ -3258,6 +3324,12 @@ impl Cx<'_> {
                     quote!(#out.len() / (#unit * #cols))
                 }
             };
+            if let Some(streamed) = self.streamed(l, Some(&quote!(row0)), &quote!(len), &body) {
+                return Ok(quote! {
+                    let len = #len;
+                    #streamed
+                });
+            }
             return Ok(quote! {
                 for #c in row0..row0 + #len {
                     #body
@@ -3308,6 +3380,12 @@ impl Cx<'_> {
                 return self.nm_partial_sums(l, sum, &n);
             }
             let (hoisted, body) = self.hoist(l.var, &case.body)?;
+            if let Some(streamed) = self.streamed(l, None, &n, &body) {
+                return Ok(quote! {
+                    #hoisted
+                    #streamed
+                });
+            }
             return Ok(quote! {
                 #hoisted
                 for #c in 0..#n {
