@@ -57,6 +57,11 @@ const KRON_COPIES: usize = 40;
 const PROBE_LEN: usize = 1 << 24;
 /// The label of the synthetic matrix.
 const KRON: &str = "kron(I40,bcsstk16) (synthetic, from HB/bcsstk16)";
+/// Copies of bcsstk16 whose columns the folded DRAM-bound matrix keeps ([`fold_columns`]):
+/// 13 x 4,884 = 63,492 columns, within 16-bit coordinates.
+const FOLD_COPIES: usize = 13;
+/// The label of the folded matrix.
+const FOLDED: &str = "kron(I40,bcsstk16), columns mod 63492 (synthetic, from HB/bcsstk16)";
 /// The label of the synthetic 2:4 matrix ([`two_of_four`]).
 const NM: &str = "2:4 layer 2048x4096 (synthetic)";
 
@@ -778,6 +783,18 @@ fn format_spmv_group<S>(
     }]
 }
 
+/// `a` (`m x n`) with its columns folded onto the first `copies * b` of them, `b` the column
+/// count of one copy of `kron(I_c, B)` (`n / c`): entry `(i, j)` at `(i, j mod (copies * b))`.
+/// For `kron(I_40, bcsstk16)` and 13 copies: 195,360 x 63,492, the same rows and entries.
+fn fold_columns(a: &CooTensor<f64>, copies: usize) -> CooTensor<f64> {
+    let width = a.shape[1] / KRON_COPIES * copies;
+    let mut out = CooTensor::new(vec![a.shape[0], width]);
+    for (c, v) in a.iter() {
+        out.push(&[c[0], c[1] % width], *v);
+    }
+    out
+}
+
 /// A synthetic matrix in 2:4 structured sparsity (the pattern of a pruned neural-network
 /// layer, which none of the shared matrices has): `rows x cols`, in every group of 4 columns
 /// of a row 2 entries at positions a hash picks, values in (0, 2).
@@ -1033,6 +1050,24 @@ fn main() {
         measures.extend(transpose_group(KRON, &big, &mut probes, &mut seen));
         measures.extend(spmm_group(KRON, &big, &mut probes, &mut seen));
         measures.extend(assembly_group(KRON, &big, &mut probes, &mut seen));
+        // 16-bit coordinates where they fit, on a matrix as large as kron's: its rows, with
+        // the columns of copy `k` those of copy `k mod 13`
+        let folded = fold_columns(&big, FOLD_COPIES);
+        drop(big);
+        let csr16 = FormatCase {
+            kernel: "SpMV u16 coordinates",
+            ours: "Csr16 (u32, u16)",
+            build: |c| Csr16::from_coo_tensor(c).ok(),
+            spmv: |f, x, y| f.spmv(x, y).expect("Csr16 spmv"),
+            bytes: |f| f.memory_bytes(),
+        };
+        measures.extend(format_spmv_group(
+            FOLDED,
+            &csr16,
+            &folded,
+            &mut probes,
+            &mut seen,
+        ));
     }
     // each probe's median over the groups
     let median = |k: usize| {
