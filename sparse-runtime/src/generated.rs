@@ -891,9 +891,10 @@ pub const PAR_MIN_ENTRIES: usize = 1 << 16;
 /// (`kron(I_c, bcsstk16)` with 8 to 40 copies, 2.3M to 11.6M entries, the Zen 4 machine).
 pub const STREAMS_MIN_ENTRIES: usize = 1 << 21;
 
-/// How a row kernel over `n` units holding `entries` stored entries splits them into two
-/// streams: `n / 2` (the half) from [`STREAMS_MIN_ENTRIES`] entries on, else 0 (one stream,
-/// the units in order). With a half `h`, turn `r` of the loop takes unit [`stream_row`]`(r,
+/// How a row kernel over `n` units of an operand holding `entries` stored entries (all of
+/// them, also when the kernel runs a range of the units: a range of a large operand is read
+/// from memory) splits the units into two streams: `n / 2` (the half) from
+/// [`STREAMS_MIN_ENTRIES`] entries on, else 0 (one stream, the units in order). With a half `h`, turn `r` of the loop takes unit [`stream_row`]`(r,
 /// h)`: `0, h, 1, h + 1, ...`, so that the kernel reads two places of its arrays at once. A
 /// memory-bound SpMV is limited by how far the hardware prefetchers run ahead of each stream,
 /// not by the bytes it reads: on `kron(I_40, bcsstk16)` 16-bit coordinates (10 bytes an entry

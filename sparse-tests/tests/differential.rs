@@ -802,8 +802,8 @@ fn exact_csr_arrays_and_accessors() {
 
 #[test]
 fn spmv_reads_a_large_matrix_in_two_streams_with_the_same_rows() {
-    // past `STREAMS_MIN_ENTRIES`, `spmv` takes row `r / 2` and row `half + r / 2` in turn; each
-    // row is summed by the same loops, so its rows equal those of the matrix's two halves,
+    // past `STREAMS_MIN_ENTRIES`, `spmv` (and each range of `spmv_par`) takes row `r / 2` and
+    // row `half + r / 2` in turn; each row is summed by the same loops, so its rows equal those of the matrix's two halves,
     // each below the threshold (one stream), bit for bit. An odd row count leaves the last
     // row to the loop's end.
     let (m, n) = (2049usize, 1024usize);
@@ -823,8 +823,13 @@ fn spmv_reads_a_large_matrix_in_two_streams_with_the_same_rows() {
         .unwrap()
     };
     let x: Vec<f64> = (0..n).map(|j| 1.0 + (j % 11) as f64 / 4.0).collect();
+    let a = csr(0..m);
     let mut y = vec![f64::NAN; m];
-    csr(0..m).spmv(&x, &mut y).unwrap();
+    a.spmv(&x, &mut y).unwrap();
+    // the row-range form streams each range of the large operand
+    let mut yp = vec![f64::NAN; m];
+    a.spmv_par(&x, &mut yp).unwrap();
+    assert_eq!(yp, y);
     let mut want = vec![f64::NAN; m];
     let (top, bottom) = want.split_at_mut(m / 2);
     csr(0..m / 2).spmv(&x, top).unwrap();

@@ -2310,7 +2310,8 @@ impl Cx<'_> {
 
     /// The outermost loop `l` over units `first .. first + n` (`first` 0, or `row0` in the
     /// row-range form) read in two streams when its operand is large
-    /// (`generated::stream_half`): unit `first + stream_row(r, half)` at turn `r`. Applies
+    /// (`generated::stream_half` of the operand's stored entries, the whole operand's in the
+    /// row-range form too): unit `first + stream_row(r, half)` at turn `r`. Applies
     /// where the units are independent (the row-range form applies), the output is a vector
     /// and one operand's positions give each unit's stored entries ([`Self::unit_positions`]);
     /// else `None`, and the loop runs over the units in order.
@@ -2344,13 +2345,15 @@ impl Cx<'_> {
             }
             _ => n.clone(),
         };
+        // the whole operand's entries decide, in the row-range form too: a range of a large
+        // matrix is read from memory however few entries it holds
         let (entries, unit) = match first {
             None => (
                 quote!(#name.#f[#n].index()),
                 quote!(#rt::generated::stream_row(r, half)),
             ),
             Some(first) => (
-                quote!(#name.#f[#first + #n].index() - #name.#f[#first].index()),
+                quote!(#name.#f[#name.#f.len() - 1].index()),
                 quote!(#first + #rt::generated::stream_row(r, half)),
             ),
         };
