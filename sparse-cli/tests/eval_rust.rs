@@ -173,8 +173,8 @@ pub fn kernel(
     // was checked against its indices' extents above.
     unsafe {
         let half = ::sparse::runtime::generated::stream_half(n_i, A.pos_1[n_i].index());
-        for r in 0..n_i {
-            let i = ::sparse::runtime::generated::stream_row(r, half);
+        for turn in 0..n_i {
+            let i = ::sparse::runtime::generated::stream_row(turn, half);
             let a_p0 = i;
             let mut t0 = 0.0;
             let (lo, hi) = (
@@ -221,3 +221,29 @@ pub fn kernel(
     ::core::result::Result::Ok(())
 }
 "#;
+
+#[test]
+fn a_parameter_named_as_a_stream_variable_is_refused() {
+    // `half`, `turn` and `units` are the generated loops' own (two streams of a large
+    // operand's rows): a tensor so named would be shadowed
+    for name in ["half", "turn", "units", "unit"] {
+        let (code, out, err) = sparse(&[
+            "eval",
+            &format!("{name}(i) = A(i,j) * x(j)"),
+            "--tensor",
+            &format!("{name}=tensor<4xf64>"),
+            "--tensor",
+            CSR,
+            "--tensor",
+            "x=tensor<5xf64>",
+            "--emit",
+            "rust",
+        ]);
+        assert_eq!((code, out.as_str()), (1, ""), "{name}");
+        assert_eq!(
+            err,
+            format!("error: --emit rust: the parameter `{name}` has the name of a variable of the generated loops (an index, a position, an extent or a buffer); rename it\n"),
+            "{name}"
+        );
+    }
+}

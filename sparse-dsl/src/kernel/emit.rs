@@ -1335,6 +1335,12 @@ impl Cx<'_> {
             "rows",
             "shift",
             "lane",
+            // the two streams of a large operand's units ([`Cx::streamed`])
+            "half",
+            "turn",
+            "units",
+            // the units' entries of a parallel split ([`Cx::balance`])
+            "unit",
             // the functions of the rarer rows ([`Cx::outlined`])
             "spanned_row",
             "rows_together",
@@ -2273,13 +2279,13 @@ impl Cx<'_> {
         (lets, out)
     }
 
-    /// `before(r)` for splitting the outermost loop's units: the positions of level 1 of the
-    /// first operand iterated under it, when they are segment bounds (entries before unit `r`);
-    /// else `|r| r`.
+    /// `before(unit)` for splitting the outermost loop's units: the positions of level 1 of the
+    /// first operand iterated under it, when they are segment bounds (entries before `unit`);
+    /// else `|unit| unit`. (`unit` is a name of the generated code: no parameter has it.)
     fn balance(&self) -> TokenStream {
         match self.unit_positions() {
-            Some((name, f)) => quote!(|r| #name.#f[r].index()),
-            None => quote!(|r| r),
+            Some((name, f)) => quote!(|unit| #name.#f[unit].index()),
+            None => quote!(|unit| unit),
         }
     }
 
@@ -2311,7 +2317,7 @@ impl Cx<'_> {
     /// The outermost loop `l` over units `first .. first + n` (`first` 0, or `row0` in the
     /// row-range form) read in two streams when its operand is large
     /// (`generated::stream_half` of the operand's stored entries, the whole operand's in the
-    /// row-range form too): unit `first + stream_row(r, half)` at turn `r`. Applies
+    /// row-range form too): unit `first + stream_row(turn, half)` at each turn. Applies
     /// where the units are independent (the row-range form applies), the output is a vector
     /// and one operand's positions give each unit's stored entries ([`Self::unit_positions`]);
     /// else `None`, and the loop runs over the units in order.
@@ -2350,18 +2356,18 @@ impl Cx<'_> {
         let (entries, unit) = match first {
             None => (
                 quote!(#name.#f[#n].index()),
-                quote!(#rt::generated::stream_row(r, half)),
+                quote!(#rt::generated::stream_row(turn, half)),
             ),
             Some(first) => (
                 quote!(#name.#f[#name.#f.len() - 1].index()),
-                quote!(#first + #rt::generated::stream_row(r, half)),
+                quote!(#first + #rt::generated::stream_row(turn, half)),
             ),
         };
         // a large operand's units in two streams (0, half, 1, half + 1, ...): a memory-bound
         // loop then reads two places of each array at once
         Some(quote! {
             let half = #rt::generated::stream_half(#n, #entries);
-            for r in 0..#n {
+            for turn in 0..#n {
                 let #c = #unit;
                 #body
             }
@@ -3327,9 +3333,9 @@ impl Cx<'_> {
                     quote!(#out.len() / (#unit * #cols))
                 }
             };
-            if let Some(streamed) = self.streamed(l, Some(&quote!(row0)), &quote!(len), &body) {
+            if let Some(streamed) = self.streamed(l, Some(&quote!(row0)), &quote!(units), &body) {
                 return Ok(quote! {
-                    let len = #len;
+                    let units = #len;
                     #streamed
                 });
             }
