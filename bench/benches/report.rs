@@ -726,6 +726,20 @@ struct FormatCase<S> {
     bytes: fn(&S) -> usize,
 }
 
+/// The [`FormatCase`] of format `$ty` (a generated struct): built by `from_coo_tensor`, its
+/// `spmv`, its `memory_bytes`.
+macro_rules! format_case {
+    ($kernel:expr, $ours:expr, $ty:ident) => {
+        FormatCase {
+            kernel: $kernel,
+            ours: $ours,
+            build: |c| $ty::from_coo_tensor(c).ok(),
+            spmv: |f, x, y| f.spmv(x, y).expect(concat!(stringify!($ty), " spmv")),
+            bytes: |f| f.memory_bytes(),
+        }
+    };
+}
+
 /// SpMV of a format other than CSR (`Ell5`, `Nv24`) on `coo` against our CSR and faer's of the
 /// same entries; nothing when the format cannot hold the matrix.
 fn format_spmv_group<S>(
@@ -1011,13 +1025,7 @@ fn main() {
         measures.extend(sparse_group(name, &coo, &mut probes, &mut seen));
         if name == "cryg2500" {
             // ELL where the rows are regular (cryg2500: 4.9 entries a row, at most 5)
-            let ell = FormatCase {
-                kernel: "SpMV ELL",
-                ours: "Ell5 (5 slots a row)",
-                build: |c| Ell5::from_coo_tensor(c).ok(),
-                spmv: |f, x, y| f.spmv(x, y).expect("ELL spmv"),
-                bytes: |f| f.memory_bytes(),
-            };
+            let ell = format_case!("SpMV ELL", "Ell5 (5 slots a row)", Ell5);
             measures.extend(format_spmv_group(name, &ell, &coo, &mut probes, &mut seen));
         }
         if name == "bcsstk16" {
@@ -1029,13 +1037,7 @@ fn main() {
     // 2:4 applies to none of the shared matrices (a group of 4 columns of their rows holds up
     // to 4 entries): a synthetic layer of 2,048 x 4,096 pruned to 2 of every 4 columns
     let nm = two_of_four(2048, 4096);
-    let nv24 = FormatCase {
-        kernel: "SpMV 2:4",
-        ours: "Nv24 (2:4, u8 coordinates)",
-        build: |c| Nv24::from_coo_tensor(c).ok(),
-        spmv: |f, x, y| f.spmv(x, y).expect("2:4 spmv"),
-        bytes: |f| f.memory_bytes(),
-    };
+    let nv24 = format_case!("SpMV 2:4", "Nv24 (2:4, u8 coordinates)", Nv24);
     measures.extend(format_spmv_group(NM, &nv24, &nm, &mut probes, &mut seen));
     // the other square shared matrices: SpGEMM, A + Aᵀ and the conversion (issue 9 asks for
     // "the shared real matrices"; the results are checked entry by entry, so bayer10's
@@ -1054,13 +1056,7 @@ fn main() {
         // the columns of copy `k` those of copy `k mod 13`
         let folded = fold_columns(&big, FOLD_COPIES);
         drop(big);
-        let csr16 = FormatCase {
-            kernel: "SpMV u16 coordinates",
-            ours: "Csr16 (u32, u16)",
-            build: |c| Csr16::from_coo_tensor(c).ok(),
-            spmv: |f, x, y| f.spmv(x, y).expect("Csr16 spmv"),
-            bytes: |f| f.memory_bytes(),
-        };
+        let csr16 = format_case!("SpMV u16 coordinates", "Csr16 (u32, u16)", Csr16);
         measures.extend(format_spmv_group(
             FOLDED,
             &csr16,

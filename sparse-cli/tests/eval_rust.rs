@@ -6,20 +6,25 @@ use run::sparse;
 
 const CSR: &str = "A=tensor<4x5xf64, #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>>";
 
-#[test]
-fn spmv_prints_the_generated_function() {
-    let (code, out, err) = sparse(&[
+/// `sparse eval 'OUT(i) = A(i,j) * x(j)' --emit rust` with the output named `out`.
+fn spmv_named(out: &str) -> (i32, String, String) {
+    sparse(&[
         "eval",
-        "y(i) = A(i,j) * x(j)",
+        &format!("{out}(i) = A(i,j) * x(j)"),
         "--tensor",
-        "y=tensor<4xf64>",
+        &format!("{out}=tensor<4xf64>"),
         "--tensor",
         CSR,
         "--tensor",
         "x=tensor<5xf64>",
         "--emit",
         "rust",
-    ]);
+    ])
+}
+
+#[test]
+fn spmv_prints_the_generated_function() {
+    let (code, out, err) = spmv_named("y");
     assert_eq!((code, err.as_str()), (0, ""));
     assert_eq!(out, SPMV);
 }
@@ -227,18 +232,7 @@ fn a_parameter_named_as_a_stream_variable_is_refused() {
     // `half`, `turn` and `units` are the generated loops' own (two streams of a large
     // operand's rows): a tensor so named would be shadowed
     for name in ["half", "turn", "units", "unit"] {
-        let (code, out, err) = sparse(&[
-            "eval",
-            &format!("{name}(i) = A(i,j) * x(j)"),
-            "--tensor",
-            &format!("{name}=tensor<4xf64>"),
-            "--tensor",
-            CSR,
-            "--tensor",
-            "x=tensor<5xf64>",
-            "--emit",
-            "rust",
-        ]);
+        let (code, out, err) = spmv_named(name);
         assert_eq!((code, out.as_str()), (1, ""), "{name}");
         assert_eq!(
             err,
