@@ -177,7 +177,11 @@ pub fn kernel(
     // them, `from_raw_parts_unchecked` makes it the caller's promise); every dense operand's size
     // was checked against its indices' extents above.
     unsafe {
-        let half = ::sparse::runtime::generated::stream_half(n_i, A.pos_1[n_i].index());
+        let half = ::sparse::runtime::generated::stream_half(
+            n_i,
+            A.pos_1[n_i].index(),
+            ::core::mem::size_of_val(&*A.values),
+        );
         for turn in 0..n_i {
             let i = ::sparse::runtime::generated::stream_row(turn, half);
             let a_p0 = i;

@@ -891,19 +891,28 @@ pub const PAR_MIN_ENTRIES: usize = 1 << 16;
 /// (`kron(I_c, bcsstk16)` with 8 to 40 copies, 2.3M to 11.6M entries, the Zen 4 machine).
 pub const STREAMS_MIN_ENTRIES: usize = 1 << 21;
 
-/// How a row kernel over `n` units of an operand holding `entries` stored entries (all of
-/// them, also when the kernel runs a range of the units: a range of a large operand is read
-/// from memory) splits the units into two streams: `n / 2` (the half) from
-/// [`STREAMS_MIN_ENTRIES`] entries on, else 0 (one stream, the units in order). With a half `h`, turn `r` of the loop takes unit [`stream_row`]`(r,
-/// h)`: `0, h, 1, h + 1, ...`, so that the kernel reads two places of its arrays at once. A
-/// memory-bound SpMV is limited by how far the hardware prefetchers run ahead of each stream,
-/// not by the bytes it reads: on the rows of `kron(I_40, bcsstk16)` with their columns folded
-/// onto 63,492, 16-bit coordinates (10 bytes an entry against 12) gained 1-2%; on
-/// `kron(I_40, bcsstk16)` two streams gained 8-11%. Each unit is computed by the same loops either
-/// way, so the result does not change.
+/// The fewest bytes of values per stored entry (a BSR block's values together) for which a
+/// row kernel reads its rows in two streams ([`stream_half`]): 8, an `f64`. With narrower
+/// values the loop is bound by its instructions, not by how fast one stream is read, and the
+/// order only costs: `f32` SpMV of `kron(I_40, bcsstk16)` ran 3.66-4.00 ms in two streams and
+/// 3.11 ms in one (the Zen 5 machine, 2026-12-01; the same either way on the Zen 4 machine).
+pub const STREAMS_MIN_VALUE_BYTES: usize = 8;
+
+/// How a row kernel over `n` units of an operand holding `entries` stored entries and
+/// `value_bytes` bytes of values (all of them, also when the kernel runs a range of the units:
+/// a range of a large operand is read from memory; 0 for a pattern, which stores none) splits
+/// the units into two streams: `n / 2` (the half) from [`STREAMS_MIN_ENTRIES`] entries on when
+/// each entry holds at least [`STREAMS_MIN_VALUE_BYTES`] bytes of values, else 0 (one stream,
+/// the units in order). With a half `h`, turn `r` of the loop takes unit
+/// [`stream_row`]`(r, h)`: `0, h, 1, h + 1, ...`, so that the kernel reads two places of its
+/// arrays at once. A memory-bound SpMV is limited by how far the hardware prefetchers run
+/// ahead of each stream, not by the bytes it reads: on the rows of `kron(I_40, bcsstk16)` with
+/// their columns folded onto 63,492, 16-bit coordinates (10 bytes an entry against 12) gained
+/// 1-2%; on `kron(I_40, bcsstk16)` two streams gained 8-11%. Each unit is computed by the same
+/// loops either way, so the result does not change.
 #[inline]
-pub fn stream_half(n: usize, entries: usize) -> usize {
-    if entries >= STREAMS_MIN_ENTRIES {
+pub fn stream_half(n: usize, entries: usize, value_bytes: usize) -> usize {
+    if entries >= STREAMS_MIN_ENTRIES && value_bytes >= STREAMS_MIN_VALUE_BYTES * entries {
         n / 2
     } else {
         0
@@ -2191,8 +2200,14 @@ mod tests {
 
     #[test]
     fn two_streams_take_every_unit_once() {
-        assert_eq!(stream_half(7, STREAMS_MIN_ENTRIES - 1), 0);
-        assert_eq!(stream_half(7, STREAMS_MIN_ENTRIES), 3);
+        let f64s = 8 * STREAMS_MIN_ENTRIES;
+        assert_eq!(stream_half(7, STREAMS_MIN_ENTRIES - 1, f64s), 0);
+        assert_eq!(stream_half(7, STREAMS_MIN_ENTRIES, f64s), 3);
+        // narrower values (`f32`), and a pattern's none, keep one stream
+        assert_eq!(stream_half(7, STREAMS_MIN_ENTRIES, f64s - 1), 0);
+        assert_eq!(stream_half(7, STREAMS_MIN_ENTRIES, 0), 0);
+        // a BSR block's values count together
+        assert_eq!(stream_half(7, STREAMS_MIN_ENTRIES, 9 * f64s), 3);
         let order: Vec<usize> = (0..7).map(|r| stream_row(r, 3)).collect();
         assert_eq!(order, [0, 3, 1, 4, 2, 5, 6]);
         assert_eq!(

@@ -2284,7 +2284,7 @@ impl Cx<'_> {
     /// else `|unit| unit`. (`unit` is a name of the generated code: no parameter has it.)
     fn balance(&self) -> TokenStream {
         match self.unit_positions() {
-            Some((name, f)) => quote!(|unit| #name.#f[unit].index()),
+            Some((_, name, f)) => quote!(|unit| #name.#f[unit].index()),
             None => quote!(|unit| unit),
         }
     }
@@ -2292,7 +2292,7 @@ impl Cx<'_> {
     /// The operand and positions field whose level 1 holds the stored entries of each unit of
     /// the outermost loop (`a.pos_1` for CSR and BSR): `pos[r]` entries come before unit `r`.
     /// `None` when no operand's level 1 is a run of segments under that loop.
-    fn unit_positions(&self) -> Option<(&Ident, &Ident)> {
+    fn unit_positions(&self) -> Option<(usize, &Ident, &Ident)> {
         let Some(Stmt::Loop(outer)) = self.p.body.first() else {
             return None;
         };
@@ -2307,7 +2307,7 @@ impl Cx<'_> {
             }
             if l1.lt.capabilities().positions == sparse_ir::level::PositionsArray::SegmentBounds {
                 if let Some(f) = &l1.pos_field {
-                    return Some((&op.name, f));
+                    return Some((self.p.kernel.accesses[a].tensor, &op.name, f));
                 }
             }
         }
@@ -2315,9 +2315,10 @@ impl Cx<'_> {
     }
 
     /// The outermost loop `l` over units `first .. first + n` (`first` 0, or `row0` in the
-    /// row-range form) read in two streams when its operand is large
-    /// (`generated::stream_half` of the operand's stored entries, the whole operand's in the
-    /// row-range form too): unit `first + stream_row(turn, half)` at each turn. Applies
+    /// row-range form) read in two streams when its operand is large and holds wide values
+    /// (`generated::stream_half` of the operand's stored entries and the bytes of its values,
+    /// the whole operand's in the row-range form too; a pattern stores none): unit
+    /// `first + stream_row(turn, half)` at each turn. Applies
     /// where the units are independent (the row-range form applies), the output is a vector
     /// and one operand's positions give each unit's stored entries ([`Self::unit_positions`]);
     /// else `None`, and the loop runs over the units in order.
@@ -2338,8 +2339,12 @@ impl Cx<'_> {
         {
             return None;
         }
-        let (name, f) = self.unit_positions()?;
+        let (t, name, f) = self.unit_positions()?;
         let rt = self.rt;
+        let value_bytes = match self.explicit_value(t) {
+            Some(_) => quote!(0),
+            None => quote!(::core::mem::size_of_val(&*#name.values)),
+        };
         let c = self.var_ident(l.var);
         // an argument or index needs no parentheses (`(n_i / 2)` for block rows)
         let mut trees = n.clone().into_iter();
@@ -2366,7 +2371,7 @@ impl Cx<'_> {
         // a large operand's units in two streams (0, half, 1, half + 1, ...): a memory-bound
         // loop then reads two places of each array at once
         Some(quote! {
-            let half = #rt::generated::stream_half(#n, #entries);
+            let half = #rt::generated::stream_half(#n, #entries, #value_bytes);
             for turn in 0..#n {
                 let #c = #unit;
                 #body
