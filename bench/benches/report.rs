@@ -982,15 +982,30 @@ fn machine(pinned: bool) -> Machine {
             .unwrap_or_else(|| "unknown".into())
     };
     let dirty = !cmd("git", &["status", "--porcelain", "--untracked-files=no"]).is_empty();
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+    // the model name alone can hide the core ("AMD EPYC" on a virtual machine): the family
+    // and model numbers, and the caches, tell one machine from the next
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        cpuinfo
+            .lines()
+            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == name))
+            .and_then(|l| l.split(':').nth(1))
+            .map(|v| v.trim().to_string())
+    };
+    let cache = |index: u32| {
+        std::fs::read_to_string(format!(
+            "/sys/devices/system/cpu/cpu0/cache/index{index}/size"
+        ))
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
+        .map(|s| s.trim().to_string())
+    };
+    let mut cpu = field("model name").unwrap_or_else(|| "unknown CPU".into());
+    if let (Some(family), Some(model)) = (field("cpu family"), field("model")) {
+        cpu.push_str(&format!(", family {family} model {model}"));
+    }
+    if let (Some(l2), Some(l3)) = (cache(2), cache(3)) {
+        cpu.push_str(&format!(", L2 {l2} a core, L3 {l3}"));
+    }
     Machine {
         date: cmd("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
         commit: format!(

@@ -18,7 +18,9 @@ pub struct Machine {
     pub commit: String,
     /// Logical CPUs (`nproc`).
     pub cpus: usize,
-    /// The CPU model (`/proc/cpuinfo`'s `model name`).
+    /// The CPU: `/proc/cpuinfo`'s `model name`, its `cpu family` and `model` numbers and the
+    /// L2 and L3 sizes where Linux gives them (`AMD EPYC, family 26 model 2, L2 1024K a core,
+    /// L3 32768K`).
     pub cpu: String,
     /// The compiler (`rustc -V`).
     pub rustc: String,
