@@ -884,54 +884,6 @@ const RANGES_PER_TASK: usize = 4;
 /// 4 µs serial, 23 µs split in two).
 pub const PAR_MIN_ENTRIES: usize = 1 << 16;
 
-/// The fewest stored entries from which a row kernel reads its rows in two streams
-/// ([`stream_half`]): about 25 MB of `f64` values and `u32` coordinates, past what the last
-/// level cache of a small machine holds. Below it the order costs up to 5% (cache-resident
-/// matrices, 2026-11-28: bcsstk13, bayer10); from it on, SpMV gains 8-21%
-/// (`kron(I_c, bcsstk16)` with 8 to 40 copies, 2.3M to 11.6M entries, the Zen 4 machine).
-pub const STREAMS_MIN_ENTRIES: usize = 1 << 21;
-
-/// The fewest bytes of values per stored entry (a BSR block's values together) for which a
-/// row kernel reads its rows in two streams ([`stream_half`]): 8, an `f64`. With narrower
-/// values the loop is bound by its instructions, not by how fast one stream is read, and the
-/// order only costs: `f32` SpMV of `kron(I_40, bcsstk16)` ran 3.66-4.00 ms in two streams and
-/// 3.11 ms in one (the Zen 5 machine, 2026-12-01; the same either way on the Zen 4 machine).
-pub const STREAMS_MIN_VALUE_BYTES: usize = 8;
-
-/// How a row kernel over `n` units of an operand holding `entries` stored entries and
-/// `value_bytes` bytes of values (all of them, also when the kernel runs a range of the units:
-/// a range of a large operand is read from memory; 0 for a pattern, which stores none) splits
-/// the units into two streams: `n / 2` (the half) from [`STREAMS_MIN_ENTRIES`] entries on when
-/// each entry holds at least [`STREAMS_MIN_VALUE_BYTES`] bytes of values, else 0 (one stream,
-/// the units in order). With a half `h`, turn `r` of the loop takes unit
-/// [`stream_row`]`(r, h)`: `0, h, 1, h + 1, ...`, so that the kernel reads two places of its
-/// arrays at once. A memory-bound SpMV is limited by how far the hardware prefetchers run
-/// ahead of each stream, not by the bytes it reads: on the rows of `kron(I_40, bcsstk16)` with
-/// their columns folded onto 63,492, 16-bit coordinates (10 bytes an entry against 12) gained
-/// 1-2%; on `kron(I_40, bcsstk16)` two streams gained 8-11%. Each unit is computed by the same
-/// loops either way, so the result does not change.
-#[inline]
-pub fn stream_half(n: usize, entries: usize, value_bytes: usize) -> usize {
-    if entries >= STREAMS_MIN_ENTRIES && value_bytes >= STREAMS_MIN_VALUE_BYTES * entries {
-        n / 2
-    } else {
-        0
-    }
-}
-
-/// The unit that turn `r` of a row loop takes when its units are read in two streams of
-/// `half` units each ([`stream_half`]): `r / 2` for an even turn, `half + r / 2` for an odd
-/// one, and `r` itself past `2 * half` (the last unit of an odd count, or every unit when
-/// `half` is 0). A permutation of `0..n` for `half <= n / 2`.
-#[inline(always)]
-pub fn stream_row(r: usize, half: usize) -> usize {
-    if r < 2 * half {
-        (r >> 1) + (r & 1) * half
-    } else {
-        r
-    }
-}
-
 /// Runs a row kernel over `y` in parallel (rayon). `y` holds `unit` elements per row unit (1
 /// for CSR, the block height for BSR); `before(r)` is the number of stored entries before unit
 /// `r` (non-decreasing, defined for `r <= units`), used to split the units into ranges of about
@@ -2197,29 +2149,6 @@ fn verified(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn two_streams_take_every_unit_once() {
-        let f64s = 8 * STREAMS_MIN_ENTRIES;
-        assert_eq!(stream_half(7, STREAMS_MIN_ENTRIES - 1, f64s), 0);
-        assert_eq!(stream_half(7, STREAMS_MIN_ENTRIES, f64s), 3);
-        // narrower values (`f32`), and a pattern's none, keep one stream
-        assert_eq!(stream_half(7, STREAMS_MIN_ENTRIES, f64s - 1), 0);
-        assert_eq!(stream_half(7, STREAMS_MIN_ENTRIES, 0), 0);
-        // a BSR block's values count together
-        assert_eq!(stream_half(7, STREAMS_MIN_ENTRIES, 9 * f64s), 3);
-        let order: Vec<usize> = (0..7).map(|r| stream_row(r, 3)).collect();
-        assert_eq!(order, [0, 3, 1, 4, 2, 5, 6]);
-        assert_eq!(
-            (0..4).map(|r| stream_row(r, 0)).collect::<Vec<_>>(),
-            [0, 1, 2, 3]
-        );
-        for n in 0..40 {
-            let mut seen: Vec<usize> = (0..n).map(|r| stream_row(r, n / 2)).collect();
-            seen.sort_unstable();
-            assert_eq!(seen, (0..n).collect::<Vec<_>>(), "{n} units");
-        }
-    }
 
     #[test]
     fn row_spans_pick_rows_and_read_their_flags_in_order() {

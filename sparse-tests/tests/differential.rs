@@ -801,47 +801,6 @@ fn exact_csr_arrays_and_accessors() {
 }
 
 #[test]
-fn spmv_reads_a_large_matrix_in_two_streams_with_the_same_rows() {
-    // past `STREAMS_MIN_ENTRIES`, `spmv` (and each range of `spmv_par`) takes row `r / 2` and
-    // row `half + r / 2` in turn; each row is summed by the same loops, so its rows equal those of the matrix's two halves,
-    // each below the threshold (one stream), bit for bit. An odd row count leaves the last
-    // row to the loop's end.
-    let (m, n) = (2049usize, 1024usize);
-    let threshold = sparse::runtime::generated::STREAMS_MIN_ENTRIES;
-    assert!(m * n >= threshold && (m / 2 + 1) * n < threshold);
-    let value = |i: usize, j: usize| ((i * 7919 + j * 104_729) % 1000) as f64 / 128.0 - 3.5;
-    let csr = |rows: std::ops::Range<usize>| {
-        let r = rows.len();
-        Csr::<f64>::from_raw_parts(CsrParts {
-            dim_shape: [r, n],
-            pos_1: (0..=r).map(|k| (k * n) as u32).collect(),
-            crd_1: (0..r * n).map(|k| (k % n) as u32).collect(),
-            values: rows
-                .flat_map(|i| (0..n).map(move |j| value(i, j)))
-                .collect(),
-        })
-        .unwrap()
-    };
-    let x: Vec<f64> = (0..n).map(|j| 1.0 + (j % 11) as f64 / 4.0).collect();
-    let a = csr(0..m);
-    let mut y = vec![f64::NAN; m];
-    a.spmv(&x, &mut y).unwrap();
-    // the row-range form streams each range of the large operand
-    let mut yp = vec![f64::NAN; m];
-    a.spmv_par(&x, &mut yp).unwrap();
-    assert_eq!(yp, y);
-    let mut want = vec![f64::NAN; m];
-    let (top, bottom) = want.split_at_mut(m / 2);
-    csr(0..m / 2).spmv(&x, top).unwrap();
-    csr(m / 2..m).spmv(&x, bottom).unwrap();
-    assert_eq!(y, want);
-    for i in [0, 1, m / 2, m / 2 + 1, m - 1] {
-        let row: f64 = (0..n).map(|j| value(i, j) * x[j]).sum();
-        assert!((row - y[i]).abs() <= 1e-9 * row.abs().max(1.0), "row {i}");
-    }
-}
-
-#[test]
 fn spmv_par_splits_a_large_matrix_and_matches_spmv() {
     // past `PAR_MIN_ENTRIES` per thread, so `spmv_par` hands ranges to rayon's threads (a
     // smaller matrix runs on the calling thread); each row is summed as `spmv` sums it

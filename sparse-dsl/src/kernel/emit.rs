@@ -1335,10 +1335,6 @@ impl Cx<'_> {
             "rows",
             "shift",
             "lane",
-            // the two streams of a large operand's units ([`Cx::streamed`])
-            "half",
-            "turn",
-            "units",
             // the units' entries of a parallel split ([`Cx::balance`])
             "unit",
             // the functions of the rarer rows ([`Cx::outlined`])
@@ -2284,7 +2280,7 @@ impl Cx<'_> {
     /// else `|unit| unit`. (`unit` is a name of the generated code: no parameter has it.)
     fn balance(&self) -> TokenStream {
         match self.unit_positions() {
-            Some((_, name, f)) => quote!(|unit| #name.#f[unit].index()),
+            Some((name, f)) => quote!(|unit| #name.#f[unit].index()),
             None => quote!(|unit| unit),
         }
     }
@@ -2292,7 +2288,7 @@ impl Cx<'_> {
     /// The operand and positions field whose level 1 holds the stored entries of each unit of
     /// the outermost loop (`a.pos_1` for CSR and BSR): `pos[r]` entries come before unit `r`.
     /// `None` when no operand's level 1 is a run of segments under that loop.
-    fn unit_positions(&self) -> Option<(usize, &Ident, &Ident)> {
+    fn unit_positions(&self) -> Option<(&Ident, &Ident)> {
         let Some(Stmt::Loop(outer)) = self.p.body.first() else {
             return None;
         };
@@ -2307,76 +2303,11 @@ impl Cx<'_> {
             }
             if l1.lt.capabilities().positions == sparse_ir::level::PositionsArray::SegmentBounds {
                 if let Some(f) = &l1.pos_field {
-                    return Some((self.p.kernel.accesses[a].tensor, &op.name, f));
+                    return Some((&op.name, f));
                 }
             }
         }
         None
-    }
-
-    /// The outermost loop `l` over units `first .. first + n` (`first` 0, or `row0` in the
-    /// row-range form) read in two streams when its operand is large and holds wide values
-    /// (`generated::stream_half` of the operand's stored entries and the bytes of its values,
-    /// the whole operand's in the row-range form too; a pattern stores none): unit
-    /// `first + stream_row(turn, half)` at each turn. Applies
-    /// where the units are independent (the row-range form applies), the output is a vector
-    /// and one operand's positions give each unit's stored entries ([`Self::unit_positions`]);
-    /// else `None`, and the loop runs over the units in order.
-    fn streamed(
-        &self,
-        l: &Loop,
-        first: Option<&TokenStream>,
-        n: &TokenStream,
-        body: &TokenStream,
-    ) -> Option<TokenStream> {
-        let Some(Stmt::Loop(outer)) = self.p.body.first() else {
-            return None;
-        };
-        let output = &self.ops[self.p.kernel.output.tensor];
-        if !std::ptr::eq(outer, l)
-            || self.rows_unit().is_err()
-            || !matches!(output.kind, ParamKind::Slice { .. })
-        {
-            return None;
-        }
-        let (t, name, f) = self.unit_positions()?;
-        let rt = self.rt;
-        let value_bytes = match self.explicit_value(t) {
-            Some(_) => quote!(0),
-            None => quote!(::core::mem::size_of_val(&*#name.values)),
-        };
-        let c = self.var_ident(l.var);
-        // an argument or index needs no parentheses (`(n_i / 2)` for block rows)
-        let mut trees = n.clone().into_iter();
-        let n = &match (trees.next(), trees.next()) {
-            (Some(proc_macro2::TokenTree::Group(g)), None)
-                if g.delimiter() == proc_macro2::Delimiter::Parenthesis =>
-            {
-                g.stream()
-            }
-            _ => n.clone(),
-        };
-        // the whole operand's entries decide, in the row-range form too: a range of a large
-        // matrix is read from memory however few entries it holds
-        let (entries, unit) = match first {
-            None => (
-                quote!(#name.#f[#n].index()),
-                quote!(#rt::generated::stream_row(turn, half)),
-            ),
-            Some(first) => (
-                quote!(#name.#f[#name.#f.len() - 1].index()),
-                quote!(#first + #rt::generated::stream_row(turn, half)),
-            ),
-        };
-        // a large operand's units in two streams (0, half, 1, half + 1, ...): a memory-bound
-        // loop then reads two places of each array at once
-        Some(quote! {
-            let half = #rt::generated::stream_half(#n, #entries, #value_bytes);
-            for turn in 0..#n {
-                let #c = #unit;
-                #body
-            }
-        })
     }
 
     /// The block size of the output's first index (1 if not blocked), after checking that the
@@ -3338,12 +3269,6 @@ impl Cx<'_> {
                     quote!(#out.len() / (#unit * #cols))
                 }
             };
-            if let Some(streamed) = self.streamed(l, Some(&quote!(row0)), &quote!(units), &body) {
-                return Ok(quote! {
-                    let units = #len;
-                    #streamed
-                });
-            }
             return Ok(quote! {
                 for #c in row0..row0 + #len {
                     #body
@@ -3394,12 +3319,6 @@ impl Cx<'_> {
                 return self.nm_partial_sums(l, sum, &n);
             }
             let (hoisted, body) = self.hoist(l.var, &case.body)?;
-            if let Some(streamed) = self.streamed(l, None, &n, &body) {
-                return Ok(quote! {
-                    #hoisted
-                    #streamed
-                });
-            }
             return Ok(quote! {
                 #hoisted
                 for #c in 0..#n {
