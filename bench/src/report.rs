@@ -14,7 +14,8 @@ pub struct Machine {
     /// UTC date and time of the run, as printed (`2026-11-24 16:40 UTC`).
     pub date: String,
     /// The commit measured (`git rev-parse --short HEAD`), `-dirty` appended when the work tree
-    /// had changes.
+    /// had changes to tracked files other than the report's own outputs (`BENCHMARKS.md`,
+    /// `bench/report.svg`).
     pub commit: String,
     /// Logical CPUs (`nproc`).
     pub cpus: usize,
