@@ -2279,18 +2279,9 @@ impl Cx<'_> {
     /// first operand iterated under it, when they are segment bounds (entries before `unit`);
     /// else `|unit| unit`. (`unit` is a name of the generated code: no parameter has it.)
     fn balance(&self) -> TokenStream {
-        match self.unit_positions() {
-            Some((name, f)) => quote!(|unit| #name.#f[unit].index()),
-            None => quote!(|unit| unit),
-        }
-    }
-
-    /// The operand and positions field whose level 1 holds the stored entries of each unit of
-    /// the outermost loop (`a.pos_1` for CSR and BSR): `pos[r]` entries come before unit `r`.
-    /// `None` when no operand's level 1 is a run of segments under that loop.
-    fn unit_positions(&self) -> Option<(&Ident, &Ident)> {
+        let unit = quote!(|unit| unit);
         let Some(Stmt::Loop(outer)) = self.p.body.first() else {
-            return None;
+            return unit;
         };
         for (a, its) in self.p.levels.access_iters.iter().enumerate() {
             let Some(its) = its else { continue };
@@ -2303,11 +2294,12 @@ impl Cx<'_> {
             }
             if l1.lt.capabilities().positions == sparse_ir::level::PositionsArray::SegmentBounds {
                 if let Some(f) = &l1.pos_field {
-                    return Some((&op.name, f));
+                    let name = &op.name;
+                    return quote!(|unit| #name.#f[unit].index());
                 }
             }
         }
-        None
+        unit
     }
 
     /// The block size of the output's first index (1 if not blocked), after checking that the
