@@ -878,27 +878,30 @@ const SPIN_WAIT: std::time::Duration = std::time::Duration::from_micros(200);
 /// to the others, at the cost of one uncontended lock per range.
 const RANGES_PER_TASK: usize = 4;
 
-/// The fewest stored entries a task of [`par_rows`] gets: a smaller matrix runs on the calling
+/// The fewest stored values a task of [`par_rows`] gets: a smaller matrix runs on the calling
 /// thread. Handing a range to another thread and waiting for it costs about 10-20 µs on a
 /// small virtual machine, the time of some 50,000 entries of SpMV (cryg2500's 12,349 entries:
 /// 4 µs serial, 23 µs split in two).
 pub const PAR_MIN_ENTRIES: usize = 1 << 16;
 
 /// Runs a row kernel over `y` in parallel (rayon). `y` holds `unit` elements per row unit (1
-/// for CSR, the block height for BSR); `before(r)` is the number of stored entries before unit
-/// `r` (non-decreasing, defined for `r <= units`), used to split the units into ranges of about
-/// equal work: one task per rayon thread but none for fewer than [`PAR_MIN_ENTRIES`] stored
-/// entries, each task taking four ranges on average (`RANGES_PER_TASK`; the calling thread is
-/// one of the tasks, [`par_rows_try`]); `rows(chunk, first_unit)` computes the part of `y`
-/// starting at unit `first_unit`. The result equals one serial `rows(y, 0)`.
+/// for CSR, the block height for BSR); `values` is the number of stored values the kernel
+/// reads (`nse()`: a BSR block counts its block's values, a loose CSR row its segment), which
+/// decides the number of tasks: one per rayon thread but none for fewer than
+/// [`PAR_MIN_ENTRIES`] values. `before(r)` is the work before unit `r` (non-decreasing,
+/// defined for `r <= units`; level 1's positions for CSR and BSR, `r` itself when rows have no
+/// back-to-back segments), used to split the units into ranges of about equal work, each task
+/// taking four ranges on average (`RANGES_PER_TASK`; the calling thread is one of the tasks,
+/// [`par_rows_try`]); `rows(chunk, first_unit)` computes the part of `y` starting at unit
+/// `first_unit`. The result equals one serial `rows(y, 0)`.
 pub fn par_rows<V: Send>(
     y: &mut [V],
     unit: usize,
+    values: usize,
     before: impl Fn(usize) -> usize,
     rows: impl Fn(&mut [V], usize) + Sync,
 ) {
-    let units = y.len() / unit.max(1);
-    let tasks = rayon::current_num_threads().min(before(units) / PAR_MIN_ENTRIES);
+    let tasks = rayon::current_num_threads().min(values / PAR_MIN_ENTRIES);
     par_rows_with(
         if tasks <= 1 {
             Par::Seq
@@ -2150,6 +2153,38 @@ fn verified(
 mod tests {
     use super::*;
 
+    /// The number of tasks follows the stored values, not the work `before` counts: a BSR
+    /// matrix of 3x3 blocks or a loose CSR one (`before` = the row) with more than
+    /// `2 * PAR_MIN_ENTRIES` values is split on two threads even when `before(units)` is small.
+    #[test]
+    fn par_rows_splits_by_stored_values() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let ranges = |values: usize| {
+            let calls = std::sync::atomic::AtomicUsize::new(0);
+            let mut y = vec![0usize; 300];
+            pool.install(|| {
+                par_rows(
+                    &mut y,
+                    3,
+                    values,
+                    |r| r,
+                    |chunk, row0| {
+                        calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        for (k, v) in chunk.iter_mut().enumerate() {
+                            *v = row0 * 3 + k;
+                        }
+                    },
+                )
+            });
+            assert_eq!(y, (0..300).collect::<Vec<_>>());
+            calls.into_inner()
+        };
+        assert_eq!(ranges(2 * PAR_MIN_ENTRIES - 1), 1);
+        assert_eq!(ranges(2 * PAR_MIN_ENTRIES), 2 * RANGES_PER_TASK);
+    }
     #[test]
     fn row_spans_pick_rows_and_read_their_flags_in_order() {
         // `B`: rows 0..16 hold columns 0..16, rows 16..32 one column each, 60 apart

@@ -802,7 +802,7 @@ fn exact_csr_arrays_and_accessors() {
 
 #[test]
 fn spmv_par_splits_a_large_matrix_and_matches_spmv() {
-    // past `PAR_MIN_ENTRIES` per thread, so `spmv_par` hands ranges to rayon's threads (a
+    // past `PAR_MIN_ENTRIES` stored values per thread, so `spmv_par` hands ranges to rayon's threads (a
     // smaller matrix runs on the calling thread); each row is summed as `spmv` sums it
     let n = 600;
     let per_thread = sparse::runtime::generated::PAR_MIN_ENTRIES;
@@ -832,6 +832,11 @@ fn spmv_par_splits_a_large_matrix_and_matches_spmv() {
     let mut yp = vec![f64::NAN; n];
     bsr.spmv_par(&x, &mut yp).unwrap();
     assert_eq!(yp, yb);
+    // loose CSR splits its rows too (by its stored values: its positions are pairs)
+    let loose = LooseCsr::<f64>::from_coo([n, n], entries.iter().cloned()).unwrap();
+    let mut yl = vec![f64::NAN; n];
+    loose.spmv_par(&x, &mut yl).unwrap();
+    assert_eq!(yl, want);
     // called from rayon's own threads (nested parallelism), the ranges still all run
     let (mut y1, mut y2) = (vec![f64::NAN; n], vec![f64::NAN; n]);
     sparse::runtime::rayon::join(

@@ -280,7 +280,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             let before = &before0;
             quote! {
                 #rt::generated::check_spmv(self.dim_shape, x.len(), y.len())?;
-                #rt::generated::par_rows(y, #unit, #before, |chunk, row0| {
+                #rt::generated::par_rows(y, #unit, self.nse(), #before, |chunk, row0| {
                     // the row-range form checks nothing and converts nothing: it cannot fail
                     let done = self.spmv_rows(x, chunk, row0);
                     debug_assert!(done.is_ok());
@@ -451,9 +451,12 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             #spmv
 
             /// `y = A · x` in parallel (rayon): when the outermost level runs over the rows of
-            /// `y` (CSR, BSR, all-dense), its units are split into ranges of about equal stored
-            /// entries, one task each, running the same loops as [`Self::spmv`] on their rows;
-            /// other formats (COO, column-major ones, ELL) run the serial `spmv`. Same operands
+            /// `y` (CSR, BSR, loose CSR, all-dense) and the matrix stores at least
+            /// `PAR_MIN_ENTRIES` values a thread (`sparse_runtime::generated::par_rows`; a BSR
+            /// block counts its block's values), its units are split into ranges of about equal
+            /// stored entries, the threads taking them in turn, each running the same loops as
+            /// [`Self::spmv`] on its rows; smaller matrices and other formats (COO,
+            /// column-major ones, ELL) run the serial `spmv`. Same operands
             /// and errors as `spmv`; the result is identical to `spmv`'s (each row is summed in
             /// the same order).
             pub fn spmv_par(&self, x: &[V], y: &mut [V]) -> Result<(), StorageError> {
