@@ -71,7 +71,7 @@ const MODELS: [(&str, &str); 10] = [
     ("SpMV ELL, 2:4", "the format's stored arrays (`memory_bytes`: positions, coordinates, values with their padding) + x + y"),
     ("SpMV transposed", "as SpMV (`y = Aᵀ·x`: A read once, x read, y written)"),
     ("SpMV BSR 3x3", "blocks·(9 values + 1 coordinate) + (block rows+1)·position bytes + x + y"),
-    ("SpMV 2 threads", "as SpMV, against the two-thread probe"),
+    ("SpMV 2 threads", "as SpMV (BSR: as BSR 3x3), against the two-thread probe"),
     ("SpMM k=16", "nnz·12 + (rows+1)·4 + B (cols·16·8) + C (rows·16·8): B read once"),
     ("SpGEMM A·A, A + Aᵀ", "none (not bound by one read stream): time and ratio only"),
     ("COO→CSR assembly", "triplets read (nnz·(2·8 + 8)) + CSR written (nnz·12 + (rows+1)·4); BSR: the same triplets + BSR written (`memory_bytes`)"),
@@ -365,6 +365,8 @@ fn spmv_group(
     if let Some(b) = &bsr {
         b.spmv(&x, &mut y).expect("bsr spmv");
         check_sum(&format!("{label} Bsr3 spmv"), &y, &want, &scale);
+        b.spmv_par(&x, &mut y).expect("bsr spmv_par");
+        check_sum(&format!("{label} Bsr3 spmv_par"), &y, &want, &scale);
     }
     if let Some(a16) = &a16 {
         a16.spmv(&x, &mut y).expect("Csr16 spmv");
@@ -384,6 +386,7 @@ fn spmv_group(
     );
     let (mut z1, mut z2) = (vec![0.0f32; m], vec![0.0f32; m]);
     let mut y8 = vec![0.0; m];
+    let mut y9 = vec![0.0; m];
     let mut impls: Vec<Timed<'_>> = vec![
         (
             "ours Csr<f64> (u32) spmv",
@@ -421,6 +424,10 @@ fn spmv_group(
         impls.push((
             "ours Bsr3 spmv",
             Box::new(|| b.spmv(black_box(&x), &mut y6).expect("bsr")),
+        ));
+        impls.push((
+            "ours Bsr3 spmv_par",
+            Box::new(|| b.spmv_par(black_box(&x), &mut y9).expect("bsr spmv_par")),
         ));
     }
     if let Some(a16) = &a16 {
@@ -494,7 +501,18 @@ fn spmv_group(
             Bound::OneThread,
             vec![("faer CSR".into(), t[3]), ("ours CSR".into(), t[0])],
         ));
-        next += 1;
+        out.push(measure(
+            "SpMV BSR 3x3, 2 threads",
+            "Bsr3 spmv_par",
+            t[next + 1],
+            Some(bytes),
+            Bound::TwoThreads,
+            vec![
+                ("ours BSR serial".into(), t[next]),
+                ("ours CSR spmv_par".into(), t[6]),
+            ],
+        ));
+        next += 2;
     }
     if a16.is_some() {
         out.push(measure(
