@@ -180,6 +180,21 @@ fn run_group<'a>(
     medians[..kernels].to_vec()
 }
 
+/// The measures of one group with the probes timed in that group's own rounds (the last of
+/// `seen`: every group runs [`run_group`] once), so each row's percent of bound compares
+/// times taken in the same seconds.
+fn own_probes(mut group: Vec<Measure>, seen: &[[f64; 3]]) -> Vec<Measure> {
+    let own = seen.last().map(|&[read_1, read_2, triad]| Probes {
+        read_1,
+        read_2,
+        triad,
+    });
+    for m in &mut group {
+        m.probes = own;
+    }
+    group
+}
+
 /// Panics unless `got` equals `want` to 1e-12 relative to max(|want|, 1), elementwise.
 fn check(what: &str, got: &[f64], want: &[f64]) {
     assert_eq!(got.len(), want.len(), "{what}: lengths");
@@ -455,6 +470,7 @@ fn spmv_group(
                    bytes: Option<f64>,
                    bound: Bound,
                    peers: Vec<(String, f64)>| Measure {
+        probes: None,
         matrix: label.to_string(),
         kernel: kernel.to_string(),
         ours: ours.to_string(),
@@ -615,6 +631,7 @@ fn sparse_group(
     let convert = ((nnz * 12 + (m + 1) * 4) + (nnz * 12 + (n + 1) * 4)) as f64;
     let m_ =
         |kernel: &str, ours: &str, s: f64, bytes: Option<f64>, peers: Vec<(String, f64)>| Measure {
+            probes: None,
             matrix: label.to_string(),
             kernel: kernel.to_string(),
             ours: ours.to_string(),
@@ -716,6 +733,7 @@ fn transpose_group(
     let t = run_group(&format!("{label} SpMV transposed"), impls, probes, seen);
     let bytes = (nnz * 12 + (m + 1) * 4 + (m + n) * 8) as f64;
     vec![Measure {
+        probes: None,
         matrix: label.to_string(),
         kernel: "SpMV transposed".into(),
         ours: "Csr spmv_transpose".into(),
@@ -805,6 +823,7 @@ fn format_spmv_group<S>(
     ];
     let t = run_group(&format!("{label} {kernel}"), impls, probes, seen);
     vec![Measure {
+        probes: None,
         matrix: label.to_string(),
         kernel: kernel.into(),
         ours: ours.into(),
@@ -892,6 +911,7 @@ fn spmm_group(
     let nnz = a.values().len();
     let bytes = (nnz * 12 + (m + 1) * 4 + (n + m) * K * 8) as f64;
     vec![Measure {
+        probes: None,
         matrix: label.to_string(),
         kernel: "SpMM k=16".into(),
         ours: "spmm (generated)".into(),
@@ -965,6 +985,7 @@ fn assembly_group(
     let triplets = entries.len() * 24;
     let bytes = (triplets + nnz * 12 + (shape[0] + 1) * 4) as f64;
     let mut out = vec![Measure {
+        probes: None,
         matrix: format!("{label}, shuffled triplets"),
         kernel: "COO→CSR assembly".into(),
         ours: "Csr::from_coo".into(),
@@ -975,6 +996,7 @@ fn assembly_group(
     }];
     if let Some(stored) = bsr {
         out.push(Measure {
+            probes: None,
             matrix: format!("{label}, shuffled triplets"),
             kernel: "COO→BSR 3x3 assembly".into(),
             ours: "Bsr3::from_coo".into(),
@@ -1068,16 +1090,31 @@ fn main() {
     let mut base = None;
     for name in ["cryg2500", "bcsstk16"] {
         let Some(coo) = read(name) else { continue };
-        measures.extend(spmv_group(name, &coo, &mut probes, &mut seen));
-        measures.extend(sparse_group(name, &coo, &mut probes, &mut seen));
+        measures.extend(own_probes(
+            spmv_group(name, &coo, &mut probes, &mut seen),
+            &seen,
+        ));
+        measures.extend(own_probes(
+            sparse_group(name, &coo, &mut probes, &mut seen),
+            &seen,
+        ));
         if name == "cryg2500" {
             // ELL where the rows are regular (cryg2500: 4.9 entries a row, at most 5)
             let ell = format_case!("SpMV ELL", "Ell5 (5 slots a row)", Ell5);
-            measures.extend(format_spmv_group(name, &ell, &coo, &mut probes, &mut seen));
+            measures.extend(own_probes(
+                format_spmv_group(name, &ell, &coo, &mut probes, &mut seen),
+                &seen,
+            ));
         }
         if name == "bcsstk16" {
-            measures.extend(transpose_group(name, &coo, &mut probes, &mut seen));
-            measures.extend(spmm_group(name, &coo, &mut probes, &mut seen));
+            measures.extend(own_probes(
+                transpose_group(name, &coo, &mut probes, &mut seen),
+                &seen,
+            ));
+            measures.extend(own_probes(
+                spmm_group(name, &coo, &mut probes, &mut seen),
+                &seen,
+            ));
             base = Some(coo);
         }
     }
@@ -1085,31 +1122,46 @@ fn main() {
     // to 4 entries): a synthetic layer of 2,048 x 4,096 pruned to 2 of every 4 columns
     let nm = two_of_four(2048, 4096);
     let nv24 = format_case!("SpMV 2:4", "Nv24 (2:4, u8 coordinates)", Nv24);
-    measures.extend(format_spmv_group(NM, &nv24, &nm, &mut probes, &mut seen));
+    measures.extend(own_probes(
+        format_spmv_group(NM, &nv24, &nm, &mut probes, &mut seen),
+        &seen,
+    ));
     // the other square shared matrices: SpGEMM, A + Aᵀ and the conversion (issue 9 asks for
     // "the shared real matrices"; the results are checked entry by entry, so bayer10's
     // 13,436 x 13,436 product needs no dense array)
     for name in ["bcsstk13", "jagmesh7", "west0067", "bayer10"] {
         let Some(coo) = read(name) else { continue };
-        measures.extend(sparse_group(name, &coo, &mut probes, &mut seen));
+        measures.extend(own_probes(
+            sparse_group(name, &coo, &mut probes, &mut seen),
+            &seen,
+        ));
     }
     if let Some(base) = &base {
         let big = block_diagonal(base, KRON_COPIES);
-        measures.extend(spmv_group(KRON, &big, &mut probes, &mut seen));
-        measures.extend(transpose_group(KRON, &big, &mut probes, &mut seen));
-        measures.extend(spmm_group(KRON, &big, &mut probes, &mut seen));
-        measures.extend(assembly_group(KRON, &big, &mut probes, &mut seen));
+        measures.extend(own_probes(
+            spmv_group(KRON, &big, &mut probes, &mut seen),
+            &seen,
+        ));
+        measures.extend(own_probes(
+            transpose_group(KRON, &big, &mut probes, &mut seen),
+            &seen,
+        ));
+        measures.extend(own_probes(
+            spmm_group(KRON, &big, &mut probes, &mut seen),
+            &seen,
+        ));
+        measures.extend(own_probes(
+            assembly_group(KRON, &big, &mut probes, &mut seen),
+            &seen,
+        ));
         // 16-bit coordinates where they fit, on a matrix as large as kron's: its rows, with
         // the columns of copy `k` those of copy `k mod 13`
         let folded = fold_columns(&big, FOLD_COPIES);
         drop(big);
         let csr16 = format_case!("SpMV u16 coordinates", "Csr16 (u32, u16)", Csr16);
-        measures.extend(format_spmv_group(
-            FOLDED,
-            &csr16,
-            &folded,
-            &mut probes,
-            &mut seen,
+        measures.extend(own_probes(
+            format_spmv_group(FOLDED, &csr16, &folded, &mut probes, &mut seen),
+            &seen,
         ));
     }
     // each probe's median over the groups
