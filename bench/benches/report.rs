@@ -180,19 +180,28 @@ fn run_group<'a>(
     medians[..kernels].to_vec()
 }
 
-/// The measures of one group with the probes timed in that group's own rounds (the last of
-/// `seen`: every group runs [`run_group`] once), so each row's percent of bound compares
-/// times taken in the same seconds.
-fn own_probes(mut group: Vec<Measure>, seen: &[[f64; 3]]) -> Vec<Measure> {
-    let own = seen.last().map(|&[read_1, read_2, triad]| Probes {
-        read_1,
-        read_2,
-        triad,
-    });
-    for m in &mut group {
-        m.probes = own;
+/// The report's run: the probe arrays every group times, each group's probes (GB/s: read on
+/// one thread, on two, triad) and the measures so far.
+struct Run {
+    probes: ProbeArrays,
+    seen: Vec<[f64; 3]>,
+    measures: Vec<Measure>,
+}
+
+impl Run {
+    /// Runs one group (which calls [`run_group`] once) and keeps its measures, each with the
+    /// probes timed in that group's own rounds, so its percent of bound compares times taken
+    /// in the same seconds.
+    fn group(&mut self, group: impl FnOnce(&mut ProbeArrays, &mut Vec<[f64; 3]>) -> Vec<Measure>) {
+        let measures = group(&mut self.probes, &mut self.seen);
+        let own = self.seen.last().map(|&[read_1, read_2, triad]| Probes {
+            read_1,
+            read_2,
+            triad,
+        });
+        self.measures
+            .extend(measures.into_iter().map(|m| Measure { probes: own, ..m }));
     }
-    group
 }
 
 /// Panics unless `got` equals `want` to 1e-12 relative to max(|want|, 1), elementwise.
@@ -1084,37 +1093,24 @@ fn main() {
     let pinned =
         std::env::var_os("SPARSE_BENCH_PIN").is_some_and(|v| v == "1") && pin_rayon_threads();
     let started = std::time::Instant::now();
-    let mut probes = ProbeArrays::new();
-    let mut seen = Vec::new();
-    let mut measures = Vec::new();
+    let mut run = Run {
+        probes: ProbeArrays::new(),
+        seen: Vec::new(),
+        measures: Vec::new(),
+    };
     let mut base = None;
     for name in ["cryg2500", "bcsstk16"] {
         let Some(coo) = read(name) else { continue };
-        measures.extend(own_probes(
-            spmv_group(name, &coo, &mut probes, &mut seen),
-            &seen,
-        ));
-        measures.extend(own_probes(
-            sparse_group(name, &coo, &mut probes, &mut seen),
-            &seen,
-        ));
+        run.group(|p, s| spmv_group(name, &coo, p, s));
+        run.group(|p, s| sparse_group(name, &coo, p, s));
         if name == "cryg2500" {
             // ELL where the rows are regular (cryg2500: 4.9 entries a row, at most 5)
             let ell = format_case!("SpMV ELL", "Ell5 (5 slots a row)", Ell5);
-            measures.extend(own_probes(
-                format_spmv_group(name, &ell, &coo, &mut probes, &mut seen),
-                &seen,
-            ));
+            run.group(|p, s| format_spmv_group(name, &ell, &coo, p, s));
         }
         if name == "bcsstk16" {
-            measures.extend(own_probes(
-                transpose_group(name, &coo, &mut probes, &mut seen),
-                &seen,
-            ));
-            measures.extend(own_probes(
-                spmm_group(name, &coo, &mut probes, &mut seen),
-                &seen,
-            ));
+            run.group(|p, s| transpose_group(name, &coo, p, s));
+            run.group(|p, s| spmm_group(name, &coo, p, s));
             base = Some(coo);
         }
     }
@@ -1122,51 +1118,30 @@ fn main() {
     // to 4 entries): a synthetic layer of 2,048 x 4,096 pruned to 2 of every 4 columns
     let nm = two_of_four(2048, 4096);
     let nv24 = format_case!("SpMV 2:4", "Nv24 (2:4, u8 coordinates)", Nv24);
-    measures.extend(own_probes(
-        format_spmv_group(NM, &nv24, &nm, &mut probes, &mut seen),
-        &seen,
-    ));
+    run.group(|p, s| format_spmv_group(NM, &nv24, &nm, p, s));
     // the other square shared matrices: SpGEMM, A + Aᵀ and the conversion (issue 9 asks for
     // "the shared real matrices"; the results are checked entry by entry, so bayer10's
     // 13,436 x 13,436 product needs no dense array)
     for name in ["bcsstk13", "jagmesh7", "west0067", "bayer10"] {
         let Some(coo) = read(name) else { continue };
-        measures.extend(own_probes(
-            sparse_group(name, &coo, &mut probes, &mut seen),
-            &seen,
-        ));
+        run.group(|p, s| sparse_group(name, &coo, p, s));
     }
     if let Some(base) = &base {
         let big = block_diagonal(base, KRON_COPIES);
-        measures.extend(own_probes(
-            spmv_group(KRON, &big, &mut probes, &mut seen),
-            &seen,
-        ));
-        measures.extend(own_probes(
-            transpose_group(KRON, &big, &mut probes, &mut seen),
-            &seen,
-        ));
-        measures.extend(own_probes(
-            spmm_group(KRON, &big, &mut probes, &mut seen),
-            &seen,
-        ));
-        measures.extend(own_probes(
-            assembly_group(KRON, &big, &mut probes, &mut seen),
-            &seen,
-        ));
+        run.group(|p, s| spmv_group(KRON, &big, p, s));
+        run.group(|p, s| transpose_group(KRON, &big, p, s));
+        run.group(|p, s| spmm_group(KRON, &big, p, s));
+        run.group(|p, s| assembly_group(KRON, &big, p, s));
         // 16-bit coordinates where they fit, on a matrix as large as kron's: its rows, with
         // the columns of copy `k` those of copy `k mod 13`
         let folded = fold_columns(&big, FOLD_COPIES);
         drop(big);
         let csr16 = format_case!("SpMV u16 coordinates", "Csr16 (u32, u16)", Csr16);
-        measures.extend(own_probes(
-            format_spmv_group(FOLDED, &csr16, &folded, &mut probes, &mut seen),
-            &seen,
-        ));
+        run.group(|p, s| format_spmv_group(FOLDED, &csr16, &folded, p, s));
     }
     // each probe's median over the groups
     let median = |k: usize| {
-        let mut v: Vec<f64> = seen.iter().map(|p| p[k]).collect();
+        let mut v: Vec<f64> = run.seen.iter().map(|p| p[k]).collect();
         v.sort_by(f64::total_cmp);
         v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
     };
@@ -1179,14 +1154,14 @@ fn main() {
         &machine(pinned),
         &probe,
         &MODELS,
-        &measures,
+        &run.measures,
         "bench/report.svg",
     );
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let doc_path = root.join("../BENCHMARKS.md");
     let doc = std::fs::read_to_string(&doc_path).unwrap_or_default();
     std::fs::write(&doc_path, report::splice(&doc, &section)).expect("write BENCHMARKS.md");
-    let svg = report::svg(&measures).expect("plot");
+    let svg = report::svg(&run.measures).expect("plot");
     std::fs::write(root.join("report.svg"), svg).expect("write bench/report.svg");
     println!("{section}");
     eprintln!(
