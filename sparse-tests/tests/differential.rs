@@ -837,6 +837,34 @@ fn spmv_par_splits_a_large_matrix_and_matches_spmv() {
     let mut yl = vec![f64::NAN; n];
     loose.spmv_par(&x, &mut yl).unwrap();
     assert_eq!(yl, want);
+    // all-dense: every element a stored value
+    let dense = DenseMat::<f64>::from_coo([n, n], entries.iter().cloned()).unwrap();
+    let (mut yd, mut ydp) = (vec![f64::NAN; n], vec![f64::NAN; n]);
+    dense.spmv(&x, &mut yd).unwrap();
+    dense.spmv_par(&x, &mut ydp).unwrap();
+    assert_eq!(ydp, yd);
+    // 2:4: two stored values in every group of four columns (no segment bounds: balanced by
+    // rows, counted by values)
+    let nm: Vec<([usize; 2], f64)> = entries
+        .iter()
+        .filter(|(c, _)| c[1] % 4 == (c[0] % 3) || c[1] % 4 == 3)
+        .cloned()
+        .collect();
+    assert!(nm.len() >= 2 * per_thread);
+    let nv = Nv24::<f64>::from_coo([n, n], nm.iter().cloned()).unwrap();
+    let csr_nm = Csr::<f64>::from_coo([n, n], nm.iter().cloned()).unwrap();
+    let (mut yn, mut ynp) = (vec![f64::NAN; n], vec![f64::NAN; n]);
+    csr_nm.spmv(&x, &mut yn).unwrap();
+    nv.spmv_par(&x, &mut ynp).unwrap();
+    for (i, (a, b)) in yn.iter().zip(&ynp).enumerate() {
+        assert!(
+            (a - b).abs() <= 1e-9 * a.abs().max(1.0),
+            "2:4 row {i}: {a} vs {b}"
+        );
+    }
+    let mut yns = vec![f64::NAN; n];
+    nv.spmv(&x, &mut yns).unwrap();
+    assert_eq!(ynp, yns);
     // called from rayon's own threads (nested parallelism), the ranges still all run
     let (mut y1, mut y2) = (vec![f64::NAN; n], vec![f64::NAN; n]);
     sparse::runtime::rayon::join(
