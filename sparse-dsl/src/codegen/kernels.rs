@@ -456,9 +456,9 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             /// block counts its block's values), its units are split into ranges of about equal
             /// stored entries, the threads taking them in turn, each running the same loops as
             /// [`Self::spmv`] on its rows; smaller matrices and other formats (COO,
-            /// column-major ones, ELL) run the serial `spmv`. Same operands
-            /// and errors as `spmv`; the result is identical to `spmv`'s (each row is summed in
-            /// the same order).
+            /// column-major ones, ELL) run the serial `spmv`. Same operands and errors as
+            /// `spmv`; the result is identical to `spmv`'s (each row is summed in the same
+            /// order).
             pub fn spmv_par(&self, x: &[V], y: &mut [V]) -> Result<(), StorageError> {
                 #par_body
                 Ok(())
