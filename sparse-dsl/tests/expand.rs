@@ -202,3 +202,54 @@ fn bsr_spmv_sums_each_block_row_before_the_output() {
         assert!(!spmm[..spmm.find("\n        }\n").unwrap()].contains("block_sum"));
     }
 }
+
+/// The body of the generated method `name` (from its signature to its closing brace).
+fn method<'a>(code: &'a str, name: &str) -> &'a str {
+    let start = code
+        .find(&format!("fn {name}("))
+        .unwrap_or_else(|| panic!("{name}"));
+    let end = start
+        + code[start..]
+            .find("\n        }\n")
+            .expect("end of the method");
+    &code[start..end]
+}
+
+#[test]
+fn spmv_loops_prefetch_their_streams_behind_one_flag() {
+    // the row sums of CSR and the block rows of BSR prefetch the matrix's coordinates and
+    // values ahead (`prefetch::ahead`, a block's values `prefetch::blocks_ahead` from the
+    // block's first value), when `prefetch::enabled` said so once before the loops
+    for (name, values) in [
+        ("CSR", "rt::prefetch::ahead(&self.values, a_p1);"),
+        ("BSR", "rt::prefetch::blocks_ahead(&self.values, a_p1 * 4);"),
+    ] {
+        let text = FORMATS.iter().find(|f| f.0 == name).unwrap().1;
+        let code = expand(name, text);
+        for f in ["spmv", "spmv_rows"] {
+            let body = method(&code, f);
+            let flag = body
+                .find("let prefetch = rt::prefetch::enabled(&self.values);")
+                .unwrap_or_else(|| panic!("{name} {f}: {body}"));
+            let loops = body.find("unsafe {").expect("the loops");
+            assert!(
+                flag < loops,
+                "{name} {f}: the flag is asked before the loops"
+            );
+            let gated = format!(
+                "if prefetch {{\n                            \
+                 rt::prefetch::ahead(&self.crd_1, a_p1);\n                            \
+                 {values}\n"
+            );
+            assert!(body.contains(&gated), "{name} {f}: {body}");
+            assert_eq!(body.matches("if prefetch").count(), 1, "{name} {f}");
+        }
+        // kernels that scatter or gather rows keep their loops as they were
+        for f in ["spmv_transpose", "spmm_row_major"] {
+            assert!(!method(&code, f).contains("prefetch"), "{name} {f}");
+        }
+    }
+    // COO's pairs are not streamed by position in partial sums: no prefetch
+    let coo = expand("COO", FORMATS.iter().find(|f| f.0 == "COO").unwrap().1);
+    assert!(!method(&coo, "spmv").contains("prefetch"));
+}

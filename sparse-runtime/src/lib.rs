@@ -35,6 +35,7 @@ pub mod mmio;
 #[cfg(feature = "npz")]
 pub mod npz;
 pub mod packed;
+pub mod prefetch;
 pub mod quant;
 pub mod slice;
 mod small_sort;

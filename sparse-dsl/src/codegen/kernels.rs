@@ -10,7 +10,8 @@
 //! row is not one chain of dependent additions; floating-point results may differ from a
 //! sequential sum in the last bits. User kernels of `f64`/`f32` values sum in the same order
 //! (`Program::partial_sum`, `Program::block_sum`; the interpreter too); the other built-ins
-//! keep the statement's order.
+//! keep the statement's order. The same loops read a large operand with software prefetches
+//! ahead of its streams where the processor gains from them (`sparse_runtime::prefetch`).
 //!
 //! `spmv_par` splits the outermost level, when it is a dense range over the rows of `y` (CSR,
 //! BSR, loose CSR, all-dense), into ranges of about equal stored entries (the positions of
@@ -146,7 +147,9 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             "Compiled by the sparsifier from `y(i) = a(i, j) * x(j)` for this format's levels; the",
             "innermost segment of a row is summed in four interleaved partial sums, added together",
             "at its end (reassociated: a float result may differ from a sequential sum in the",
-            "last bits).",
+            "last bits). A matrix whose values span `prefetch::MIN_BYTES` or more is read with",
+            "software prefetches ahead of its coordinates and values on the processors that gain",
+            "from them (`sparse_runtime::prefetch::enabled`; the results are the same).",
             "",
             "Errors: `StorageError::LengthMismatch` naming `\"x\"` or `\"y\"` when a length is wrong.",
         ],

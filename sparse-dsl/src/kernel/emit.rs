@@ -125,6 +125,9 @@ struct Cx<'a> {
     /// What the rarer rows of a Gustavson kernel may take into functions of their own
     /// ([`Outline`]); `None` where they stay inline.
     outline: Option<Outline>,
+    /// The values array of the operand whose streams the loops prefetch ([`Cx::prefetches`]),
+    /// once one loop does: the kernel then asks `prefetch::enabled` of it before its loops.
+    prefetched: std::cell::RefCell<Option<TokenStream>>,
 }
 
 /// The kernel-level values the rarer rows of a Gustavson kernel (spanned rows, rows run
@@ -560,6 +563,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         lanes: std::cell::Cell::new(false),
         row_sum: std::cell::Cell::new(RowSum::FirstTouch),
         outline: None,
+        prefetched: std::cell::RefCell::new(None),
     };
     if k.method.as_ref().is_some_and(|m| m.rows) {
         cx.rows = Some(cx.rows_unit()?);
@@ -851,6 +855,15 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         cx.outline = Some(cx.outline_values(&k.params, &params, &extent_lets, &before));
     }
     let body = cx.stmts(&p.body)?;
+    // whether the loops prefetch their streamed operand, asked once per call (per range of
+    // a parallel kernel)
+    let init = match cx.prefetched.borrow().as_ref() {
+        Some(values) => quote! {
+            #init
+            let prefetch = #rt::prefetch::enabled(#values);
+        },
+        None => init,
+    };
     // read only the extents something uses
     let arrays = cx.dense_arrays();
     let used =
@@ -1337,6 +1350,8 @@ impl Cx<'_> {
             "lane",
             // the units' entries of a parallel split ([`Cx::balance`])
             "unit",
+            // whether the loops prefetch ([`Cx::prefetches`])
+            "prefetch",
             // the functions of the rarer rows ([`Cx::outlined`])
             "spanned_row",
             "rows_together",
@@ -3427,6 +3442,7 @@ impl Cx<'_> {
         body: &[Stmt],
         partial: Option<(usize, &Expr)>,
     ) -> Result<TokenStream, Error> {
+        let body_stmts = body;
         let c = self.var_ident(var);
         let p = self.pos_ident(it);
         let seg = self.segment(it);
@@ -3439,7 +3455,8 @@ impl Cx<'_> {
                 one: &read,
                 pair: &pair,
             };
-            return Ok(self.partial_sums(t, hoisted, &seg, &p, &c, reads, v));
+            let prefetch = self.prefetches(it, &p);
+            return Ok(self.partial_sums(t, hoisted, &seg, &p, &c, reads, v, prefetch));
         }
         let (hoisted, body) = self.hoist(var, body)?;
         let windowed = self
@@ -3452,11 +3469,18 @@ impl Cx<'_> {
                 let pp = self.pos_ident(pit);
                 quote!(window_pattern |= window.pattern_unchecked(#pp, base);)
             });
+            // a block row of BSR's SpMV: its blocks streamed from memory
+            let prefetch = if windowed.is_none() && self.sums_blocks(body_stmts) {
+                self.prefetches(it, &p)
+            } else {
+                TokenStream::new()
+            };
             return Ok(quote! {
                 #hoisted
                 #pattern
                 let (lo, hi) = #seg;
                 for #p in lo..hi {
+                    #prefetch
                     let #c = #read;
                     #body
                 }
@@ -3477,6 +3501,79 @@ impl Cx<'_> {
                 #body
                 #p = #next;
             }
+        })
+    }
+
+    /// The prefetches of the streams iterator `it` reads at position `p` (its level's
+    /// coordinates and its operand's values, `prefetch::ahead`; a block's values
+    /// `prefetch::blocks_ahead`), behind the kernel's `prefetch` flag, for a loop that streams a stored operand
+    /// in position order: a row sum in partial sums (CSR's SpMV) or a block row (BSR's). Only
+    /// where the kernel reassociates its sums (the loops of SpMV; the built-ins' and the
+    /// kernels declaring `reassociate`), the level owns its coordinates unpacked, the operand
+    /// (an input) stores its values, its levels below `it` are dense of constant sizes (the
+    /// values of position `p` start at `p` times their product) and no other operand is
+    /// prefetched; nothing otherwise. Records the operand as the one the kernel asks
+    /// `prefetch::enabled` about.
+    fn prefetches(&self, it: usize, p: &Ident) -> TokenStream {
+        if !self.reassociate {
+            return TokenStream::new();
+        }
+        let li = &self.p.levels.iters[it];
+        let t = self.p.kernel.accesses[li.access].tensor;
+        let (op, _, cx) = self.level(it);
+        let Some(loc) = cx.crd.as_ref() else {
+            return TokenStream::new();
+        };
+        if loc.stride != 1
+            || !loc.owner
+            || cx.packed()
+            || !cx.unchecked
+            || cx.batched
+            || t == self.p.kernel.output.tensor
+            || self.explicit_value(t).is_some()
+        {
+            return TokenStream::new();
+        }
+        // values per position: the product of the constant sizes of the dense levels below
+        let mut block = 1usize;
+        for (_, below) in &op.levels[li.level + 1..] {
+            match below.size.to_string().parse::<usize>() {
+                Ok(n) if below.lt.is_dense() => block *= n,
+                _ => return TokenStream::new(),
+            }
+        }
+        let name = self.tensor_name(t);
+        let values = quote!(&#name.values);
+        let mut prefetched = self.prefetched.borrow_mut();
+        match prefetched.as_ref() {
+            Some(v) if v.to_string() != values.to_string() => return TokenStream::new(),
+            Some(_) => {}
+            None => *prefetched = Some(values.clone()),
+        }
+        let rt = self.rt;
+        let f = &loc.field;
+        let values = match block {
+            1 => quote!(#rt::prefetch::ahead(#values, #p);),
+            n => {
+                let n = usize_lit(n);
+                quote!(#rt::prefetch::blocks_ahead(#values, #p * #n);)
+            }
+        };
+        quote! {
+            if prefetch {
+                #rt::prefetch::ahead(&#name.#f, #p);
+                #values
+            }
+        }
+    }
+
+    /// Whether `body` sums block rows ([`Self::block_sum`]) in one of its loops.
+    fn sums_blocks(&self, body: &[Stmt]) -> bool {
+        body.iter().any(|s| match s {
+            Stmt::Loop(l) => {
+                self.block_sum(l).is_some() || l.cases.iter().any(|c| self.sums_blocks(&c.body))
+            }
+            _ => false,
         })
     }
 
@@ -3527,6 +3624,7 @@ impl Cx<'_> {
         c: &Ident,
         reads: Reads<'_>,
         v: TokenStream,
+        prefetch: TokenStream,
     ) -> TokenStream {
         let read = reads.one;
         let name = format_ident!("t{}", t);
@@ -3606,6 +3704,7 @@ impl Cx<'_> {
             #(let mut #lane = #zero;)*
             let mut #p = lo;
             while #p + #n <= hi {
+                #prefetch
                 #(#paired)*
                 #(#step)*
                 #p += #n;
