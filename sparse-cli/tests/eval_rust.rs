@@ -172,6 +172,7 @@ pub fn kernel(
             got: x.len(),
         });
     }
+    let prefetch = ::sparse::runtime::prefetch::enabled(&A.values);
     // SAFETY: every position read lies in a segment of its level's positions and every stored
     // coordinate is below its level size (`from_coo` builds such arrays, `from_raw_parts` validates
     // them, `from_raw_parts_unchecked` makes it the caller's promise); every dense operand's size
@@ -189,6 +190,10 @@ pub fn kernel(
             let mut t0_3 = 0.0;
             let mut a_p1 = lo;
             while a_p1 + 4 <= hi {
+                if prefetch {
+                    ::sparse::runtime::prefetch::ahead(&A.crd_1, a_p1);
+                    ::sparse::runtime::prefetch::ahead(&A.values, a_p1);
+                }
                 let (j, j_1) = ::sparse::runtime::Index::pair_unchecked(&A.crd_1, a_p1);
                 let (j_2, j_3) = ::sparse::runtime::Index::pair_unchecked(
                     &A.crd_1,
