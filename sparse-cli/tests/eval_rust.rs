@@ -185,15 +185,15 @@ pub fn kernel(
                 A.pos_1.get_unchecked(a_p0).index(),
                 A.pos_1.get_unchecked(a_p0 + 1).index(),
             );
+            if prefetch {
+                ::sparse::runtime::prefetch::range_ahead(&A.crd_1, lo, hi);
+                ::sparse::runtime::prefetch::range_ahead(&A.values, lo, hi);
+            }
             let mut t0_1 = 0.0;
             let mut t0_2 = 0.0;
             let mut t0_3 = 0.0;
             let mut a_p1 = lo;
             while a_p1 + 4 <= hi {
-                if prefetch {
-                    ::sparse::runtime::prefetch::ahead(&A.crd_1, a_p1);
-                    ::sparse::runtime::prefetch::ahead(&A.values, a_p1);
-                }
                 let (j, j_1) = ::sparse::runtime::Index::pair_unchecked(&A.crd_1, a_p1);
                 let (j_2, j_3) = ::sparse::runtime::Index::pair_unchecked(
                     &A.crd_1,

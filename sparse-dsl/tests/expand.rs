@@ -217,13 +217,19 @@ fn method<'a>(code: &'a str, name: &str) -> &'a str {
 
 #[test]
 fn spmv_loops_prefetch_their_streams_behind_one_flag() {
-    // the row sums of CSR and the block rows of BSR prefetch the matrix's coordinates and
-    // values ahead (`prefetch::ahead`, a block's values `prefetch::blocks_ahead` from the
-    // block's first value), when `prefetch::enabled` said so once before the loops
-    for (name, values) in [
-        ("CSR", "rt::prefetch::ahead(&self.values, a_p1);"),
-        ("BSR", "rt::prefetch::blocks_ahead(&self.values, a_p1 * 4);"),
-    ] {
+    // CSR's row sums prefetch the row's coordinates and values ahead before the loop summing
+    // it (`prefetch::range_ahead`), BSR's block rows each block's coordinate and values in
+    // the loop (`prefetch::ahead`, `prefetch::blocks_ahead` from the block's first value), when
+    // `prefetch::enabled` said so once before the loops
+    let csr = "if prefetch {\n                        \
+               rt::prefetch::range_ahead(&self.crd_1, lo, hi);\n                        \
+               rt::prefetch::range_ahead(&self.values, lo, hi);\n                    }\n                    \
+               let mut t0_1";
+    let bsr =
+        "for a_p1 in lo..hi {\n                        if prefetch {\n                            \
+               rt::prefetch::ahead(&self.crd_1, a_p1);\n                            \
+               rt::prefetch::blocks_ahead(&self.values, a_p1 * 4);\n                        }\n";
+    for (name, gated) in [("CSR", csr), ("BSR", bsr)] {
         let text = FORMATS.iter().find(|f| f.0 == name).unwrap().1;
         let code = expand(name, text);
         for f in ["spmv", "spmv_rows"] {
@@ -236,12 +242,7 @@ fn spmv_loops_prefetch_their_streams_behind_one_flag() {
                 flag < loops,
                 "{name} {f}: the flag is asked before the loops"
             );
-            let gated = format!(
-                "if prefetch {{\n                            \
-                 rt::prefetch::ahead(&self.crd_1, a_p1);\n                            \
-                 {values}\n"
-            );
-            assert!(body.contains(&gated), "{name} {f}: {body}");
+            assert!(body.contains(gated), "{name} {f}: {body}");
             assert_eq!(body.matches("if prefetch").count(), 1, "{name} {f}");
         }
         // kernels that scatter or gather rows keep their loops as they were

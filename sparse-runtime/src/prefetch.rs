@@ -3,8 +3,8 @@
 //! A kernel that reads a large operand's coordinates and values once, in position order (the
 //! row sums of CSR's `y = A·x`, the blocks of BSR's), is bound by how many cache lines one
 //! core keeps in flight from memory. Where the hardware prefetcher keeps too few, a prefetch
-//! of each stream a few hundred to a few thousand bytes ahead of the position read ([`ahead`],
-//! [`blocks_ahead`]) makes up for it; where
+//! of each stream a few hundred to a few thousand bytes ahead of the position read
+//! ([`range_ahead`] for a row, [`blocks_ahead`] for a block) makes up for it; where
 //! it keeps enough, the prefetches only cost instructions, and in cache they cost more than
 //! they bring. So a generated kernel asks [`enabled`] once per call, about the operand it
 //! streams, and runs its loops with the prefetches only when the operand is past the caches
@@ -144,6 +144,38 @@ fn prefetch_bytes<T>(s: &[T], at: usize, bytes: usize) {
     }
 }
 
+/// Prefetches each 64-byte line of `s[lo..hi]` moved [`AHEAD_BYTES`] ahead: what [`ahead`]
+/// does at every position of the range, issued once per line at the start of a row (CSR's
+/// row sums: the loop summing the row stays as it is, so a matrix read without prefetches
+/// runs the same instructions as before; one prefetch a step inside it cost cryg2500's `f32`
+/// SpMV 15% in cache on Zen 2 with the flag off). Any `lo..hi` is accepted (nothing is
+/// read).
+#[inline(always)]
+pub fn range_ahead<T>(s: &[T], lo: usize, hi: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let size = std::mem::size_of::<T>();
+        let base = s.as_ptr().cast::<i8>();
+        let first = base.wrapping_add(lo.wrapping_mul(size).wrapping_add(AHEAD_BYTES));
+        let end = base.wrapping_add(hi.wrapping_mul(size).wrapping_add(AHEAD_BYTES));
+        // from the line holding the first byte
+        let mut line = first.wrapping_sub(first as usize & 63);
+        while line < end {
+            // SAFETY: a prefetch is a hint that accesses nothing and never faults
+            #[allow(unused_unsafe)]
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(line)
+            };
+            line = line.wrapping_add(64);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (s, lo, hi);
+    }
+}
+
 /// As [`ahead`], [`BLOCK_AHEAD_BYTES`] past `s[at]`: for the values of a blocked format (BSR),
 /// `at` the first value of the block read.
 #[inline(always)]
@@ -181,6 +213,9 @@ mod tests {
         ahead(&v, usize::MAX);
         ahead(&[] as &[u32], 0);
         blocks_ahead(&v, usize::MAX - 1);
+        range_ahead(&v, 0, 2);
+        range_ahead(&v, usize::MAX - 4, usize::MAX);
+        range_ahead(&v, 3, 1);
     }
 
     #[test]
