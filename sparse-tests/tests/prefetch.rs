@@ -20,6 +20,16 @@ const PER_ROW: usize = 5;
 /// Columns of the matrices (the 16-bit form's coordinates fit).
 const COLS: usize = 60_000;
 
+/// The distinct columns `(first + step k) mod n`, `k < count`, in increasing order.
+fn columns(first: usize, step: usize, count: usize, n: usize) -> Vec<u32> {
+    let mut row: Vec<u32> = (0..count)
+        .map(|k| ((first + step * k) % n) as u32)
+        .collect();
+    row.sort_unstable();
+    row.dedup();
+    row
+}
+
 /// `(positions, coordinates, values)` of a CSR matrix of [`ROWS`] rows: row `i` holds columns
 /// `(i * 7 + 13 k) mod COLS`, `k < PER_ROW` (increasing), with values `1 + (i + k) mod 5`.
 fn csr_arrays() -> (Vec<u32>, Vec<u32>, Vec<f64>) {
@@ -28,12 +38,7 @@ fn csr_arrays() -> (Vec<u32>, Vec<u32>, Vec<f64>) {
     let mut values = Vec::with_capacity(ROWS * PER_ROW);
     pos.push(0u32);
     for i in 0..ROWS {
-        let mut row: Vec<u32> = (0..PER_ROW)
-            .map(|k| ((i * 7 + 13 * k) % COLS) as u32)
-            .collect();
-        row.sort_unstable();
-        row.dedup();
-        for (k, c) in row.iter().enumerate() {
+        for (k, c) in columns(i * 7, 13, PER_ROW, COLS).iter().enumerate() {
             crd.push(*c);
             values.push(1.0 + ((i + k) % 5) as f64);
         }
@@ -118,12 +123,7 @@ fn spmv_with_prefetches_equals_a_plain_loop() {
     let (block_rows, block_cols) = (1usize << 16, COLS / 3);
     let (mut bpos, mut bcrd, mut bvalues) = (vec![0u32], Vec::new(), Vec::new());
     for b in 0..block_rows {
-        let mut cols: Vec<u32> = (0..4)
-            .map(|k| ((b * 5 + 7 * k) % block_cols) as u32)
-            .collect();
-        cols.sort_unstable();
-        cols.dedup();
-        for (k, c) in cols.iter().enumerate() {
+        for (k, c) in columns(b * 5, 7, 4, block_cols).iter().enumerate() {
             bcrd.push(*c);
             bvalues.extend((0..9).map(|e| 1.0 + ((b + k + e) % 4) as f64));
         }
