@@ -272,16 +272,19 @@ pub(crate) struct Coarse<P, V> {
     slabs: Vec<Vec<Slab<P, V>>>,
     /// Each group's tail until sealed, then empty.
     tails: Vec<Tail<P, V>>,
+    /// How many entries each group's tail holds (below [`COARSE_TAIL`]), apart from the
+    /// tails: a few KiB that stay in the L1, so finding where an entry goes waits on no miss
+    /// (the tails, 6 KiB a group, spill a 512 KiB L2; storing into them waits on nothing).
+    fills: Vec<usize>,
     /// Entries read (counted at [`Coarse::seal`]).
     len: usize,
 }
 
-/// A coarse group's tail ([`Coarse`]): its first `fill` keys and values are used.
+/// A coarse group's tail ([`Coarse`]): its first `fills[g]` keys and values are used.
 #[derive(Clone)]
 struct Tail<P, V> {
     keys: [P; COARSE_TAIL],
     vals: [V; COARSE_TAIL],
-    fill: usize,
 }
 
 impl<P: Word, V: Value> Coarse<P, V> {
@@ -294,10 +297,10 @@ impl<P: Word, V: Value> Coarse<P, V> {
                 Tail {
                     keys: [P::default(); COARSE_TAIL],
                     vals: [V::zero(); COARSE_TAIL],
-                    fill: 0,
                 };
                 plan.groups
             ],
+            fills: vec![0; plan.groups],
             len: 0,
         }
     }
@@ -309,17 +312,17 @@ impl<P: Word, V: Value> Coarse<P, V> {
         let g = k0 >> self.plan.shift;
         let local = (k0 & ((1 << self.plan.shift) - 1)) as u64;
         let key = P::from_u64(local.wrapping_shl(self.plan.rest_bits) | rest.to_u64());
+        // a fill stays below COARSE_TAIL: the mask only tells the compiler so
+        let f = self.fills[g] & (COARSE_TAIL - 1);
         let tail = &mut self.tails[g];
-        // `fill` stays below COARSE_TAIL: the mask only tells the compiler so
-        let f = tail.fill & (COARSE_TAIL - 1);
         tail.keys[f] = key;
         tail.vals[f] = v;
         if f + 1 < COARSE_TAIL {
-            tail.fill = f + 1;
+            self.fills[g] = f + 1;
             return;
         }
         self.flush(g, COARSE_TAIL);
-        self.tails[g].fill = 0;
+        self.fills[g] = 0;
     }
 
     /// Copies the first `len` entries of group `g`'s tail to its last slab, or a new one.
@@ -345,7 +348,7 @@ impl<P: Word, V: Value> Coarse<P, V> {
     /// slab does not use, and frees the tails.
     fn seal(&mut self) {
         for g in 0..self.plan.groups {
-            let f = self.tails[g].fill;
+            let f = self.fills[g];
             if f > 0 {
                 self.flush(g, f);
             }
@@ -355,6 +358,7 @@ impl<P: Word, V: Value> Coarse<P, V> {
             }
         }
         self.tails = Vec::new();
+        self.fills = Vec::new();
         self.len = (0..self.plan.groups).map(|g| self.group_len(g)).sum();
     }
 
