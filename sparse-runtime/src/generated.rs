@@ -934,7 +934,7 @@ pub fn par_rows<V: Send>(
 /// `lexInsert`. Duplicates are summed in input order either way, so the arrays and values are
 /// the sorting assembly's bit for bit. From 2^20 entries on (by the iterator's lower size
 /// bound) the entries are read into coarse groups of consecutive level-0 coordinates instead
-/// (`bucket::CoarsePlan`: about 2^14 entries a group), each group then put in order on its
+/// (`bucket::CoarsePlan`: about 2^15 entries a group), each group then put in order on its
 /// own by an LSD radix sort within the caches, so that no pass scatters at random over all
 /// entries (11.6M shuffled entries assemble in about two thirds of the time); CSR, CSC, BSR
 /// and BSC then take each sorted group straight into their arrays (`bucket::build_coarse`).
