@@ -1147,10 +1147,10 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
             .max(block)
             / block
             * block;
-        // the current piece, zero-filled when allocated (in order: its pages come in
-        // sequentially, and no block is cleared on its own); `used` of its values are blocks
+        // the current piece: each block is zero-filled as it starts (in the cache, where its
+        // values are then written; a piece zero-filled whole when allocated was out of the
+        // cache again by then, every block's first write a miss)
         let mut vals: Vec<V> = Vec::new();
-        let mut used = 0usize;
         let mut nodes = 0usize;
         // level 1 (the block's coordinate) is the key's top field once the sorter has
         // dropped the local level-0 coordinate; levels `2..`, the low `top` bits, give the
@@ -1186,13 +1186,10 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
                 let row = sorter.rows[l] as usize..sorter.rows[l + 1] as usize;
                 // room for the row's blocks (at most one an entry) in this piece, or a new one
                 let most = row.len().checked_mul(block).ok_or_else(too_large)?;
-                if vals.len() - used < most {
-                    vals.truncate(used);
-                    let mut room = crate::huge::try_with_capacity(piece_values.max(most))
+                if vals.capacity() - vals.len() < most {
+                    let room = crate::huge::try_with_capacity(piece_values.max(most))
                         .map_err(|_| too_large())?;
-                    room.resize(room.capacity(), V::zero());
                     pieces.push(std::mem::replace(&mut vals, room));
-                    used = 0;
                 }
                 // keys fit 32 bits: `u64::MAX` is no key, no block
                 let mut node = u64::MAX;
@@ -1202,8 +1199,8 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
                     let p = p.to_u64();
                     if p >> top != node {
                         node = p >> top;
-                        at = used;
-                        used += block;
+                        at = vals.len();
+                        vals.resize(at + block, V::zero());
                         nodes += 1;
                         block_crd.push(P::from_u64(node));
                     }
@@ -1226,7 +1223,6 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
             }
         }
         crd = fill(crd, block_crd, cw)?;
-        vals.truncate(used);
         pieces.push(vals);
     }
     b.positions[1] = Some(pos);
