@@ -76,7 +76,7 @@ const MODELS: [(&str, &str); 10] = [
     ("SpGEMM A·A, A + Aᵀ", "none (not bound by one read stream): time and ratio only"),
     ("COO→CSR assembly", "triplets read (nnz·(2·8 + 8)) + CSR written (nnz·12 + (rows+1)·4); BSR: the same triplets + BSR written (`memory_bytes`)"),
     ("CSR→CSC conversion", "CSR read + CSC written (each nnz·12 + (n+1)·4)"),
-    ("probes", "read: 2^24 u64 summed as two streams (its halves side by side, as a dot product reads two vectors); triad: three arrays of 2^24 f64 (a = b + s·c)"),
+    ("probes", "read: 2^24 u64 summed as two streams (its halves side by side, as a dot product reads two vectors); triad: three arrays of 2^24 f64 (a = b + s·c); two threads' scaling: eight chains of multiply-adds (about 100 µs) on the calling thread, against a copy there and one on a thread of rayon's pool (2 × one ÷ two)"),
 ];
 
 /// Seconds each interleaved group runs (at least 7 rounds).
@@ -88,13 +88,15 @@ fn group_time() -> Duration {
     Duration::from_secs_f64(s)
 }
 
-/// The bandwidth probe arrays: `read` for the read probes (non-zero: pages of zeros may all map
-/// to one shared page, which stays in cache), `a`, `b`, `c` for the triad.
+/// The probes' data: `read` for the read probes (non-zero: pages of zeros may all map to one
+/// shared page, which stays in cache), `a`, `b`, `c` for the triad, and `chains`, the
+/// iterations of [`chains`] that take about 100 µs on this machine.
 struct ProbeArrays {
     read: Vec<u64>,
     a: Vec<f64>,
     b: Vec<f64>,
     c: Vec<f64>,
+    chains: u64,
 }
 
 impl ProbeArrays {
@@ -105,7 +107,34 @@ impl ProbeArrays {
             a: vec![1.0; PROBE_LEN],
             b: v.clone(),
             c: v,
+            chains: chains_for(Duration::from_micros(100)),
         }
+    }
+}
+
+/// Work in registers alone: eight independent chains of multiply-adds, `n` steps each (no
+/// load or store in the loop).
+fn chains(n: u64) -> f64 {
+    let mut a = [1.0f64; 8];
+    for i in 0..n {
+        let d = 1e-9 * i as f64;
+        for x in &mut a {
+            *x = *x * 1.000_000_1 + d;
+        }
+    }
+    a.iter().sum()
+}
+
+/// The steps of [`chains`] that take at least `t` on this machine (doubling from 2^10).
+fn chains_for(t: Duration) -> u64 {
+    let mut n = 1u64 << 10;
+    loop {
+        let start = std::time::Instant::now();
+        black_box(chains(black_box(n)));
+        if start.elapsed() >= t {
+            return n;
+        }
+        n *= 2;
     }
 }
 
@@ -119,10 +148,16 @@ fn sum(x: &[u64]) -> u64 {
         .fold(0u64, |s, (&a, &b)| s.wrapping_add(a).wrapping_add(b))
 }
 
-/// The probes as three timed closures; their medians give [`Probes`].
+/// The probes as five timed closures; their medians give [`Probes`].
 fn probe_impls(p: &mut ProbeArrays) -> Vec<Timed<'_>> {
-    let ProbeArrays { read, a, b, c } = p;
-    let (read, b, c): (&[u64], &[f64], &[f64]) = (read, b, c);
+    let ProbeArrays {
+        read,
+        a,
+        b,
+        c,
+        chains: n,
+    } = p;
+    let (read, b, c, n): (&[u64], &[f64], &[f64], u64) = (read, b, c, *n);
     vec![
         (
             "probe: read, 1 thread",
@@ -153,16 +188,35 @@ fn probe_impls(p: &mut ProbeArrays) -> Vec<Timed<'_>> {
                 black_box(&a);
             }),
         ),
+        (
+            "probe: chains, 1 thread",
+            Box::new(move || {
+                black_box(chains(black_box(n)));
+            }),
+        ),
+        (
+            "probe: chains, 2 threads",
+            Box::new(move || {
+                // as a parallel kernel runs: one copy on the calling thread, one on a thread
+                // of rayon's pool
+                let mut x = 0.0;
+                let y = sparse::runtime::rayon::in_place_scope(|s| {
+                    s.spawn(|_| x = chains(black_box(n)));
+                    chains(black_box(n))
+                });
+                black_box(x + y);
+            }),
+        ),
     ]
 }
 
 /// Runs `impls` and the probes interleaved; returns the kernels' medians and adds the
-/// probes' GB/s to `seen`.
+/// probes' GB/s and two-thread scaling to `seen`.
 fn run_group<'a>(
     label: &str,
     mut impls: Vec<Timed<'a>>,
     probes: &'a mut ProbeArrays,
-    seen: &mut Vec<[f64; 3]>,
+    seen: &mut Vec<[f64; 4]>,
 ) -> Vec<f64> {
     let kernels = impls.len();
     impls.extend(probe_impls(probes));
@@ -172,6 +226,7 @@ fn run_group<'a>(
         bytes / medians[kernels] / 1e9,
         bytes / medians[kernels + 1] / 1e9,
         3.0 * bytes / medians[kernels + 2] / 1e9,
+        2.0 * medians[kernels + 3] / medians[kernels + 4],
     ]);
     eprintln!("{label}: {rounds} rounds");
     for ((name, _), t) in impls.iter().zip(&medians) {
@@ -181,10 +236,10 @@ fn run_group<'a>(
 }
 
 /// The report's run: the probe arrays every group times, each group's probes (GB/s: read on
-/// one thread, on two, triad) and the measures so far.
+/// one thread, on two, triad; two threads' scaling) and the measures so far.
 struct Run {
     probes: ProbeArrays,
-    seen: Vec<[f64; 3]>,
+    seen: Vec<[f64; 4]>,
     measures: Vec<Measure>,
 }
 
@@ -192,13 +247,17 @@ impl Run {
     /// Runs one group (which calls [`run_group`] once) and keeps its measures, each with the
     /// probes timed in that group's own rounds, so its percent of bound compares times taken
     /// in the same seconds.
-    fn group(&mut self, group: impl FnOnce(&mut ProbeArrays, &mut Vec<[f64; 3]>) -> Vec<Measure>) {
+    fn group(&mut self, group: impl FnOnce(&mut ProbeArrays, &mut Vec<[f64; 4]>) -> Vec<Measure>) {
         let measures = group(&mut self.probes, &mut self.seen);
-        let own = self.seen.last().map(|&[read_1, read_2, triad]| Probes {
-            read_1,
-            read_2,
-            triad,
-        });
+        let own = self
+            .seen
+            .last()
+            .map(|&[read_1, read_2, triad, two_threads]| Probes {
+                read_1,
+                read_2,
+                triad,
+                two_threads,
+            });
         self.measures
             .extend(measures.into_iter().map(|m| Measure { probes: own, ..m }));
     }
@@ -355,7 +414,7 @@ fn spmv_group(
     label: &str,
     coo: &CooTensor<f64>,
     probes: &mut ProbeArrays,
-    seen: &mut Vec<[f64; 3]>,
+    seen: &mut Vec<[f64; 4]>,
 ) -> Vec<Measure> {
     let a = Csr::from_coo_tensor(coo).expect("Csr");
     let [m, n] = a.shape();
@@ -565,7 +624,7 @@ fn sparse_group(
     label: &str,
     coo: &CooTensor<f64>,
     probes: &mut ProbeArrays,
-    seen: &mut Vec<[f64; 3]>,
+    seen: &mut Vec<[f64; 4]>,
 ) -> Vec<Measure> {
     let a = Csr::from_coo_tensor(coo).expect("Csr");
     let [m, n] = a.shape();
@@ -680,7 +739,7 @@ fn transpose_group(
     label: &str,
     coo: &CooTensor<f64>,
     probes: &mut ProbeArrays,
-    seen: &mut Vec<[f64; 3]>,
+    seen: &mut Vec<[f64; 4]>,
 ) -> Vec<Measure> {
     let a = Csr::from_coo_tensor(coo).expect("Csr");
     let [m, n] = a.shape();
@@ -792,7 +851,7 @@ fn format_spmv_group<S>(
     case: &FormatCase<S>,
     coo: &CooTensor<f64>,
     probes: &mut ProbeArrays,
-    seen: &mut Vec<[f64; 3]>,
+    seen: &mut Vec<[f64; 4]>,
 ) -> Vec<Measure> {
     let FormatCase {
         kernel,
@@ -882,7 +941,7 @@ fn spmm_group(
     label: &str,
     coo: &CooTensor<f64>,
     probes: &mut ProbeArrays,
-    seen: &mut Vec<[f64; 3]>,
+    seen: &mut Vec<[f64; 4]>,
 ) -> Vec<Measure> {
     let a = Csr::from_coo_tensor(coo).expect("Csr");
     let [m, n] = a.shape();
@@ -937,7 +996,7 @@ fn assembly_group(
     label: &str,
     coo: &CooTensor<f64>,
     probes: &mut ProbeArrays,
-    seen: &mut Vec<[f64; 3]>,
+    seen: &mut Vec<[f64; 4]>,
 ) -> Vec<Measure> {
     let shape = [coo.shape[0], coo.shape[1]];
     let mut entries: Vec<([usize; 2], f64)> = coo.iter().map(|(c, v)| ([c[0], c[1]], *v)).collect();
@@ -1149,6 +1208,7 @@ fn main() {
         read_1: median(0),
         read_2: median(1),
         triad: median(2),
+        two_threads: median(3),
     };
     let section = report::markdown(
         &machine(pinned),

@@ -91,12 +91,16 @@ pub type Timed<'a> = (&'a str, Box<dyn FnMut() + 'a>);
 /// Times `impls` in turn, round after round, for at least `time` and 7 rounds, so that drift
 /// on a shared machine hits all of them alike. A turn runs an implementation `reps` times,
 /// `reps` chosen once from a warm call so that a turn lasts about `batch` (at most 1000; 1
-/// when `batch` is zero), after one untimed call unless `batch` is zero: the caches and a
-/// parallel kernel's threads are warm when the timing starts, whatever ran before (the
-/// bandwidth probes read far more than the caches hold; without the call, the kernel timed
-/// first after them, one call a turn, ran 12% slower than the same code timed later: BSR
-/// SpMV of `kron(I_40, bcsstk16)`). Returns the number of rounds and each implementation's
-/// median seconds per run.
+/// when `batch` is zero), after untimed calls for about `batch` too (at least one) unless
+/// `batch` is zero: the caches, a parallel kernel's threads and the CPUs they run on are warm
+/// when the timing starts, whatever ran before. The bandwidth probes read far more than the
+/// caches hold: without a call first, the kernel timed first after them, one call a turn, ran
+/// 12% slower than the same code timed later (BSR SpMV of `kron(I_40, bcsstk16)`). And a CPU
+/// left idle through a serial turn takes about 2 ms to come back to speed on a shared virtual
+/// machine: bcsstk16's `spmv_par` after 2 ms of serial SpMV ran its first 20-25 calls in 70-100
+/// µs, the later ones in 55-58 µs (a Zen 2, scratch, four rounds), so a turn after one warm
+/// call timed mostly that ramp. Returns the number of rounds and each implementation's median
+/// seconds per run.
 pub fn interleave(impls: &mut [Timed<'_>], time: Duration, batch: Duration) -> (usize, Vec<f64>) {
     let reps: Vec<u32> = impls
         .iter_mut()
@@ -119,7 +123,11 @@ pub fn interleave(impls: &mut [Timed<'_>], time: Duration, batch: Duration) -> (
     while rounds < 7 || start.elapsed() < time {
         for (k, (_, f)) in impls.iter_mut().enumerate() {
             if !batch.is_zero() {
+                let warm = Instant::now();
                 f();
+                while warm.elapsed() < batch {
+                    f();
+                }
             }
             let s = Instant::now();
             for _ in 0..reps[k] {

@@ -29,9 +29,10 @@ pub struct Machine {
     pub pinned: bool,
 }
 
-/// The bandwidth probes, timed interleaved with the kernels: a read-only `f64` dot product on
-/// one and on two threads, and a STREAM triad (`a = b + s·c`, bytes counted as 3 arrays), each
-/// over arrays far larger than the caches. GB/s.
+/// The probes, timed interleaved with the kernels: a read-only `f64` dot product on one and on
+/// two threads, and a STREAM triad (`a = b + s·c`, bytes counted as 3 arrays), each over arrays
+/// far larger than the caches (GB/s); and how much more work in registers two threads do than
+/// one.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Probes {
     /// One-thread read bandwidth.
@@ -40,6 +41,11 @@ pub struct Probes {
     pub read_2: f64,
     /// STREAM triad bandwidth, one thread.
     pub triad: f64,
+    /// Two threads' throughput over one thread's on work in registers alone (chains of
+    /// multiply-adds, no memory traffic): 2.0 on two whole cores, less where the two CPUs
+    /// share a core or the host takes time from them. A two-thread kernel on a matrix in
+    /// cache gains at most this over its serial form.
+    pub two_threads: f64,
 }
 
 /// Which probe a kernel's bandwidth is compared with.
@@ -123,8 +129,8 @@ pub fn markdown(
     let _ = writeln!(
         s,
         "{}, commit `{}`, {} CPUs ({}), {}. Every time is the median of an interleaved round \
-         robin (each implementation in turn, turns of about 2 ms, each turn after one untimed \
-         call{}) in one process; ratio = peer time / our time (above 1: ours is \
+         robin (each implementation in turn, turns of about 2 ms, each turn after about 2 ms \
+         of untimed calls{}) in one process; ratio = peer time / our time (above 1: ours is \
          faster).\n",
         machine.date,
         machine.commit,
@@ -143,8 +149,11 @@ pub fn markdown(
          groups): read one thread {:.1} GB/s, two threads {:.1} GB/s, STREAM triad {:.1} GB/s \
          (1 GB = 1e9 bytes). Each row's % of bound is of the probe timed in its own group's \
          rounds. The probes read DRAM: a matrix that stays in cache (cryg2500, bcsstk16) runs \
-         past 100% of them.\n",
-        probes.read_1, probes.read_2, probes.triad
+         past 100% of them. Two threads did {:.2}x one thread's work in registers (chains of \
+         multiply-adds, timed in the same rounds; 2.00 on two whole cores): a two-thread row \
+         gives its own group's figure after its %, the most that kernel can gain over its \
+         serial form where memory does not bind it.\n",
+        probes.read_1, probes.read_2, probes.triad, probes.two_threads
     );
     let _ = writeln!(s, "Bytes models:\n");
     for (kernel, model) in models {
@@ -157,12 +166,12 @@ pub fn markdown(
     let _ = writeln!(s, "|---|---|---|---:|---:|---:|---|---:|---:|");
     for m in measures {
         let gbs = m.gb_per_s().map_or("—".into(), |g| format!("{g:.1}"));
-        let pct = m.percent_of(probes).map_or("—".into(), |p| {
-            let of = match m.bound {
-                Bound::OneThread => "",
-                Bound::TwoThreads => " (2 threads)",
-            };
-            format!("{p:.0}%{of}")
+        let pct = m.percent_of(probes).map_or("—".into(), |p| match m.bound {
+            Bound::OneThread => format!("{p:.0}%"),
+            Bound::TwoThreads => format!(
+                "{p:.0}% (2 threads; {:.2}x)",
+                m.probes.as_ref().unwrap_or(probes).two_threads
+            ),
         });
         let head = format!(
             "| {} | {} | {} | {} | {gbs} | {pct} |",
@@ -301,6 +310,7 @@ mod tests {
             read_1: 20.0,
             read_2: 30.0,
             triad: 15.0,
+            two_threads: 1.5,
         }
     }
 
@@ -362,7 +372,7 @@ mod tests {
             &"| bcsstk16 | SpMV f64 | Csr spmv | 100.0 µs | 16.0 | 80% | faer | 2.50 ms | 25.00 |"
         ));
         assert!(lines.contains(
-            &"| bcsstk16 | SpMV f64, 2 threads | Csr spmv_par | 100.0 µs | 16.0 | 53% (2 threads) | — | — | — |"
+            &"| bcsstk16 | SpMV f64, 2 threads | Csr spmv_par | 100.0 µs | 16.0 | 53% (2 threads; 1.50x) | — | — | — |"
         ));
         assert!(lines.contains(
             &"| bcsstk16 | SpGEMM A·A | spgemm | 20.83 ms | — | — | sprs | 45.01 ms | 2.16 |"
@@ -375,6 +385,7 @@ mod tests {
             md.contains("read one thread 20.0 GB/s, two threads 30.0 GB/s, STREAM triad 15.0 GB/s")
         );
         assert!(md.contains("commit `abc1234`, 2 CPUs (AMD EPYC), rustc 1.95.0"));
+        assert!(md.contains("Two threads did 1.50x one thread's work in registers"));
         assert!(md.contains("![ratio of each peer's time to ours](bench/report.svg)"));
     }
 
