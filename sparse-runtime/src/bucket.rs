@@ -1043,19 +1043,26 @@ pub(crate) fn build_coarse<P: Word, V: Value, const L: usize>(
     drop((c, sorter));
     built?;
     // BSR's values, joined once the groups are freed: the last piece gives back its unused
-    // room first, so the values are held twice at most
+    // room first, so the values are held twice at most. The first piece, the largest, grows
+    // to hold them all (`realloc`: past the allocator's mmap threshold, 32 MiB in glibc, the
+    // kernel moves its pages, no value is copied) and the others are appended
     if L > 2 {
         if let Some(last) = pieces.last_mut() {
             last.shrink_to_fit();
         }
         let total: usize = pieces.iter().map(Vec::len).sum();
-        b.values =
-            crate::huge::try_with_capacity(total).map_err(|_| StorageError::ShapeOverflow {
+        let mut pieces = pieces.into_iter();
+        let mut values = pieces.next().unwrap_or_default();
+        values
+            .try_reserve_exact(total - values.len())
+            .map_err(|_| StorageError::ShapeOverflow {
                 shape: b.lvl_sizes.to_vec(),
             })?;
+        crate::huge::advise(&values);
         for piece in pieces {
-            b.values.extend_from_slice(&piece);
+            values.extend_from_slice(&piece);
         }
+        b.values = values;
     }
     Ok(())
 }
@@ -1147,6 +1154,10 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
             .max(block)
             / block
             * block;
+        // the first piece holds half a value an entry (half of what full blocks take), the
+        // most that keeps it and the groups (12 bytes an entry with `u32` keys and `f64`
+        // values) within twice the result at the start: it is the one the join grows
+        let first_values = (c.len / 2).max(piece_values) / block * block;
         // the current piece: each block is zero-filled as it starts (in the cache, where its
         // values are then written; a piece zero-filled whole when allocated was out of the
         // cache again by then, every block's first write a miss)
@@ -1187,9 +1198,17 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
                 // room for the row's blocks (at most one an entry) in this piece, or a new one
                 let most = row.len().checked_mul(block).ok_or_else(too_large)?;
                 if vals.capacity() - vals.len() < most {
-                    let room = crate::huge::try_with_capacity(piece_values.max(most))
-                        .map_err(|_| too_large())?;
-                    pieces.push(std::mem::replace(&mut vals, room));
+                    let size = if pieces.is_empty() && vals.capacity() == 0 {
+                        first_values
+                    } else {
+                        piece_values
+                    };
+                    let room =
+                        crate::huge::try_with_capacity(size.max(most)).map_err(|_| too_large())?;
+                    let full = std::mem::replace(&mut vals, room);
+                    if full.capacity() > 0 {
+                        pieces.push(full);
+                    }
                 }
                 // keys fit 32 bits: `u64::MAX` is no key, no block
                 let mut node = u64::MAX;

@@ -40,8 +40,14 @@ pub(crate) fn filled<T: Clone>(n: usize, value: T) -> Vec<T> {
     v
 }
 
-/// Advises the whole pages inside `v`'s allocation huge (Linux; nothing elsewhere).
-fn advise<T>(v: &Vec<T>) {
+/// Advises the pages `v`'s allocation touches huge (Linux; nothing elsewhere).
+///
+/// The range is rounded out to whole pages, the partial first and last ones included: a
+/// large allocation is a mapping of its own (glibc's `malloc` past its mmap threshold), which
+/// the advice then covers whole. Advising only the pages inside the vector would split that
+/// mapping in three, and `mremap` cannot move a range of several mappings: growing the vector
+/// (`realloc`) would copy every value instead of moving page tables.
+pub(crate) fn advise<T>(v: &Vec<T>) {
     let bytes = v.capacity().saturating_mul(std::mem::size_of::<T>());
     if bytes < HUGE_MIN_BYTES {
         return;
@@ -50,14 +56,14 @@ fn advise<T>(v: &Vec<T>) {
     {
         const PAGE: usize = 4096;
         let start = v.as_ptr() as usize;
-        let (lo, hi) = (start.next_multiple_of(PAGE), (start + bytes) / PAGE * PAGE);
-        if hi > lo {
-            // SAFETY: `lo..hi` lies inside the vector's allocation and is page-aligned;
-            // MADV_HUGEPAGE only changes how the kernel backs those pages, never their
-            // contents, and a refusal (the return value) leaves them as they were
-            unsafe {
-                libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_HUGEPAGE);
-            }
+        let (lo, hi) = (start / PAGE * PAGE, (start + bytes).next_multiple_of(PAGE));
+        // SAFETY: `lo..hi` is page-aligned and covers only pages that hold part of the
+        // vector's allocation, so they are mapped; MADV_HUGEPAGE only changes how the kernel
+        // backs those pages, never their contents (the allocator's bytes next to the vector
+        // on its first and last page included), and a refusal (the return value) leaves them
+        // as they were
+        unsafe {
+            libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_HUGEPAGE);
         }
     }
 }
