@@ -576,6 +576,9 @@ const MAX_PASSES: usize = 3;
 /// sorted copy stay within the L2.
 struct GroupSorter<P, V> {
     plan: CoarsePlan,
+    /// Low bits of the key left unsorted (entries equal above them keep their input order):
+    /// the offset in a BSR block, which the build places by value ([`build_sorted`]).
+    skip: u32,
     passes: u32,
     digit: u32,
     /// One histogram per pass, the first `passes` used (`2^digit` of their counters).
@@ -592,20 +595,23 @@ struct GroupSorter<P, V> {
 }
 
 impl<P: Word, V: Value> GroupSorter<P, V> {
-    /// The sorter for the groups of `c`; `None` when its keys need more than 32 bits.
-    fn new(c: &Coarse<P, V>) -> Option<GroupSorter<P, V>> {
+    /// The sorter for the groups of `c`, its keys sorted above their low `skip` bits (at most
+    /// those of levels `1..`); `None` when its keys need more than 32 bits.
+    fn new(c: &Coarse<P, V>, skip: u32) -> Option<GroupSorter<P, V>> {
         let plan = c.plan;
         let key_bits = plan.key_bits();
-        if key_bits > 32 {
+        if key_bits > 32 || skip > plan.rest_bits {
             return None;
         }
-        let passes = key_bits.div_ceil(DIGIT_BITS).max(1);
-        let digit = key_bits.div_ceil(passes);
+        let sorted_bits = key_bits - skip;
+        let passes = sorted_bits.div_ceil(DIGIT_BITS).max(1);
+        let digit = sorted_bits.div_ceil(passes);
         let largest = (0..plan.groups).map(|g| c.group_len(g)).max().unwrap_or(0);
         let t = |x| if passes > 1 { x } else { 0 };
         let u = |x| if passes > 2 { x } else { 0 };
         Some(GroupSorter {
             plan,
+            skip,
             passes,
             digit,
             hist: Box::new([[0u32; 1 << DIGIT_BITS]; MAX_PASSES]),
@@ -635,7 +641,7 @@ impl<P: Word, V: Value> GroupSorter<P, V> {
     fn sort_in<const PASSES: usize>(&mut self, c: &Coarse<P, V>, g: usize, nrows: usize) {
         let plan = self.plan;
         let rest_mask = (1u64 << plan.rest_bits) - 1;
-        let digit = self.digit;
+        let (skip, digit) = (self.skip, self.digit);
         // `& DIGIT_MASK` as well: the compiler then knows every index is within a histogram
         let dmask = ((1u64 << digit) - 1) & DIGIT_MASK;
         let len = c.group_len(g);
@@ -646,11 +652,11 @@ impl<P: Word, V: Value> GroupSorter<P, V> {
         }
         // the last pass's digit holds every bit of the local level-0 coordinate when
         // `rest_bits` reaches its shift: the rows' starts are then read from its histogram
-        let last_shift = (PASSES as u32 - 1) * digit;
+        let last_shift = skip + (PASSES as u32 - 1) * digit;
         let count_rows = plan.rest_bits < last_shift;
         let mut count = |k: u64| {
             for (p, h) in hist.iter_mut().enumerate() {
-                h[((k >> (p as u32 * digit)) & dmask) as usize] += 1;
+                h[((k >> (skip + p as u32 * digit)) & dmask) as usize] += 1;
             }
         };
         if count_rows {
@@ -703,7 +709,7 @@ impl<P: Word, V: Value> GroupSorter<P, V> {
             let h = &mut hist[0];
             for (ks, vs) in &c.slabs[g] {
                 for (&k, &v) in ks.iter().zip(vs) {
-                    let d = &mut h[(k.to_u64() & dmask) as usize];
+                    let d = &mut h[((k.to_u64() >> skip) & dmask) as usize];
                     let at = *d as usize;
                     *d += 1;
                     // SAFETY: the histogram counted exactly these `len` keys, so each
@@ -745,7 +751,7 @@ impl<P: Word, V: Value> GroupSorter<P, V> {
         if PASSES == 2 {
             scatter(
                 &mut hist[1],
-                digit,
+                skip + digit,
                 rest_mask,
                 (&tmp_keys[..len], &tmp_vals[..len]),
                 (keys, vals),
@@ -753,14 +759,14 @@ impl<P: Word, V: Value> GroupSorter<P, V> {
         } else if PASSES == 3 {
             scatter(
                 &mut hist[1],
-                digit,
+                skip + digit,
                 u64::MAX,
                 (&tmp_keys[..len], &tmp_vals[..len]),
                 (&mut tmp2_keys[..len], &mut tmp2_vals[..len]),
             );
             scatter(
                 &mut hist[2],
-                2 * digit,
+                skip + 2 * digit,
                 rest_mask,
                 (&tmp2_keys[..len], &tmp2_vals[..len]),
                 (keys, vals),
@@ -798,7 +804,7 @@ pub(crate) fn bucket_coarse<P: Word, V: Value>(
     let plan = c.plan;
     let per = 1usize << plan.shift;
     let mut starts = crate::huge::filled(size0 + 1, 0u32);
-    if let Some(mut sorter) = GroupSorter::new(&c) {
+    if let Some(mut sorter) = GroupSorter::new(&c, 0) {
         let (mut rest, mut vals) = (crate::huge::with_capacity(n), crate::huge::with_capacity(n));
         for g in 0..plan.groups {
             let r0 = g << plan.shift;
@@ -1032,7 +1038,15 @@ pub(crate) fn build_coarse<P: Word, V: Value, const L: usize>(
     size0: usize,
     merge: bool,
 ) -> Result<(), StorageError> {
-    let Some(mut sorter) = GroupSorter::new(&c) else {
+    // BSR blocks of at most 64 values: the entries of a block need no order among them (the
+    // build places each by its offset, a mask telling a duplicate), so the sort skips the
+    // key's bits below level 1 (a 3 x 3 block's 4: kron(I_40, bcsstk16)'s keys sort on 24
+    // bits, two passes of 12-bit digits instead of 14)
+    let skip = match block_strides::<L>(b.lvl_sizes) {
+        Some((_, block)) if L > 2 && block <= 64 => layout.shift[1],
+        _ => 0,
+    };
+    let Some(mut sorter) = GroupSorter::new(&c, skip) else {
         return Err(StorageError::Unsupported {
             reason: "coarse keys past 32 bits".into(),
         });
@@ -1187,6 +1201,7 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
         }
         // (masked to the table as well: the compiler then knows every lookup is inside it)
         let low = ((1u64 << top) - 1) & ((1 << OFFSET_TABLE_BITS) - 1);
+        let unsorted = sorter.skip > 0;
         let mut block_crd: Vec<P> = Vec::new();
         for g in 0..plan.groups {
             let r0 = g << plan.shift;
@@ -1214,6 +1229,9 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
                 let mut node = u64::MAX;
                 let mut prev = u64::MAX;
                 let mut at = 0usize;
+                // the offsets of the current block written so far (blocks of at most 64
+                // values, whose entries the sorter left in input order)
+                let mut written = 0u64;
                 for (&p, &v) in sorter.keys[row.clone()].iter().zip(&sorter.vals[row]) {
                     let p = p.to_u64();
                     if p >> top != node {
@@ -1222,19 +1240,28 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
                         vals.resize(at + block, V::zero());
                         nodes += 1;
                         block_crd.push(P::from_u64(node));
+                        written = 0;
                     }
-                    let off = at
-                        + if tabled {
-                            table[(p & low) as usize]
-                        } else {
-                            in_block(p)
-                        };
-                    // a key equal to the one before is a duplicate in the same block,
-                    // summed in input order
-                    if p == prev {
-                        vals[off] += v;
+                    let o = if tabled {
+                        table[(p & low) as usize]
                     } else {
-                        vals[off] = v;
+                        in_block(p)
+                    };
+                    // a duplicate (its offset written before in this block when the block's
+                    // entries are in input order, else the key just before) is summed in
+                    // input order
+                    let again = if unsorted {
+                        let bit = 1u64 << (o & 63);
+                        let again = written & bit != 0;
+                        written |= bit;
+                        again
+                    } else {
+                        p == prev
+                    };
+                    if again {
+                        vals[at + o] += v;
+                    } else {
+                        vals[at + o] = v;
                     }
                     prev = p;
                 }
@@ -1652,8 +1679,10 @@ mod tests {
 
         /// CSR and BSR 2x2 built straight from the sorted groups equal the bucketed arrays
         /// built afterwards: positions, coordinates and values (bits), duplicates summed in
-        /// input order, for groups of 2 to 16 level-0 coordinates; and BSR 128x64, whose
-        /// offsets in a block are too many for the offset table.
+        /// input order, for groups of 2 to 16 level-0 coordinates (BSR 2x2's groups sorted
+        /// above the offset in a block, each block's entries placed in input order); and BSR
+        /// 128x64, whose offsets in a block are too many for the offset table (and for an
+        /// unsorted block: sorted on the whole key).
         #[test]
         fn direct_from_groups_equals_bucket_then_build(
             raw in proptest::collection::vec((0usize..64, 0usize..48, -8i32..8), 0..2500),
