@@ -216,18 +216,18 @@ fn run_group<'a>(
     label: &str,
     mut impls: Vec<Timed<'a>>,
     probes: &'a mut ProbeArrays,
-    seen: &mut Vec<[f64; 4]>,
+    seen: &mut Vec<Probes>,
 ) -> Vec<f64> {
     let kernels = impls.len();
     impls.extend(probe_impls(probes));
     let (rounds, medians) = interleave(&mut impls, group_time(), Duration::from_millis(2));
     let bytes = (PROBE_LEN * 8) as f64;
-    seen.push([
-        bytes / medians[kernels] / 1e9,
-        bytes / medians[kernels + 1] / 1e9,
-        3.0 * bytes / medians[kernels + 2] / 1e9,
-        2.0 * medians[kernels + 3] / medians[kernels + 4],
-    ]);
+    seen.push(Probes {
+        read_1: bytes / medians[kernels] / 1e9,
+        read_2: bytes / medians[kernels + 1] / 1e9,
+        triad: 3.0 * bytes / medians[kernels + 2] / 1e9,
+        two_threads: 2.0 * medians[kernels + 3] / medians[kernels + 4],
+    });
     eprintln!("{label}: {rounds} rounds");
     for ((name, _), t) in impls.iter().zip(&medians) {
         eprintln!("  {name}: {}", report::time(*t));
@@ -239,7 +239,7 @@ fn run_group<'a>(
 /// one thread, on two, triad; two threads' scaling) and the measures so far.
 struct Run {
     probes: ProbeArrays,
-    seen: Vec<[f64; 4]>,
+    seen: Vec<Probes>,
     measures: Vec<Measure>,
 }
 
@@ -247,17 +247,9 @@ impl Run {
     /// Runs one group (which calls [`run_group`] once) and keeps its measures, each with the
     /// probes timed in that group's own rounds, so its percent of bound compares times taken
     /// in the same seconds.
-    fn group(&mut self, group: impl FnOnce(&mut ProbeArrays, &mut Vec<[f64; 4]>) -> Vec<Measure>) {
+    fn group(&mut self, group: impl FnOnce(&mut ProbeArrays, &mut Vec<Probes>) -> Vec<Measure>) {
         let measures = group(&mut self.probes, &mut self.seen);
-        let own = self
-            .seen
-            .last()
-            .map(|&[read_1, read_2, triad, two_threads]| Probes {
-                read_1,
-                read_2,
-                triad,
-                two_threads,
-            });
+        let own = self.seen.last().copied();
         self.measures
             .extend(measures.into_iter().map(|m| Measure { probes: own, ..m }));
     }
@@ -414,7 +406,7 @@ fn spmv_group(
     label: &str,
     coo: &CooTensor<f64>,
     probes: &mut ProbeArrays,
-    seen: &mut Vec<[f64; 4]>,
+    seen: &mut Vec<Probes>,
 ) -> Vec<Measure> {
     let a = Csr::from_coo_tensor(coo).expect("Csr");
     let [m, n] = a.shape();
@@ -624,7 +616,7 @@ fn sparse_group(
     label: &str,
     coo: &CooTensor<f64>,
     probes: &mut ProbeArrays,
-    seen: &mut Vec<[f64; 4]>,
+    seen: &mut Vec<Probes>,
 ) -> Vec<Measure> {
     let a = Csr::from_coo_tensor(coo).expect("Csr");
     let [m, n] = a.shape();
@@ -739,7 +731,7 @@ fn transpose_group(
     label: &str,
     coo: &CooTensor<f64>,
     probes: &mut ProbeArrays,
-    seen: &mut Vec<[f64; 4]>,
+    seen: &mut Vec<Probes>,
 ) -> Vec<Measure> {
     let a = Csr::from_coo_tensor(coo).expect("Csr");
     let [m, n] = a.shape();
@@ -851,7 +843,7 @@ fn format_spmv_group<S>(
     case: &FormatCase<S>,
     coo: &CooTensor<f64>,
     probes: &mut ProbeArrays,
-    seen: &mut Vec<[f64; 4]>,
+    seen: &mut Vec<Probes>,
 ) -> Vec<Measure> {
     let FormatCase {
         kernel,
@@ -941,7 +933,7 @@ fn spmm_group(
     label: &str,
     coo: &CooTensor<f64>,
     probes: &mut ProbeArrays,
-    seen: &mut Vec<[f64; 4]>,
+    seen: &mut Vec<Probes>,
 ) -> Vec<Measure> {
     let a = Csr::from_coo_tensor(coo).expect("Csr");
     let [m, n] = a.shape();
@@ -996,7 +988,7 @@ fn assembly_group(
     label: &str,
     coo: &CooTensor<f64>,
     probes: &mut ProbeArrays,
-    seen: &mut Vec<[f64; 4]>,
+    seen: &mut Vec<Probes>,
 ) -> Vec<Measure> {
     let shape = [coo.shape[0], coo.shape[1]];
     let mut entries: Vec<([usize; 2], f64)> = coo.iter().map(|(c, v)| ([c[0], c[1]], *v)).collect();
@@ -1199,16 +1191,16 @@ fn main() {
         run.group(|p, s| format_spmv_group(FOLDED, &csr16, &folded, p, s));
     }
     // each probe's median over the groups
-    let median = |k: usize| {
-        let mut v: Vec<f64> = run.seen.iter().map(|p| p[k]).collect();
+    let median = |field: fn(&Probes) -> f64| {
+        let mut v: Vec<f64> = run.seen.iter().map(field).collect();
         v.sort_by(f64::total_cmp);
         v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
     };
     let probe = Probes {
-        read_1: median(0),
-        read_2: median(1),
-        triad: median(2),
-        two_threads: median(3),
+        read_1: median(|p| p.read_1),
+        read_2: median(|p| p.read_2),
+        triad: median(|p| p.triad),
+        two_threads: median(|p| p.two_threads),
     };
     let section = report::markdown(
         &machine(pinned),

@@ -1057,9 +1057,10 @@ pub(crate) fn build_coarse<P: Word, V: Value, const L: usize>(
     drop((c, sorter));
     built?;
     // BSR's values, joined once the groups are freed: the last piece gives back its unused
-    // room first, so the values are held twice at most. The first piece, the largest, grows
-    // to hold them all (`realloc`: past the allocator's mmap threshold, 32 MiB in glibc, the
-    // kernel moves its pages, no value is copied) and the others are appended
+    // room first, so the values are held twice at most. The first piece, the largest (but for
+    // a row of more blocks than it holds), grows to hold them all (`realloc`: past the
+    // allocator's mmap threshold, 32 MiB in glibc, the kernel moves its pages, no value is
+    // copied) and the others are appended
     if L > 2 {
         if let Some(last) = pieces.last_mut() {
             last.shrink_to_fit();
@@ -1213,7 +1214,7 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
                 // room for the row's blocks (at most one an entry) in this piece, or a new one
                 let most = row.len().checked_mul(block).ok_or_else(too_large)?;
                 if vals.capacity() - vals.len() < most {
-                    let size = if pieces.is_empty() && vals.capacity() == 0 {
+                    let size = if vals.capacity() == 0 {
                         first_values
                     } else {
                         piece_values
