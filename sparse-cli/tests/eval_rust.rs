@@ -173,6 +173,7 @@ pub fn kernel(
         });
     }
     let prefetch = ::sparse::runtime::prefetch::enabled(&A.values);
+    let locality = ::sparse::runtime::prefetch::locality(&A.values);
     // SAFETY: every position read lies in a segment of its level's positions and every stored
     // coordinate is below its level size (`from_coo` builds such arrays, `from_raw_parts` validates
     // them, `from_raw_parts_unchecked` makes it the caller's promise); every dense operand's size
@@ -186,8 +187,8 @@ pub fn kernel(
                 A.pos_1.get_unchecked(a_p0 + 1).index(),
             );
             if prefetch {
-                ::sparse::runtime::prefetch::range_ahead(&A.crd_1, lo, hi);
-                ::sparse::runtime::prefetch::range_ahead(&A.values, lo, hi);
+                ::sparse::runtime::prefetch::range_ahead(&A.crd_1, lo, hi, locality);
+                ::sparse::runtime::prefetch::range_ahead(&A.values, lo, hi, locality);
             }
             let mut t0_1 = 0.0;
             let mut t0_2 = 0.0;

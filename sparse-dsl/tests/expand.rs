@@ -220,22 +220,26 @@ fn spmv_loops_prefetch_their_streams_behind_one_flag() {
     // CSR's row sums prefetch the row's coordinates and values ahead before the loop summing
     // it (`prefetch::range_ahead`), BSR's block rows each block's coordinate and values in
     // the loop (`prefetch::ahead`, `prefetch::blocks_ahead` from the block's first value), when
-    // `prefetch::enabled` said so once before the loops
+    // `prefetch::enabled` said so once before the loops, with the `prefetch::locality` asked
+    // there too
     let csr = "if prefetch {\n                        \
-               rt::prefetch::range_ahead(&self.crd_1, lo, hi);\n                        \
-               rt::prefetch::range_ahead(&self.values, lo, hi);\n                    }\n                    \
+               rt::prefetch::range_ahead(&self.crd_1, lo, hi, locality);\n                        \
+               rt::prefetch::range_ahead(&self.values, lo, hi, locality);\n                    }\n                    \
                let mut t0_1";
     let bsr =
         "for a_p1 in lo..hi {\n                        if prefetch {\n                            \
-               rt::prefetch::ahead(&self.crd_1, a_p1);\n                            \
-               rt::prefetch::blocks_ahead(&self.values, a_p1 * 4);\n                        }\n";
+               rt::prefetch::ahead(&self.crd_1, a_p1, locality);\n                            \
+               rt::prefetch::blocks_ahead(&self.values, a_p1 * 4, locality);\n                        }\n";
     for (name, gated) in [("CSR", csr), ("BSR", bsr)] {
         let text = FORMATS.iter().find(|f| f.0 == name).unwrap().1;
         let code = expand(name, text);
         for f in ["spmv", "spmv_rows"] {
             let body = method(&code, f);
             let flag = body
-                .find("let prefetch = rt::prefetch::enabled(&self.values);")
+                .find(
+                    "let prefetch = rt::prefetch::enabled(&self.values);\n            \
+                     let locality = rt::prefetch::locality(&self.values);",
+                )
                 .unwrap_or_else(|| panic!("{name} {f}: {body}"));
             let loops = body.find("unsafe {").expect("the loops");
             assert!(

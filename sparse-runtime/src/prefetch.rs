@@ -8,7 +8,9 @@
 //! it keeps enough, the prefetches only cost instructions, and in cache they cost more than
 //! they bring. So a generated kernel asks [`enabled`] once per call, about the operand it
 //! streams, and runs its loops with the prefetches only when the operand is past the caches
-//! ([`MIN_BYTES`]) and the processor is one measured to gain ([`cpu_gains`]).
+//! ([`MIN_BYTES`]) and the processor is one measured to gain ([`cpu_gains`]). It asks
+//! [`locality`] too: streams of 8-byte values are prefetched non-temporally (`prefetchnta`),
+//! narrower ones into all cache levels.
 //!
 //! Measured on `kron(I_40, bcsstk16)` (11.6M entries, 139 MB as CSR `f64`/`u32`, 100 MB as
 //! BSR 3x3), scratch loops interleaved in one process, 2026-12-02:
@@ -16,6 +18,7 @@
 //! | processor | CSR `f64` | BSR 3x3 | source |
 //! |---|---|---|---|
 //! | AMD EPYC Zen 2 (family 23 model 49) | 9.2-9.7 -> 7.2-7.7 ms | 8.2-8.7 -> 6.0-6.3 ms | this module's session |
+//! | AMD EPYC Zen 2, `prefetcht0` -> `prefetchnta` (same session, 10:00-10:30 UTC) | 6.7-7.0 -> 5.9-6.5 ms | 5.9-6.4 -> 5.3-5.7 ms | [`Locality`] |
 //! | AMD EPYC Zen 4 (family 25) | 4.33 -> 4.73-4.83 ms (values 256 or 1,024 ahead: slower) | — | BENCHMARKS.md, 2026-12-02 00:50 |
 //! | AMD EPYC Zen 5 (family 26) | 0.35 -> 0.61 ns an entry (both streams 512 ahead: slower) | — | BENCHMARKS.md, 2026-12-01 |
 //!
@@ -29,11 +32,51 @@ use std::sync::atomic::{AtomicU8, Ordering};
 /// ran 7.2-7.3 ms, 1 KiB 7.5-7.7 ms, the values alone 4 KiB ahead 7.5-7.6 ms.
 pub const AHEAD_BYTES: usize = 2048;
 
-/// How far ahead [`blocks_ahead`] prefetches a stream of blocks' values, in bytes: 16 blocks
-/// of 3x3 `f64`. On Zen 2, BSR 3x3 with its values 8, 12, 16, 24 and 32 blocks ahead ran
-/// 6.6, 6.4-6.6, 6.0-6.4, 7.6-7.9 and 7.3 ms (none: 8.2-8.7 ms); its coordinates, 4 bytes a
-/// block, are prefetched by [`ahead`] (16 or 512 blocks ahead, the same times).
+/// How far ahead [`blocks_ahead`] prefetches a stream of blocks' values into all cache
+/// levels ([`Locality::Temporal`]), in bytes: 16 blocks of 3x3 `f64`. On Zen 2, BSR 3x3 with
+/// its values 8, 12, 16, 24 and 32 blocks ahead ran 6.6, 6.4-6.6, 6.0-6.4, 7.6-7.9 and 7.3 ms
+/// (none: 8.2-8.7 ms); its coordinates, 4 bytes a block, are prefetched by [`ahead`] (16 or
+/// 512 blocks ahead, the same times).
 pub const BLOCK_AHEAD_BYTES: usize = 1152;
+
+/// How far ahead [`blocks_ahead`] prefetches a stream of blocks' values non-temporally
+/// ([`Locality::NonTemporal`]), in bytes: 20 blocks of 3x3 `f64`. On Zen 2 (scratch, two or
+/// three runs each), BSR 3x3 with its values 8, 12, 16, 18, 20, 24, 28 and 32 blocks ahead
+/// ran 6.2-6.4, 5.9-6.0, 5.6-6.0, 5.6-6.0, 5.3-5.7, 5.7-6.1, 5.8-6.5 and 5.4-5.6 ms
+/// (temporal, 16 ahead: 5.9-6.4 ms).
+pub const BLOCK_AHEAD_BYTES_NON_TEMPORAL: usize = 1440;
+
+/// Where a prefetched line goes: how a kernel's streams are read once.
+///
+/// On Zen 2, `prefetchnta` of CSR `f64`'s two streams (coordinates and values, both
+/// [`AHEAD_BYTES`] ahead) ran `kron(I_40, bcsstk16)`'s SpMV in 5.9-6.5 ms against 6.7-7.0 ms
+/// with `prefetcht0`, in five scratch runs (one of the two streams alone non-temporal: no
+/// gain); BSR 3x3 (at [`BLOCK_AHEAD_BYTES_NON_TEMPORAL`]) 5.3-5.7 against 5.9-6.4 ms; the
+/// 16-bit-coordinate CSR 6.6 against 7.1 ms; two threads 3-9% faster. With `f32` values no
+/// distance gained more than 3% and most lost (coordinates and values 2 KiB ahead: 5.86
+/// against 5.49 ms), so [`locality`] keeps narrower values temporal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Locality {
+    /// Into all cache levels (`prefetcht0`).
+    Temporal,
+    /// Close to the core, kept out of the outer caches as far as the processor can
+    /// (`prefetchnta`): a stream read once.
+    NonTemporal,
+}
+
+/// The [`Locality`] of the streams of an operand whose values are `values` (the array
+/// [`enabled`] was asked about): [`Locality::NonTemporal`] for values of 8 bytes or more
+/// (`f64`, `i64`, complex), [`Locality::Temporal`] for narrower ones (`f32`, `f16`, integers of
+/// 4 bytes or less). A constant of `T` alone, so a generated kernel's branches on it fold.
+#[inline(always)]
+pub const fn locality<T>(values: &[T]) -> Locality {
+    let _ = values;
+    if std::mem::size_of::<T>() >= 8 {
+        Locality::NonTemporal
+    } else {
+        Locality::Temporal
+    }
+}
 
 /// The fewest bytes of values an operand needs for [`enabled`] to prefetch its streams: past
 /// the last-level cache of the machines measured (16 MiB on the Zen 2 machine, 32 MiB on the
@@ -114,30 +157,33 @@ fn cpu() -> Option<([u8; 12], u32)> {
     }
 }
 
-/// Prefetches (into all cache levels) the element [`AHEAD_BYTES`] past `s[at]`: a hint that
+/// Prefetches (with `locality`) the element [`AHEAD_BYTES`] past `s[at]`: a hint that
 /// reads nothing and never faults, whatever the address, so `at` may lie anywhere (the
 /// address is computed with wrapping arithmetic and not dereferenced). Does nothing off
 /// x86-64.
 #[inline(always)]
-pub fn ahead<T>(s: &[T], at: usize) {
-    prefetch_bytes(s, at, AHEAD_BYTES);
+pub fn ahead<T>(s: &[T], at: usize, locality: Locality) {
+    prefetch_bytes(s, at, AHEAD_BYTES, locality);
 }
 
 /// Prefetches the element `bytes` past `s[at]` (see [`ahead`]).
 #[inline(always)]
-fn prefetch_bytes<T>(s: &[T], at: usize, bytes: usize) {
+fn prefetch_bytes<T>(s: &[T], at: usize, bytes: usize, locality: Locality) {
     let skip = bytes / std::mem::size_of::<T>().max(1);
-    hint(s.as_ptr().wrapping_add(at.wrapping_add(skip)).cast::<i8>());
+    hint(
+        s.as_ptr().wrapping_add(at.wrapping_add(skip)).cast::<i8>(),
+        locality,
+    );
 }
 
-/// Prefetches each 64-byte line of `s[lo..hi]` moved [`AHEAD_BYTES`] ahead: what [`ahead`]
+/// Prefetches (with `locality`) each 64-byte line of `s[lo..hi]` moved [`AHEAD_BYTES`] ahead: what [`ahead`]
 /// does at every position of the range, issued once per line at the start of a row (CSR's
 /// row sums: the loop summing the row stays as it is, so a matrix read without prefetches
 /// runs the same instructions as before; one prefetch a step inside it cost cryg2500's `f32`
 /// SpMV 15% in cache on Zen 2 with the flag off). Any `lo..hi` is accepted: it is clamped to
 /// `s`'s positions (at most one prefetch per line of `s`), and nothing is read.
 #[inline(always)]
-pub fn range_ahead<T>(s: &[T], lo: usize, hi: usize) {
+pub fn range_ahead<T>(s: &[T], lo: usize, hi: usize, locality: Locality) {
     let hi = hi.min(s.len());
     let lo = lo.min(hi);
     let size = std::mem::size_of::<T>();
@@ -148,36 +194,44 @@ pub fn range_ahead<T>(s: &[T], lo: usize, hi: usize) {
     // from the line holding the first byte
     let mut line = first.wrapping_sub(first as usize & 63);
     while line < end {
-        hint(line);
+        hint(line, locality);
         line = line.wrapping_add(64);
     }
 }
 
-/// One prefetch of the line holding `p` into all cache levels: a hint that accesses nothing
-/// and never faults, whatever the address. Does nothing off x86-64.
+/// One prefetch of the line holding `p` (`prefetcht0` or `prefetchnta` as `locality` says): a
+/// hint that accesses nothing and never faults, whatever the address. Does nothing off x86-64.
 #[inline(always)]
-fn hint(p: *const i8) {
+fn hint(p: *const i8, locality: Locality) {
     #[cfg(target_arch = "x86_64")]
     {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_NTA, _MM_HINT_T0};
         // SAFETY: a prefetch is a hint: it does not access memory as far as the program can
         // tell and does not fault on any address (SSE, in every x86-64 processor)
         #[allow(unused_unsafe)]
         unsafe {
-            _mm_prefetch::<_MM_HINT_T0>(p)
+            match locality {
+                Locality::Temporal => _mm_prefetch::<_MM_HINT_T0>(p),
+                Locality::NonTemporal => _mm_prefetch::<_MM_HINT_NTA>(p),
+            }
         };
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = p;
+        let _ = (p, locality);
     }
 }
 
-/// As [`ahead`], [`BLOCK_AHEAD_BYTES`] past `s[at]`: for the values of a blocked format (BSR),
-/// `at` the first value of the block read.
+/// As [`ahead`], for the values of a blocked format (BSR), `at` the first value of the block
+/// read: [`BLOCK_AHEAD_BYTES`] past `s[at]` when temporal,
+/// [`BLOCK_AHEAD_BYTES_NON_TEMPORAL`] when not.
 #[inline(always)]
-pub fn blocks_ahead<T>(s: &[T], at: usize) {
-    prefetch_bytes(s, at, BLOCK_AHEAD_BYTES);
+pub fn blocks_ahead<T>(s: &[T], at: usize, locality: Locality) {
+    let bytes = match locality {
+        Locality::Temporal => BLOCK_AHEAD_BYTES,
+        Locality::NonTemporal => BLOCK_AHEAD_BYTES_NON_TEMPORAL,
+    };
+    prefetch_bytes(s, at, bytes, locality);
 }
 
 #[cfg(test)]
@@ -206,14 +260,27 @@ mod tests {
     fn ahead_takes_any_position() {
         // past the end, and at the largest position: a hint, no access
         let v = [1.0f64, 2.0];
-        ahead(&v, 5);
-        ahead(&v, usize::MAX);
-        ahead(&[] as &[u32], 0);
-        blocks_ahead(&v, usize::MAX - 1);
-        range_ahead(&v, 0, 2);
-        range_ahead(&v, usize::MAX - 4, usize::MAX);
-        range_ahead(&v, 3, 1);
-        range_ahead(&v, 0, usize::MAX / 8);
+        for l in [Locality::Temporal, Locality::NonTemporal] {
+            ahead(&v, 5, l);
+            ahead(&v, usize::MAX, l);
+            ahead(&[] as &[u32], 0, l);
+            blocks_ahead(&v, usize::MAX - 1, l);
+            range_ahead(&v, 0, 2, l);
+            range_ahead(&v, usize::MAX - 4, usize::MAX, l);
+            range_ahead(&v, 3, 1, l);
+            range_ahead(&v, 0, usize::MAX / 8, l);
+        }
+    }
+
+    #[test]
+    fn eight_byte_values_stream_non_temporally() {
+        assert_eq!(locality(&[0.0f64]), Locality::NonTemporal);
+        assert_eq!(locality(&[0i64]), Locality::NonTemporal);
+        assert_eq!(locality(&[[0.0f64; 2]]), Locality::NonTemporal);
+        assert_eq!(locality(&[0.0f32]), Locality::Temporal);
+        assert_eq!(locality(&[0u16]), Locality::Temporal);
+        // the type decides, not the length
+        assert_eq!(locality(&[] as &[f64]), Locality::NonTemporal);
     }
 
     #[test]

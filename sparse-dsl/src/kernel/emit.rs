@@ -126,7 +126,8 @@ struct Cx<'a> {
     /// ([`Outline`]); `None` where they stay inline.
     outline: Option<Outline>,
     /// The values array of the operand whose streams the loops prefetch ([`Cx::prefetches`]),
-    /// once one loop does: the kernel then asks `prefetch::enabled` of it before its loops.
+    /// once one loop does: the kernel then asks `prefetch::enabled` and `prefetch::locality`
+    /// of it before its loops.
     prefetched: std::cell::RefCell<Option<TokenStream>>,
 }
 
@@ -861,6 +862,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         Some(values) => quote! {
             #init
             let prefetch = #rt::prefetch::enabled(#values);
+            let locality = #rt::prefetch::locality(#values);
         },
         None => init,
     };
@@ -3505,7 +3507,8 @@ impl Cx<'_> {
     }
 
     /// The prefetches of the streams iterator `it` reads (its level's coordinates and its
-    /// operand's values), behind the kernel's `prefetch` flag, for a loop that streams a
+    /// operand's values), behind the kernel's `prefetch` flag and with its `locality`
+    /// (non-temporal for 8-byte values), for a loop that streams a
     /// stored operand in position order: with `p` `None`, a row summed in partial sums (CSR's
     /// SpMV), whose segment `lo..hi` is prefetched before its loop (`prefetch::range_ahead`);
     /// with `Some(p)`, a block of a block row (BSR's), prefetched at position `p` in the loop
@@ -3516,7 +3519,7 @@ impl Cx<'_> {
     /// (an input) stores its values, its levels below `it` are dense of constant sizes (the
     /// values of position `p` start at `p` times their product) and no other operand is
     /// prefetched; nothing otherwise. Records the operand as the one the kernel asks
-    /// `prefetch::enabled` about.
+    /// `prefetch::enabled` and `prefetch::locality` about.
     fn prefetches(&self, it: usize, p: Option<&Ident>) -> TokenStream {
         if !self.reassociate {
             return TokenStream::new();
@@ -3561,21 +3564,21 @@ impl Cx<'_> {
         let Some(p) = p else {
             return quote! {
                 if prefetch {
-                    #rt::prefetch::range_ahead(&#name.#f, lo, hi);
-                    #rt::prefetch::range_ahead(#values, lo, hi);
+                    #rt::prefetch::range_ahead(&#name.#f, lo, hi, locality);
+                    #rt::prefetch::range_ahead(#values, lo, hi, locality);
                 }
             };
         };
         let values = match block {
-            1 => quote!(#rt::prefetch::ahead(#values, #p);),
+            1 => quote!(#rt::prefetch::ahead(#values, #p, locality);),
             n => {
                 let n = usize_lit(n);
-                quote!(#rt::prefetch::blocks_ahead(#values, #p * #n);)
+                quote!(#rt::prefetch::blocks_ahead(#values, #p * #n, locality);)
             }
         };
         quote! {
             if prefetch {
-                #rt::prefetch::ahead(&#name.#f, #p);
+                #rt::prefetch::ahead(&#name.#f, #p, locality);
                 #values
             }
         }
