@@ -10,12 +10,12 @@ use run::sparse;
 
 use common::data;
 
-/// A fresh empty directory for one test.
-fn temp_dir(test: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("sparse-advise-{test}-{}", std::process::id()));
-    std::fs::remove_dir_all(&dir).ok();
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh empty directory `sparse-advise-{test}-*` for one test, removed when dropped.
+fn temp_dir(test: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("sparse-advise-{test}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// Writes a general real Matrix Market file of `entries` (0-based) into `dir`.
@@ -109,7 +109,7 @@ fn real_matrix(name: &str, header: &str, narrow: &str) {
         .and_then(|e| e.strip_suffix(';'))
         .expect(paste);
     let dir = temp_dir(name);
-    let file = dir.join("rec.mlir");
+    let file = dir.path().join("rec.mlir");
     std::fs::write(&file, format!("#Csr = {encoding}\n")).unwrap();
     let (code, out, err) = sparse(&["check", file.to_str().unwrap()]);
     assert_eq!((code, err.as_str()), (0, ""));
@@ -117,7 +117,6 @@ fn real_matrix(name: &str, header: &str, narrow: &str) {
     assert!(encoding.starts_with(
         "#sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = "
     ));
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -145,7 +144,7 @@ fn block_diagonal_offers_bsr3_and_ell() {
         .flat_map(|b| (0..9).map(move |k| (3 * b + k / 3, 3 * b + k % 3)))
         .collect();
     let dir = temp_dir("blocks");
-    let path = write_mtx(&dir, "blocks.mtx", [60, 60], &entries);
+    let path = write_mtx(dir.path(), "blocks.mtx", [60, 60], &entries);
     let out = advise_ok(&["--kernel", "spmm", &path]);
     let rows = table(&out);
     let want: Vec<(String, String)> = [
@@ -179,7 +178,6 @@ fn block_diagonal_offers_bsr3_and_ell() {
         "{out}"
     );
     assert!(out.contains("+ B + C, 15360 bytes) / median time"));
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -189,7 +187,7 @@ fn mostly_empty_rows_offer_dcsr_not_ell() {
         .flat_map(|r| (0..5).map(move |k| (10 * r, (r + 17 * k) % 100)))
         .collect();
     let dir = temp_dir("dcsr");
-    let path = write_mtx(&dir, "dcsr.mtx", [100, 100], &entries);
+    let path = write_mtx(dir.path(), "dcsr.mtx", [100, 100], &entries);
     let out = advise_ok(&[&path]);
     assert!(out.starts_with(&format!(
         "{path}: 100 x 100, 50 entries (per row: mean 0.5, max 5; 90 empty rows)\n"
@@ -200,7 +198,6 @@ fn mostly_empty_rows_offer_dcsr_not_ell() {
         out.contains("not offered: ELL: the longest row (5) is more than 1.25 x the mean (0.5)\n")
     );
     assert!(!out.contains("not offered: DCSR"));
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -210,7 +207,7 @@ fn irregular_rows_offer_no_ell_and_wide_columns_keep_csr_u32_only() {
     let mut entries: Vec<(usize, usize)> = (0..70_000).map(|j| (0, j)).collect();
     entries.extend((1..40).map(|i| (i, 3 * i)));
     let dir = temp_dir("irregular");
-    let path = write_mtx(&dir, "irregular.mtx", [40, 70_000], &entries);
+    let path = write_mtx(dir.path(), "irregular.mtx", [40, 70_000], &entries);
     let out = advise_ok(&[&path]);
     let names: Vec<String> = table(&out).into_iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["CSR u32"], "{out}");
@@ -218,7 +215,6 @@ fn irregular_rows_offer_no_ell_and_wide_columns_keep_csr_u32_only() {
         "not offered: ELL: the longest row (70000) is more than 1.25 x the mean (1751.0)\n"
     ));
     assert!(out.contains("recommended: CSR u32 (1.00x CSR u32)\n"));
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -226,7 +222,7 @@ fn two_of_four_pattern_offers_2_4() {
     // Every row: columns 0, 1, 4, 5 of 8: two entries per group of 4, and dense 2x2 blocks.
     let entries: Vec<(usize, usize)> = (0..8).flat_map(|i| [0, 1, 4, 5].map(|j| (i, j))).collect();
     let dir = temp_dir("nv24");
-    let path = write_mtx(&dir, "nv24.mtx", [8, 8], &entries);
+    let path = write_mtx(dir.path(), "nv24.mtx", [8, 8], &entries);
     let out = advise_ok(&[&path]);
     let rows = table(&out);
     assert_eq!(
@@ -242,7 +238,6 @@ fn two_of_four_pattern_offers_2_4() {
         ],
         "{out}"
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -254,7 +249,7 @@ fn a_block_size_that_does_not_divide_the_shape_is_skipped_with_a_note() {
         .collect();
     entries.push((9, 9));
     let dir = temp_dir("skip");
-    let path = write_mtx(&dir, "skip.mtx", [10, 10], &entries);
+    let path = write_mtx(dir.path(), "skip.mtx", [10, 10], &entries);
     let out = advise_ok(&[&path]);
     let names: Vec<String> = table(&out).into_iter().map(|(n, _)| n).collect();
     assert!(!names.contains(&"BSR 3x3".to_string()), "{out}");
@@ -263,7 +258,6 @@ fn a_block_size_that_does_not_divide_the_shape_is_skipped_with_a_note() {
             .any(|l| l.starts_with("skipped: BSR 3x3: cannot store the matrix: ")),
         "{out}"
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// `sparse advise ARGS` fails with exit status 1, nothing on stdout, and `error: ` first on
@@ -301,17 +295,16 @@ fn errors() {
         "{err}"
     );
     let dir = temp_dir("errors");
-    let empty = write_mtx(&dir, "empty.mtx", [3, 3], &[]);
+    let empty = write_mtx(dir.path(), "empty.mtx", [3, 3], &[]);
     let err = advise_err(&[&empty]);
     assert_eq!(
         err,
         format!("error: {empty} (3 x 3) has no entries: there is nothing to measure\n")
     );
-    let bad = dir.join("bad.mtx");
+    let bad = dir.path().join("bad.mtx");
     std::fs::write(&bad, "not a matrix\n").unwrap();
     let bad = bad.to_str().unwrap();
     let err = advise_err(&[bad]);
     assert!(err.starts_with(&format!("error: {bad}: ")), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
-    std::fs::remove_dir_all(&dir).ok();
 }

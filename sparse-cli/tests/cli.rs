@@ -34,12 +34,12 @@ fn sparse_stdin(args: &[&str], input: &str) -> (i32, String, String) {
     )
 }
 
-/// A fresh empty directory for one test.
-fn temp_dir(test: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("sparse-cli-{test}-{}", std::process::id()));
-    std::fs::remove_dir_all(&dir).ok();
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh empty directory `sparse-cli-{test}-*` for one test, removed when dropped.
+fn temp_dir(test: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("sparse-cli-{test}-"))
+        .tempdir()
+        .unwrap()
 }
 
 const CSR: &str = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>";
@@ -92,15 +92,14 @@ fn spmv_bcsstk16_matches_independent_computation() {
 
 #[test]
 fn spmv_with_x_file_and_errors() {
-    let dir = std::env::temp_dir().join(format!("sparse-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let m = dir.join("m.mtx");
+    let dir = temp_dir("spmv");
+    let m = dir.path().join("m.mtx");
     std::fs::write(
         &m,
         "%%MatrixMarket matrix coordinate real general\n2 3 3\n1 1 2.5\n1 3 1\n2 2 -1\n",
     )
     .unwrap();
-    let x = dir.join("x.txt");
+    let x = dir.path().join("x.txt");
     std::fs::write(&x, "1\n2\n0.1\n").unwrap();
     let (rc, out, _) = sparse(&[
         "spmv",
@@ -154,7 +153,6 @@ fn spmv_with_x_file_and_errors() {
     ]);
     assert_eq!(rc, 1);
     assert!(err.contains("rank mismatch"), "{err}");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -198,9 +196,8 @@ fn expand_prints_formatted_code() {
 
 #[test]
 fn inspect_reads_frostt_tensors() {
-    let dir = std::env::temp_dir().join(format!("sparse-cli-tns-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let t = dir.join("t.tns");
+    let dir = temp_dir("tns");
+    let t = dir.path().join("t.tns");
     std::fs::write(&t, "# a 2x2x3 tensor\n1 1 1 1.5\n2 2 3 -2\n1 2 1 4\n").unwrap();
     let csf = "#sparse_tensor.encoding<{ map = (i, j, k) -> (i : compressed, j : compressed, k : compressed) }>";
     let (rc, out, err) = sparse(&["inspect", "--encoding", csf, t.to_str().unwrap()]);
@@ -223,7 +220,6 @@ fn inspect_reads_frostt_tensors() {
     let (rc, _, err) = sparse(&["inspect", "--encoding", csf, t.to_str().unwrap()]);
     assert_eq!(rc, 1);
     assert!(err.contains("line 2"), "{err}");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -231,7 +227,7 @@ fn spmv_huge_declared_shape_is_an_error_not_an_abort() {
     let dir = temp_dir("huge");
     // 2^62 columns: x would need 2^65 bytes, more than any address space, so the allocation fails
     // on every machine (the issue's 2 x 4000000000 fails the same way where 32 GB are not free).
-    let m = dir.join("wide.mtx");
+    let m = dir.path().join("wide.mtx");
     let header = "%%MatrixMarket matrix coordinate real general";
     std::fs::write(&m, format!("{header}\n2 4611686018427387904 1\n1 1 2.5\n")).unwrap();
     let m = m.to_str().unwrap();
@@ -248,7 +244,7 @@ fn spmv_huge_declared_shape_is_an_error_not_an_abort() {
     // y: one value per row (a COO encoding, so the storage itself is small).
     let coo =
         "#sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton) }>";
-    let t = dir.join("tall.mtx");
+    let t = dir.path().join("tall.mtx");
     std::fs::write(&t, format!("{header}\n4611686018427387904 2 1\n1 1 2.5\n")).unwrap();
     let t = t.to_str().unwrap();
     let (rc, out, err) = sparse(&["spmv", "--encoding", coo, t]);
@@ -265,7 +261,6 @@ fn spmv_huge_declared_shape_is_an_error_not_an_abort() {
     let (rc, out, err) = sparse(&["inspect", "--encoding", CSR, m]);
     assert_eq!(rc, 0, "{err}");
     assert!(out.contains("dim = ( 2, 4611686018427387904 )"), "{out}");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -273,7 +268,7 @@ fn missing_files_are_named_once() {
     let dir = temp_dir("missing");
     let enoent = "No such file or directory (os error 2)";
     for name in ["none.mtx", "none.tns"] {
-        let m = dir.join(name);
+        let m = dir.path().join(name);
         let m = m.to_str().unwrap();
         for cmd in ["inspect", "spmv"] {
             let (rc, out, err) = sparse(&[cmd, "--encoding", CSR, m]);
@@ -281,7 +276,7 @@ fn missing_files_are_named_once() {
             assert_eq!(err, format!("error: cannot open {m}: {enoent}\n"));
         }
     }
-    let f = dir.join("none.mlir");
+    let f = dir.path().join("none.mlir");
     let f = f.to_str().unwrap();
     let (rc, out, err) = sparse(&["check", f]);
     assert_eq!(
@@ -306,13 +301,12 @@ fn missing_files_are_named_once() {
         (rc, err),
         (1, format!("error: cannot read {f}: {enoent}\n"))
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn encoding_errors_name_the_file_and_show_a_caret() {
     let dir = temp_dir("caret");
-    let f = dir.join("typo.mlir");
+    let f = dir.path().join("typo.mlir");
     std::fs::write(
         &f,
         "// CSR, misspelled\n\
@@ -362,7 +356,7 @@ fn encoding_errors_name_the_file_and_show_a_caret() {
          `compressed`, `loose_compressed`, `singleton`, `structured[n, m]`\n"
     );
     // An error at the end of the input points past the last line; a tab stays a tab.
-    let f = dir.join("cut.mlir");
+    let f = dir.path().join("cut.mlir");
     std::fs::write(
         &f,
         "#X = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense\n",
@@ -378,7 +372,7 @@ fn encoding_errors_name_the_file_and_show_a_caret() {
         err,
         format!("error: {f}:2:1: expected ')' in level-specifier list\n  |\n2 |\n  | ^\n")
     );
-    let f = dir.join("tab.mlir");
+    let f = dir.path().join("tab.mlir");
     std::fs::write(
         &f,
         "#X = #sparse_tensor.encoding<{\r\n\tmap = (i, j) -> (i : dense, j : bogus)\r\n}>\r\n",
@@ -400,13 +394,12 @@ fn encoding_errors_name_the_file_and_show_a_caret() {
              `singleton`, `structured[n, m]`\n"
         )
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn encoding_naming_a_file_without_at_hints_at_it() {
     let dir = temp_dir("hint");
-    let f = dir.join("csr.mlir");
+    let f = dir.path().join("csr.mlir");
     std::fs::write(&f, format!("#CSR = {CSR}\n")).unwrap();
     let f = f.to_str().unwrap();
     let m = shared().join("conformance/storage/bsr_2x2_seed/matrix.mtx");
@@ -428,7 +421,6 @@ fn encoding_naming_a_file_without_at_hints_at_it() {
         "error: <--encoding>:1:1: expected '#sparse_tensor.encoding'\n  |\n\
          1 | nofile.mlir\n  | ^^^^^^^^^^^\n"
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -504,7 +496,7 @@ fn dash_reads_standard_input() {
 #[test]
 fn spmv_x_is_a_file_numbers_or_standard_input() {
     let dir = temp_dir("x");
-    let m = dir.join("m.mtx");
+    let m = dir.path().join("m.mtx");
     let small = "%%MatrixMarket matrix coordinate real general\n2 3 3\n1 1 2.5\n1 3 1\n2 2 -1\n";
     std::fs::write(&m, small).unwrap();
     let m = m.to_str().unwrap();
@@ -516,7 +508,7 @@ fn spmv_x_is_a_file_numbers_or_standard_input() {
     assert_eq!(spmv("1, 2, 0.1"), ok("2.6\n-2\n"));
     assert_eq!(spmv("-1,2,3"), ok("0.5\n-2\n"));
     // A file, with either separator.
-    let x = dir.join("x.txt");
+    let x = dir.path().join("x.txt");
     std::fs::write(&x, "1,2\n0.1\n").unwrap();
     let x = x.to_str().unwrap();
     assert_eq!(spmv(x), ok("2.6\n-2\n"));
@@ -550,7 +542,6 @@ fn spmv_x_is_a_file_numbers_or_standard_input() {
         sparse_stdin(&["spmv", "--encoding", CSR, "-", "--x", "-"], small),
         err("standard input can be read only once, but the matrix - and --x - both name it")
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -660,7 +651,7 @@ fn closed_or_full_standard_output_is_not_a_panic() {
 #[test]
 fn storage_errors_name_the_tensor_and_the_encoding() {
     let dir = temp_dir("store");
-    let m = dir.join("m.mtx");
+    let m = dir.path().join("m.mtx");
     std::fs::write(
         &m,
         "%%MatrixMarket matrix coordinate real general\n2 3 1\n1 3 2.5\n",
@@ -677,7 +668,7 @@ fn storage_errors_name_the_tensor_and_the_encoding() {
              rank mismatch: expected 1 dimensions, got 2\n"
         )
     );
-    let f = dir.join("bsr.mlir");
+    let f = dir.path().join("bsr.mlir");
     std::fs::write(
         &f,
         "#sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : \
@@ -694,7 +685,6 @@ fn storage_errors_name_the_tensor_and_the_encoding() {
              dimension 1 of size 3 is not a multiple of the block size 2\n"
         )
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -798,13 +788,13 @@ fn fmt_and_expand_keep_a_sparsecore_clause() {
 #[test]
 fn inspect_pattern_format() {
     let dir = temp_dir("pattern");
-    let pattern = dir.join("p.mtx");
+    let pattern = dir.path().join("p.mtx");
     std::fs::write(
         &pattern,
         "%%MatrixMarket matrix coordinate pattern general\n3 4 4\n1 2\n1 4\n3 1\n3 3\n",
     )
     .unwrap();
-    let real = dir.join("a.mtx");
+    let real = dir.path().join("a.mtx");
     std::fs::write(
         &real,
         "%%MatrixMarket matrix coordinate real general\n3 4 2\n1 2 1\n3 3 2.5\n",

@@ -2,20 +2,21 @@
 //! arguments, every PyTorch invariant violated once with its number (PyTorch's order), and
 //! malformed files as `error: FILE: MESSAGE`; exit status 1 on every error.
 
-use std::path::PathBuf;
-
 mod run;
 use run::sparse;
 
-fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sparse-compressed-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh directory `sparse-compressed-{test}-*` for one check's file, removed when dropped.
+fn dir(test: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("sparse-compressed-{test}-"))
+        .tempdir()
+        .unwrap()
 }
 
-/// Runs `compressed check` on `json` written to a file named after `test`.
+/// Runs `compressed check` on `json` written to a temporary file named after `test`.
 fn check(test: &str, json: &str) -> (i32, String, String, String) {
-    let p = dir().join(format!("{test}.json"));
+    let d = dir(test);
+    let p = d.path().join(format!("{test}.json"));
     std::fs::write(&p, json).unwrap();
     let path = p.to_string_lossy().into_owned();
     let (code, out, err) = sparse(&["compressed", "check", &path]);

@@ -1,17 +1,22 @@
 //! `sparse eval` against issue 9's contract: exact stdout for sparse, dense and 0-d outputs,
 //! and `error: MESSAGE` with exit status 1 for every error.
 
-use std::path::PathBuf;
+use tempfile::TempDir;
 
 mod run;
 use run::sparse;
 
-/// Writes `text` to a fresh file named `name` for test `test`; returns its path.
-fn file(test: &str, name: &str, text: &str) -> String {
-    let dir: PathBuf =
-        std::env::temp_dir().join(format!("sparse-eval-{test}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
+/// A fresh directory `sparse-eval-{test}-*` for one test's files, removed when dropped.
+fn tempdir(test: &str) -> TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("sparse-eval-{test}-"))
+        .tempdir()
+        .unwrap()
+}
+
+/// Writes `text` to a file named `name` in `dir`; returns its path.
+fn file(dir: &TempDir, name: &str, text: &str) -> String {
+    let p = dir.path().join(name);
     std::fs::write(&p, text).unwrap();
     p.display().to_string()
 }
@@ -44,8 +49,9 @@ fn fails(args: &[&str]) -> String {
 
 #[test]
 fn spmv_dense_output() {
-    let a = file("spmv", "a.mtx", A_MTX);
-    let x = file("spmv", "x.tns", X_TNS);
+    let dir = tempdir("spmv");
+    let a = file(&dir, "a.mtx", A_MTX);
+    let x = file(&dir, "x.tns", X_TNS);
     let ta = format!("A=tensor<2x3xf64, {CSR}>");
     let ia = format!("A={a}");
     let ix = format!("x={x}");
@@ -65,7 +71,7 @@ fn spmv_dense_output() {
     ];
     assert_eq!(ok(&base), "( 7, 18 )\n");
     // the type from a file
-    let ty = file("spmv", "a.mlir", &format!("tensor<2x3xf64, {CSR}>\n"));
+    let ty = file(&dir, "a.mlir", &format!("tensor<2x3xf64, {CSR}>\n"));
     let at = format!("A=@{ty}");
     let mut args = base.to_vec();
     args[3] = &at;
@@ -75,7 +81,7 @@ fn spmv_dense_output() {
     let mut args = base.to_vec();
     args[3] = &tc;
     assert_eq!(ok(&args), "( 7, 18 )\n");
-    let y = file("spmv", "y.tns", "1 10\n");
+    let y = file(&dir, "y.tns", "1 10\n");
     let iy = format!("y={y}");
     let mut args = base.to_vec();
     args[1] = "y(i) += A(i,j) * x(j)";
@@ -85,7 +91,8 @@ fn spmv_dense_output() {
 
 #[test]
 fn sparse_outputs() {
-    let a = file("sparse", "a.mtx", A_MTX);
+    let dir = tempdir("sparse");
+    let a = file(&dir, "a.mtx", A_MTX);
     let ta = format!("A=tensor<2x3xf64, {CSR}>");
     let tc = format!("C=tensor<2x3xf64, {DCSR}>");
     let ia = format!("A={a}");
@@ -125,7 +132,7 @@ fn sparse_outputs() {
     );
     let tb = format!("B=tensor<3x2xf64, {CSR}>");
     let b = file(
-        "sparse",
+        &dir,
         "b.mtx",
         "%%MatrixMarket matrix coordinate real general\n3 2 3\n1 1 1\n2 2 2\n3 1 5\n",
     );
@@ -138,7 +145,7 @@ fn sparse_outputs() {
     // a row with no stored entry gives no output entry for a sparse output
     let tm = format!("m=tensor<3xf64, {SV}>");
     let m = file(
-        "sparse",
+        &dir,
         "m.mtx",
         "%%MatrixMarket matrix coordinate real general\n3 2 3\n1 1 2\n1 2 -3\n3 2 5\n",
     );
@@ -152,7 +159,8 @@ fn sparse_outputs() {
 
 #[test]
 fn scalars_integers_in_place() {
-    let a = file("scalars", "a.mtx", A_MTX);
+    let dir = tempdir("scalars");
+    let a = file(&dir, "a.mtx", A_MTX);
     let ia = format!("A={a}");
     let ta = format!("A=tensor<2x3xi64, {CSR}>");
     // 0-d output and 0-d operand by bare name
@@ -233,8 +241,9 @@ fn scalars_integers_in_place() {
 
 #[test]
 fn slice_operand_reads_its_parent_file() {
-    let a = file("slice", "a.mtx", A_MTX);
-    let x = file("slice", "x.tns", "1 5\n2 7\n");
+    let dir = tempdir("slice");
+    let a = file(&dir, "a.mtx", A_MTX);
+    let x = file(&dir, "x.tns", "1 5\n2 7\n");
     let ia = format!("A={a}");
     let ix = format!("x={x}");
     // rows 1.., columns 0 and 2 of A: [[0, 4]]
@@ -277,13 +286,14 @@ fn slice_operand_reads_its_parent_file() {
 
 #[test]
 fn nonordered_operand_of_a_merge_is_converted() {
+    let dir = tempdir("nonordered");
     // row 0 stored as columns 2, 0: a merge needs them ordered, so `A` is converted first
     let a = file(
-        "nonordered",
+        &dir,
         "a.mtx",
         "%%MatrixMarket matrix coordinate real general\n2 3 4\n1 3 2\n1 1 1\n2 3 4\n2 2 3\n",
     );
-    let b = file("nonordered", "b.mtx", A_MTX);
+    let b = file(&dir, "b.mtx", A_MTX);
     let ta = "A=tensor<2x3xf64, #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed(nonordered)) }>>";
     let (tb, tc) = (
         format!("B=tensor<2x3xf64, {CSR}>"),
@@ -361,7 +371,8 @@ fn emit_loops() {
 
 #[test]
 fn errors() {
-    let a = file("errors", "a.mtx", A_MTX);
+    let dir = tempdir("errors");
+    let a = file(&dir, "a.mtx", A_MTX);
     let ia = format!("A={a}");
     let ta = format!("A=tensor<2x3xf64, {CSR}>");
     let e = |args: &[&str]| fails(args);
@@ -429,7 +440,7 @@ fn errors() {
         ]),
         "error: cannot open /nonexistent/a.mtx: No such file or directory (os error 2)"
     );
-    let bad = file("errors", "bad.tns", "1 x\n");
+    let bad = file(&dir, "bad.tns", "1 x\n");
     let ib = format!("x={bad}");
     let err = e(&[
         "eval",
@@ -532,11 +543,12 @@ fn errors() {
 
 #[test]
 fn narrow_and_unsigned_value_types() {
+    let dir = tempdir("narrow");
     // f16 and bf16 are stored narrow and computed in f32: 0.1 is stored as f16's nearest
     // (0.0999755859375), times 3 in f32, stored back to the nearest f16 (0.2998046875), and
     // printed as the shortest text that reads back to it; 70000 overflows f16 to inf
     let h = file(
-        "narrow",
+        &dir,
         "h.mtx",
         "%%MatrixMarket matrix coordinate real general\n3 3 4\n1 1 0.1\n1 3 2.5\n2 2 70000\n3 1 -1.25\n",
     );
@@ -570,11 +582,11 @@ fn narrow_and_unsigned_value_types() {
     // 8- and 16-bit integers are computed in i32 and stored back wrapping: 100*100 + 2*1 =
     // 10002 is 18 as i8 and ui8 (10002 mod 256), 10000 is 16
     let a = file(
-        "narrow",
+        &dir,
         "u.mtx",
         "%%MatrixMarket matrix coordinate integer general\n3 3 4\n1 1 100\n1 3 2\n2 2 7\n3 1 100\n",
     );
-    let x = file("narrow", "x.tns", "1 100\n2 3\n3 1\n");
+    let x = file(&dir, "x.tns", "1 100\n2 3\n3 1\n");
     let (ia, ix) = (format!("A={a}"), format!("x={x}"));
     let spmv = |t: &str| {
         let (ty, ta, tx) = (
@@ -605,7 +617,7 @@ fn narrow_and_unsigned_value_types() {
     }
     // a value that does not fit the stored type is an error naming it
     let n = file(
-        "narrow",
+        &dir,
         "n.mtx",
         "%%MatrixMarket matrix coordinate integer general\n1 1 1\n1 1 -7\n",
     );
@@ -661,8 +673,9 @@ fn narrow_and_unsigned_value_types() {
 
 #[test]
 fn complex_values() {
+    let dir = tempdir("complex");
     // A's real values are read as x + 0i; alpha = 1+2i and beta = 1-1i on the command line
-    let a = file("complex", "a.mtx", A_MTX);
+    let a = file(&dir, "a.mtx", A_MTX);
     let ia = format!("A={a}");
     let ta = format!("A=tensor<2x3xcomplex<f64>, {CSR}>");
     let tc = format!("C=tensor<2x3xcomplex<f64>, {DCSR}>");
@@ -759,7 +772,7 @@ fn complex_values() {
     // a complex Matrix Market file (hermitian: (1, 2) mirrors (2, 1) conjugated) into a
     // complex tensor: A = [[1, 2i], [-2i, 0]], times 1i
     let h = file(
-        "complex",
+        &dir,
         "h.mtx",
         "%%MatrixMarket matrix coordinate complex hermitian\n2 2 2\n1 1 1 0\n2 1 0 -2\n",
     );
@@ -802,13 +815,14 @@ fn complex_values() {
 
 #[test]
 fn i1_values() {
+    let dir = tempdir("i1");
     // A pattern file gives 1s: A = [[1, 0, 1, 0], [0, 1, 0, 0], [0, 0, 1, 1]], x = [1, 0, 1, 0]
     let a = file(
-        "i1",
+        &dir,
         "a.mtx",
         "%%MatrixMarket matrix coordinate pattern general\n3 4 5\n1 1\n1 3\n2 2\n3 3\n3 4\n",
     );
-    let x = file("i1", "x.tns", "1 1\n2 0\n3 1\n4 0\n");
+    let x = file(&dir, "x.tns", "1 1\n2 0\n3 1\n4 0\n");
     let (ia, ix) = (format!("A={a}"), format!("x={x}"));
     let ta = format!("A=tensor<3x4xi1, {CSR}>");
     let bool_spmv = |statement: &str| {
@@ -878,7 +892,7 @@ fn i1_values() {
     );
     // duplicates are summed modulo 2; a 0-d output; `true` on the command line
     let d = file(
-        "i1",
+        &dir,
         "d.mtx",
         "%%MatrixMarket matrix coordinate integer general\n3 4 4\n1 1 1\n1 3 1\n1 3 1\n3 2 0\n",
     );
@@ -913,7 +927,7 @@ fn i1_values() {
     );
     // values other than 0 and 1, literals other than 0 and 1, float literals
     let two = file(
-        "i1",
+        &dir,
         "two.mtx",
         "%%MatrixMarket matrix coordinate integer general\n3 4 1\n2 2 2\n",
     );
@@ -1001,13 +1015,14 @@ fn i1_values() {
 
 #[test]
 fn quantized_values() {
+    let dir = tempdir("quant");
     // A's real values [[0.25, 0, 1.3], [0, 0.75, 100]], x = [1, 2, 3]
     let a = file(
-        "quant",
+        &dir,
         "a.mtx",
         "%%MatrixMarket matrix coordinate real general\n2 3 4\n1 1 0.25\n1 3 1.3\n2 2 0.75\n2 3 100\n",
     );
-    let x = file("quant", "x.tns", X_TNS);
+    let x = file(&dir, "x.tns", X_TNS);
     let (ia, ix) = (format!("A={a}"), format!("x={x}"));
     const Q: &str = "!quant.uniform<i8:f32, 0.5:10>";
     let ta = format!("A=tensor<2x3x{Q}, {CSR}>");
@@ -1268,13 +1283,14 @@ fn quantized_values() {
 /// interpreter and every computed value checked against the constant.
 #[test]
 fn pattern_operands_and_outputs() {
+    let dir = tempdir("pattern");
     let pat = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), explicitVal = 1.0 : f64 }>";
     let p = file(
-        "pattern",
+        &dir,
         "p.mtx",
         "%%MatrixMarket matrix coordinate pattern general\n3 4 4\n1 2\n1 4\n3 1\n3 3\n",
     );
-    let x = file("pattern", "x.tns", "1 1\n2 2\n3 3\n4 4\n");
+    let x = file(&dir, "x.tns", "1 1\n2 2\n3 3\n4 4\n");
     let ta = format!("A=tensor<3x4xf64, {pat}>");
     let tc = format!("C=tensor<3x4xf64, {pat}>");
     let ia = format!("A={p}");

@@ -1,23 +1,24 @@
 //! `sparse sparsecore preprocess` and `sparse sparsecore split` against the contract of issue 10:
 //! exact stdout, and every error as `error: MESSAGE` on stderr with exit status 1.
 
-use std::path::PathBuf;
 use std::process::Command;
+
+use tempfile::TempDir;
 
 mod run;
 use run::sparse;
 
-/// A fresh directory for one test's fixtures.
-fn dir(test: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sparse-sc-{test}-{}", std::process::id()));
-    std::fs::remove_dir_all(&d).ok();
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh directory `sparse-sc-{test}-*` for one test's fixtures, removed when dropped.
+fn dir(test: &str) -> TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("sparse-sc-{test}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// Writes `text` to `name` in `d`; returns the path as a string.
-fn file(d: &std::path::Path, name: &str, text: &str) -> String {
-    let p = d.join(name);
+fn file(d: &TempDir, name: &str, text: &str) -> String {
+    let p = d.path().join(name);
     std::fs::write(&p, text).unwrap();
     p.to_string_lossy().into_owned()
 }
@@ -244,7 +245,7 @@ fn split_errors() {
         sparse(&[
             "sparsecore",
             "split",
-            &d.join("none.json").to_string_lossy(),
+            &d.path().join("none.json").to_string_lossy(),
             "--limit",
             "1",
         ]),

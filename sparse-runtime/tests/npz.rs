@@ -25,6 +25,14 @@ fn to_dense(c: &CooTensor<f64>) -> Vec<f64> {
     d
 }
 
+/// A fresh directory `sparse-npz-*` for one test's files, removed when dropped.
+fn temp_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("sparse-npz-")
+        .tempdir()
+        .unwrap()
+}
+
 fn data(name: &str) -> String {
     format!("{}/../data/scipy/{name}", env!("CARGO_MANIFEST_DIR"))
 }
@@ -46,8 +54,7 @@ fn scipy_written_files_read_in_every_format() {
 #[test]
 fn every_format_round_trips() {
     let (_, coo) = read_npz(data("coo.npz")).unwrap();
-    let dir = std::env::temp_dir().join(format!("sparse-npz-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir();
     for format in [
         ScipyFormat::Csr,
         ScipyFormat::Csc,
@@ -55,18 +62,18 @@ fn every_format_round_trips() {
         ScipyFormat::Bsr([2, 3]),
         ScipyFormat::Bsr([1, 2]),
     ] {
-        let p = dir.join("m.npz");
+        let p = dir.path().join("m.npz");
         write_npz(&p, &coo, format).unwrap();
         let (f, back) = read_npz(&p).unwrap();
         assert_eq!(f, format);
         assert_eq!(to_dense(&back), dense(), "{format:?}");
     }
-    let err = write_npz(dir.join("x.npz"), &coo, ScipyFormat::Bsr([3, 3])).unwrap_err();
+    let err = write_npz(dir.path().join("x.npz"), &coo, ScipyFormat::Bsr([3, 3])).unwrap_err();
     assert!(
         err.to_string()
             .contains("blocksize [3, 3] does not divide the shape [4, 6]"),
         "{err}"
     );
-    let err = read_npz(dir.join("missing.npz")).unwrap_err();
+    let err = read_npz(dir.path().join("missing.npz")).unwrap_err();
     assert!(err.to_string().contains("missing.npz"), "{err}");
 }
