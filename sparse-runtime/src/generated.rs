@@ -1833,8 +1833,8 @@ impl RowWindow {
 pub const SPAN_MIN_ENTRIES: usize = 16;
 
 /// The widest span, in coordinates per product, of a row that [`RowSpans`] sums: its scan
-/// reads one byte per coordinate of the span, eight a word, against the first-touch test,
-/// list and sort the products would pay otherwise.
+/// reads one byte per coordinate of the span, 64 into the bits of a word, against the
+/// first-touch test, list and sort the products would pay otherwise.
 pub const SPAN_PER_PRODUCT: usize = 8;
 
 /// How many rows of [`SPAN_MIN_ENTRIES`] entries or more [`RowSpans::reach_unchecked`] turns
@@ -1866,7 +1866,11 @@ pub struct RowSpan {
 /// the row's sums are the same, bit for bit. Scratch runs on an AMD EPYC (Zen 4), 2026-11-28, against the first-touch path
 /// (rows run together included): bcsstk13 5.5 -> 3.9 ms, bcsstk16 10.8 -> 8.5 ms; rows of
 /// cryg2500 (24 products over 200 columns) were 40% slower summed this way, whose scan
-/// branches on every word.
+/// branched on every word. With the scan gathering 64 flags a word without a branch
+/// ([`RowSpans::take`]; Zen 2, 2026-12-02: bcsstk13 5.6-5.8 -> 5.3-5.5 ms, bcsstk16
+/// 12.8-12.9 -> 12.6-12.8 ms, bayer10 2.81-2.84 -> 2.79-2.80 ms), cryg2500 summed this way
+/// (its rows let in by a [`SPAN_MIN_ENTRIES`] of 4 and a [`SPAN_PER_PRODUCT`] of 16) still
+/// ran 237 µs against 162 µs: two products a coordinate do not pay for the span.
 ///
 /// Memory: one byte and one coordinate (`usize`) per column, allocated at the first row
 /// summed this way.
@@ -1874,7 +1878,7 @@ pub struct RowSpan {
 pub struct RowSpans {
     /// The number of columns (coordinates below it).
     n: usize,
-    /// One byte per column, and 7 past the last for whole words: 1 where the row touched, 0
+    /// One byte per column, and 63 past the last for whole blocks of 64: 1 where the row touched, 0
     /// elsewhere and between rows; empty before the first row summed this way.
     flags: Vec<u8>,
     /// The coordinates [`RowSpans::take`] read, first of `n` slots.
@@ -1956,7 +1960,7 @@ impl RowSpans {
     #[cold]
     #[inline(never)]
     fn allocate(&mut self) {
-        self.flags = vec![0; self.n + 7];
+        self.flags = vec![0; self.n + 63];
         self.list = vec![0; self.n];
     }
 
@@ -1973,29 +1977,37 @@ impl RowSpans {
 
     /// The coordinates the row recorded ([`RowSpans::mark_unchecked`]) in increasing order,
     /// their flags cleared for the next row. `span` is the row's
-    /// ([`RowSpans::reach_unchecked`]): only its coordinates are read.
+    /// ([`RowSpans::reach_unchecked`]): only its coordinates are read, 64 at a time, their
+    /// flags gathered into the bits of a word without a branch (a multiply gathers a word's
+    /// eight flag bytes into eight bits), each set bit then a coordinate.
     #[inline(always)]
     pub fn take(&mut self, span: RowSpan) -> &[usize] {
+        // bit `56 + k` of `word * GATHER` is byte `k`'s flag (0 or 1): the products of the
+        // flags and the multiplier's powers fall on distinct bits, so nothing carries
+        const GATHER: u64 = 0x0102_0408_1020_4080;
         let mut n = 0;
         let mut w = span.least;
         while w <= span.greatest {
-            // eight flags a word; past `greatest` they are 0 (nothing there is touched)
-            let Some(bytes) = self.flags.get_mut(w..w + 8) else {
+            // past `greatest` the flags are 0 (nothing there is touched)
+            let Some(block) = self.flags.get_mut(w..w + 64) else {
                 break;
             };
-            let word = u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8]));
-            if word != 0 {
-                bytes.fill(0);
-                let mut rest = word;
-                while rest != 0 {
+            let mut bits = 0u64;
+            for (k, chunk) in block.chunks_exact(8).enumerate() {
+                let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+                bits |= (word.wrapping_mul(GATHER) >> 56) << (8 * k);
+            }
+            if bits != 0 {
+                block.fill(0);
+                while bits != 0 {
                     if let Some(slot) = self.list.get_mut(n) {
-                        *slot = w + (rest.trailing_zeros() >> 3) as usize;
+                        *slot = w + bits.trailing_zeros() as usize;
                     }
                     n += 1;
-                    rest &= rest - 1;
+                    bits &= bits - 1;
                 }
             }
-            w += 8;
+            w += 64;
         }
         &self.list[..n.min(self.list.len())]
     }
@@ -2240,9 +2252,24 @@ mod tests {
             least: 990,
             greatest: 999,
         };
-        // SAFETY: as above; the last word read ends 7 flags past the last column
+        // SAFETY: as above; the last block read ends 63 flags past the last column
         unsafe { spans.mark_unchecked(999) };
         assert_eq!(spans.take(far), [999]);
+        // a span over several blocks of 64, flags on both sides of each block's edge and at
+        // every byte of one word
+        let wide = RowSpan {
+            least: 5,
+            greatest: 300,
+        };
+        let marked = [5, 68, 69, 70, 71, 72, 73, 74, 75, 132, 133, 260, 300];
+        // SAFETY: as above
+        unsafe {
+            for &j in marked.iter().rev() {
+                spans.mark_unchecked(j);
+            }
+        }
+        assert_eq!(spans.take(wide), marked);
+        assert_eq!(spans.take(wide), [] as [usize; 0]);
     }
 
     #[test]
