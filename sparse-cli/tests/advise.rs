@@ -12,10 +12,7 @@ use common::data;
 
 /// A fresh empty directory `sparse-advise-{test}-*` for one test, removed when dropped.
 fn temp_dir(test: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix(&format!("sparse-advise-{test}-"))
-        .tempdir()
-        .unwrap()
+    run::temp_dir("advise", test)
 }
 
 /// Writes a general real Matrix Market file of `entries` (0-based) into `dir`.

@@ -36,10 +36,7 @@ fn sparse_stdin(args: &[&str], input: &str) -> (i32, String, String) {
 
 /// A fresh empty directory `sparse-cli-{test}-*` for one test, removed when dropped.
 fn temp_dir(test: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix(&format!("sparse-cli-{test}-"))
-        .tempdir()
-        .unwrap()
+    run::temp_dir("cli", test)
 }
 
 const CSR: &str = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>";

@@ -7,10 +7,7 @@ use run::sparse;
 
 /// A fresh directory `sparse-compressed-{test}-*` for one check's file, removed when dropped.
 fn dir(test: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix(&format!("sparse-compressed-{test}-"))
-        .tempdir()
-        .unwrap()
+    run::temp_dir("compressed", test)
 }
 
 /// Runs `compressed check` on `json` written to a temporary file named after `test`.

@@ -4,21 +4,11 @@
 use tempfile::TempDir;
 
 mod run;
-use run::sparse;
+use run::{sparse, write as file};
 
 /// A fresh directory `sparse-eval-{test}-*` for one test's files, removed when dropped.
 fn tempdir(test: &str) -> TempDir {
-    tempfile::Builder::new()
-        .prefix(&format!("sparse-eval-{test}-"))
-        .tempdir()
-        .unwrap()
-}
-
-/// Writes `text` to a file named `name` in `dir`; returns its path.
-fn file(dir: &TempDir, name: &str, text: &str) -> String {
-    let p = dir.path().join(name);
-    std::fs::write(&p, text).unwrap();
-    p.display().to_string()
+    run::temp_dir("eval", test)
 }
 
 const CSR: &str = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>";

@@ -6,21 +6,11 @@ use std::process::Command;
 use tempfile::TempDir;
 
 mod run;
-use run::sparse;
+use run::{sparse, write as file};
 
 /// A fresh directory `sparse-sc-{test}-*` for one test's fixtures, removed when dropped.
 fn dir(test: &str) -> TempDir {
-    tempfile::Builder::new()
-        .prefix(&format!("sparse-sc-{test}-"))
-        .tempdir()
-        .unwrap()
-}
-
-/// Writes `text` to `name` in `d`; returns the path as a string.
-fn file(d: &TempDir, name: &str, text: &str) -> String {
-    let p = d.path().join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_string_lossy().into_owned()
+    run::temp_dir("sc", test)
 }
 
 const P: &str = "2147483647";
