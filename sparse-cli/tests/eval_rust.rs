@@ -187,8 +187,8 @@ pub fn kernel(
                 A.pos_1.get_unchecked(a_p0 + 1).index(),
             );
             if prefetch {
-                ::sparse::runtime::prefetch::range_ahead(&A.crd_1, lo, hi, locality);
-                ::sparse::runtime::prefetch::range_ahead(&A.values, lo, hi, locality);
+                ::sparse::runtime::prefetch::row_unchecked(&A.crd_1, lo, hi, locality);
+                ::sparse::runtime::prefetch::row_unchecked(&A.values, lo, hi, locality);
             }
             let mut t0_1 = 0.0;
             let mut t0_2 = 0.0;

@@ -218,13 +218,13 @@ fn method<'a>(code: &'a str, name: &str) -> &'a str {
 #[test]
 fn spmv_loops_prefetch_their_streams_behind_one_flag() {
     // CSR's row sums prefetch the row's coordinates and values ahead before the loop summing
-    // it (`prefetch::range_ahead`), BSR's block rows each block's coordinate and values in
+    // it (`prefetch::row_unchecked`), BSR's block rows each block's coordinate and values in
     // the loop (`prefetch::ahead`, `prefetch::blocks_ahead` from the block's first value), when
     // `prefetch::enabled` said so once before the loops, with the `prefetch::locality` asked
     // there too
     let csr = "if prefetch {\n                        \
-               rt::prefetch::range_ahead(&self.crd_1, lo, hi, locality);\n                        \
-               rt::prefetch::range_ahead(&self.values, lo, hi, locality);\n                    }\n                    \
+               rt::prefetch::row_unchecked(&self.crd_1, lo, hi, locality);\n                        \
+               rt::prefetch::row_unchecked(&self.values, lo, hi, locality);\n                    }\n                    \
                let mut t0_1";
     let bsr =
         "for a_p1 in lo..hi {\n                        if prefetch {\n                            \

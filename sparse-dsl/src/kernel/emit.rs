@@ -3508,12 +3508,12 @@ impl Cx<'_> {
 
     /// The prefetches of the streams iterator `it` reads (its level's coordinates and its
     /// operand's values), behind the kernel's `prefetch` flag and with its `locality`
-    /// (non-temporal for 8-byte values), for a loop that streams a
-    /// stored operand in position order: with `p` `None`, a row summed in partial sums (CSR's
-    /// SpMV), whose segment `lo..hi` is prefetched before its loop (`prefetch::range_ahead`);
-    /// with `Some(p)`, a block of a block row (BSR's), prefetched at position `p` in the loop
-    /// (`prefetch::ahead`, its values `prefetch::blocks_ahead`: per row, they ran 1.3-1.5x
-    /// slower than per block on Zen 2). Only
+    /// (non-temporal for 8-byte values), for a loop that streams a stored operand in position
+    /// order: with `p` `None`, a row summed in partial sums (CSR's SpMV), whose segment
+    /// `lo..hi` is prefetched before its loop (`prefetch::row_unchecked`: a segment lies
+    /// within the arrays); with `Some(p)`, a block of a block row (BSR's), prefetched at
+    /// position `p` in the loop (`prefetch::ahead`, its values `prefetch::blocks_ahead`: per
+    /// row, they ran 1.3-1.5x slower than per block on Zen 2). Only
     /// where the kernel reassociates its sums (the loops of SpMV; the built-ins' and the
     /// kernels declaring `reassociate`), the level owns its coordinates unpacked, the operand
     /// (an input) stores its values, its levels below `it` are dense of constant sizes (the
@@ -3564,8 +3564,8 @@ impl Cx<'_> {
         let Some(p) = p else {
             return quote! {
                 if prefetch {
-                    #rt::prefetch::range_ahead(&#name.#f, lo, hi, locality);
-                    #rt::prefetch::range_ahead(#values, lo, hi, locality);
+                    #rt::prefetch::row_unchecked(&#name.#f, lo, hi, locality);
+                    #rt::prefetch::row_unchecked(#values, lo, hi, locality);
                 }
             };
         };
