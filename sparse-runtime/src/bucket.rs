@@ -1021,12 +1021,12 @@ pub(crate) fn build<P: Word, V: Value, const L: usize>(
 /// array of all sorted entries is written and read again. CSR appends a group as it is when
 /// no two neighbouring keys are equal, else each row's distinct coordinates with their values
 /// summed in input order; BSR appends each block (node of level 1) as its coordinate and a
-/// block of zeros into pieces of [`PIECE_BYTES`], each filled before the next, writes or
-/// adds the entries' values into it, and joins the pieces at the end. Each group is freed
-/// once built ([`Coarse::free_group`]), so the peak is the larger of the groups and twice
-/// the values (11.6M shuffled entries of `kron(I_40, bcsstk16)` in 3x3 blocks: peak extra
-/// memory 2.49x the result when the groups lived to the end, 1.98x now). The arrays are
-/// those of [`bucket_coarse`] then [`build`], bit for bit.
+/// block of zeros into pieces ([`PIECE_BYTES`], [`MAPPED_PIECE_BYTES`]), each filled before
+/// the next, writes or adds the entries' values into it, and joins the pieces at the end.
+/// Each group is freed once built ([`Coarse::free_group`]), so the peak is the larger of the
+/// groups and twice the values (11.6M shuffled entries of `kron(I_40, bcsstk16)` in 3x3
+/// blocks: peak extra memory 2.49x the result when the groups lived to the end, 1.98x now).
+/// The arrays are those of [`bucket_coarse`] then [`build`], bit for bit.
 ///
 /// Errors: as [`build_direct`]; [`StorageError::Unsupported`] for keys past 32 bits (which
 /// [`builds_from_groups`] rules out); [`StorageError::ShapeOverflow`] when the values cannot
@@ -1094,9 +1094,20 @@ pub(crate) fn builds_from_groups<P: Word, V: Value>(
 }
 
 /// Bytes of a piece of BSR values in [`build_sorted`] (at most; a whole number of blocks, at
-/// least one, and no more values than an eighth of the entries): large enough for huge pages
-/// ([`crate::huge`]).
+/// least one, and no more values than an eighth of the entries) when the first piece is
+/// smaller than [`MAPPED_PIECE_BYTES`]: large enough for huge pages ([`crate::huge`]).
 const PIECE_BYTES: usize = 16 << 20;
+
+/// Bytes of a piece of BSR values in [`build_sorted`] when the first piece is at least as
+/// large: glibc's largest mmap threshold (`DEFAULT_MMAP_THRESHOLD_MAX`, 32 MiB on 64-bit), so
+/// each piece is mapped on its own whatever the process freed before. glibc raises its
+/// threshold to the size of each large block freed, after which smaller pieces came from the
+/// heap, from memory earlier work had left: the report's `Bsr3::from_coo` of
+/// `kron(I_40, bcsstk16)` (11.6 MB pieces) ran 237-245 ms after the report's other groups and
+/// 211 ms with pieces of 33 MiB (sprs 899-936 ms either way), as with the threshold fixed by
+/// `MALLOC_MMAP_THRESHOLD_` (213-217 ms). The total of the pieces after the first is the same
+/// either way, so the peak memory at the join is too.
+const MAPPED_PIECE_BYTES: usize = 32 << 20;
 
 /// Most bits of a block's levels (`2..`) for which [`build_sorted`] reads an entry's offset in
 /// its block from a table (`2^bits` offsets).
@@ -1163,10 +1174,15 @@ fn build_sorted<P: Word, V: Value, const L: usize>(
         // blocks is known at the end only, and one growing array would be held twice while
         // it moves, next to the groups
         // (an eighth of the entries at most: a small output is not held in one large piece
-        // next to the groups)
-        let piece_values = (PIECE_BYTES / std::mem::size_of::<V>().max(1))
-            .min(c.len / 8)
-            .max(block)
+        // next to the groups; past glibc's largest mmap threshold when the first piece, half
+        // a value an entry, is as large: `MAPPED_PIECE_BYTES`)
+        let size = std::mem::size_of::<V>().max(1);
+        let piece_values = if MAPPED_PIECE_BYTES / size <= c.len / 2 {
+            MAPPED_PIECE_BYTES / size
+        } else {
+            (PIECE_BYTES / size).min(c.len / 8)
+        }
+        .max(block)
             / block
             * block;
         // the first piece holds half a value an entry (half of what full blocks take), the
