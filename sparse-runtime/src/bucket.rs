@@ -682,9 +682,7 @@ impl<P: Word, V: Value> GroupSorter<P, V> {
             }
         }
         if count_rows {
-            for l in 0..nrows {
-                rows[l + 1] += rows[l];
-            }
+            crate::index::running_sum(&mut rows[..=nrows]);
         } else {
             // row `l`'s keys start at digit `l << (rest_bits - last_shift)` of the last pass
             let to_digit = plan.rest_bits - last_shift;
@@ -840,9 +838,7 @@ pub(crate) fn bucket_coarse<P: Word, V: Value>(
         rows[..=nrows].fill(0);
         c.for_group(g, |k, _| rows[local(k) + 1] += 1);
         rows[0] = base as u32;
-        for l in 0..nrows {
-            rows[l + 1] += rows[l];
-        }
+        crate::index::running_sum(&mut rows[..=nrows]);
         starts[r0..=r0 + nrows].copy_from_slice(&rows[..=nrows]);
         c.for_group(g, |k, v| {
             let d = &mut rows[local(k)];
@@ -903,9 +899,7 @@ pub(crate) fn bucket<P: Word, V: Value>(
     for &b in &k0 {
         starts[b as usize + 1] += 1;
     }
-    for b in 0..size0 {
-        starts[b + 1] += starts[b];
-    }
+    crate::index::running_sum(&mut starts);
     // keys forward (cursors end at each group's end), values backward (cursors return to
     // each group's start): both stable, one cursor array; each input array is freed as soon
     // as it is scattered

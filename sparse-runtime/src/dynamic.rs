@@ -351,9 +351,7 @@ pub fn level_order(keys: &[usize], r: usize, n: usize, size0: usize) -> Vec<usiz
         for e in 0..n {
             start[keys[e * r] + 1] += 1;
         }
-        for b in 0..size0 {
-            start[b + 1] += start[b];
-        }
+        crate::index::running_sum(&mut start);
         let bounds = start.clone();
         for e in 0..n {
             let b = keys[e * r];

@@ -266,9 +266,7 @@ fn counted<const D: usize, const L: usize, V: Value, S: Entries<D, Value = V>>(
             _ => outside = true,
         }
     });
-    for g in 0..n0 {
-        pos[g + 1] += pos[g];
-    }
+    crate::index::running_sum(&mut pos);
     let n = pos[n0];
     let fits = |width: u32, x: usize| width == 0 || width == 64 || (x as u64) < (1u64 << width);
     if outside || !fits(enc.pos_width, n) || !fits(enc.crd_width, n1.saturating_sub(1)) {
@@ -457,9 +455,7 @@ fn direct_typed<C: Index, T: Index, V: Value>(
             *pos.get_mut(c.index() + 1)? += 1;
         }
     }
-    for g in 0..n0 {
-        pos[g + 1] += pos[g];
-    }
+    crate::index::running_sum(pos);
     let kept = pos[n0];
     // the target's positions are the counts' prefix sums, which the scatter then advances
     let positions = narrow_positions(pos_width, pos)?;

@@ -265,9 +265,7 @@ pub fn write_npz(
         for ((o, _), _) in &merged {
             indptr[o + 1] += 1;
         }
-        for o in 0..outer {
-            indptr[o + 1] += indptr[o];
-        }
+        crate::index::running_sum(&mut indptr);
         (merged, indptr)
     };
     let matrix: sparse::Sparse<f64> = match format {
@@ -324,9 +322,7 @@ pub fn write_npz(
             for ((bi, _), _) in &blocks {
                 indptr[bi + 1] += 1;
             }
-            for o in 0..r / br {
-                indptr[o + 1] += indptr[o];
-            }
+            crate::index::running_sum(&mut indptr);
             sparse::Sparse::Bsr(sparse::Bsr {
                 shape,
                 blocksize: [br, bc],

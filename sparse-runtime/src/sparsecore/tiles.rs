@@ -473,9 +473,7 @@ fn group<T>(
         }
         starts[u + 1] += 1;
     }
-    for u in 0..units {
-        starts[u + 1] += starts[u];
-    }
+    crate::index::running_sum(&mut starts);
     let mut next = starts.clone();
     let mut order = vec![0usize; items.len()];
     for (k, &(u, _)) in items.iter().enumerate() {
