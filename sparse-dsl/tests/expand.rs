@@ -258,3 +258,24 @@ fn spmv_loops_prefetch_their_streams_behind_one_flag() {
     let coo = expand("COO", FORMATS.iter().find(|f| f.0 == "COO").unwrap().1);
     assert!(!method(&coo, "spmv").contains("prefetch"));
 }
+
+#[test]
+fn ell_segments_are_tested_not_looped() {
+    // `validate` keeps at most one entry of a row in each ELL slice: the last level's segment
+    // under a slice and a row is read with a test; CSR's segments, under a row only, stay loops
+    let ell = expand(
+        "ELL",
+        "#sparse_tensor.encoding<{ map = [c](i, j) -> (c * 3 * i : dense, i : dense, j : compressed) }>",
+    );
+    for f in ["spmv", "spmv_transpose"] {
+        let body = method(&ell, f);
+        assert!(
+            body.contains("if lo < hi {\n") && body.contains("let a_p2 = lo;"),
+            "ELL {f}: {body}"
+        );
+        assert!(!body.contains("in lo..hi"), "ELL {f}: {body}");
+    }
+    let csr = expand("CSR", FORMATS[0].1);
+    assert!(method(&csr, "spmv_transpose").contains("for a_p1 in lo..hi"));
+    assert!(!method(&csr, "spmv_transpose").contains("if lo < hi {\n"));
+}

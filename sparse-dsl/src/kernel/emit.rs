@@ -3477,6 +3477,19 @@ impl Cx<'_> {
             } else {
                 TokenStream::new()
             };
+            if self.one_entry_segments(it) {
+                return Ok(quote! {
+                    #hoisted
+                    #pattern
+                    let (lo, hi) = #seg;
+                    if lo < hi {
+                        let #p = lo;
+                        #prefetch
+                        let #c = #read;
+                        #body
+                    }
+                });
+            }
             return Ok(quote! {
                 #hoisted
                 #pattern
@@ -3504,6 +3517,29 @@ impl Cx<'_> {
                 #p = #next;
             }
         })
+    }
+
+    /// Whether every segment of iterator `it`'s level holds at most one stored entry: the last
+    /// level, not dense, of an ELL operand whose counting level and the level of the dimension
+    /// it counts both lie above it. `validate` guarantees it (ELL's slice rules: entry `k` of a
+    /// row sits in slice `k`, so a slice holds at most one entry of a row) and `from_coo` builds
+    /// it; the loop over such a segment is then a test, `if lo < hi`, the same sums in the
+    /// same order. ELL's SpMV of cryg2500 (5 slices, 4.9 entries a row) ran 18.0 µs with a
+    /// loop of zero or one turn per slice and row, 13.9 µs with the test (scratch, interleaved,
+    /// AMD EPYC Zen 2, 2026-12-02).
+    fn one_entry_segments(&self, it: usize) -> bool {
+        let li = &self.p.levels.iters[it];
+        let Some(enc) = &self.ops[self.p.kernel.accesses[li.access].tensor].encoding else {
+            return false;
+        };
+        let results = &enc.dim_to_lvl.results;
+        let above = &results[..li.level.min(results.len())];
+        li.level + 1 == results.len()
+            && !enc.lvl_types[li.level].is_dense()
+            && above.iter().any(|r| {
+                r.as_counting()
+                    .is_some_and(|(d, _)| above.iter().any(|x| x.as_var() == Some(d)))
+            })
     }
 
     /// The prefetches of the streams iterator `it` reads (its level's coordinates and its
