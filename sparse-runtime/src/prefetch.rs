@@ -178,12 +178,13 @@ fn prefetch_bytes<T>(s: &[T], at: usize, bytes: usize, locality: Locality) {
 }
 
 /// Prefetches (with `locality`) each 64-byte line of `s[lo..hi]` moved [`AHEAD_BYTES`]
-/// ahead: what [`ahead`] does at every position of the range, issued once per line at the
-/// start of a row (CSR's row sums: the loop summing the row stays as it is, so a matrix read
-/// without prefetches runs the same instructions as before; one prefetch a step inside it
-/// cost cryg2500's `f32` SpMV 15% in cache on Zen 2 with the flag off). Any `lo..hi` is
-/// accepted: it is clamped to `s`'s positions (at most one prefetch per line of `s`), and
-/// nothing is read.
+/// ahead, for a segment of at most [`ROW_AHEAD_MAX_BYTES`] (nothing for a longer one): what
+/// [`ahead`] does at every position of the range, issued once per line at the start of a row
+/// (CSR's row sums: the loop summing the row stays as it is, so a matrix read without
+/// prefetches runs the same instructions as before; one prefetch a step inside it cost
+/// cryg2500's `f32` SpMV 15% in cache on Zen 2 with the flag off). Any `lo..hi` is accepted:
+/// it is clamped to `s`'s positions (at most one prefetch per line of `s`), and nothing is
+/// read.
 #[inline(always)]
 pub fn range_ahead<T>(s: &[T], lo: usize, hi: usize, locality: Locality) {
     let hi = hi.min(s.len());
@@ -191,6 +192,17 @@ pub fn range_ahead<T>(s: &[T], lo: usize, hi: usize, locality: Locality) {
     // SAFETY: clamped just above
     unsafe { row_unchecked(s, lo, hi, locality) }
 }
+
+/// The longest segment of a stream (in bytes) whose lines [`row_unchecked`] prefetches: a
+/// longer row is left to the hardware prefetcher, which follows a long run of lines by itself,
+/// while a burst of one prefetch per line at the row's start stalls the core once the lines in
+/// flight run past its miss buffers. On Zen 2 (scratch, matrices of 4.2-4.7M entries in rows
+/// of equal length, `f64` values, two runs each): rows of 128 entries ran 2.5-2.7 ms with both
+/// streams prefetched, 3.7-3.8 ms without; rows of 192 entries (1,536 bytes of values) 3.5
+/// against 4.2 ms; rows of 256 entries 3.9 ms with only their coordinates (1 KiB) prefetched,
+/// 4.3 ms with both, 4.0 ms with neither; rows of 2,048 entries (the report's 2:4 layer) 3.2-3.4
+/// ms with neither, 5.2-5.4 ms with both (57% of the read probe).
+pub const ROW_AHEAD_MAX_BYTES: usize = 1536;
 
 /// [`range_ahead`] for a row whose segment `lo..hi` of `s` is known to lie within it (a
 /// generated kernel's row, a segment of its level's positions), without the clamping: two
@@ -207,6 +219,9 @@ pub fn range_ahead<T>(s: &[T], lo: usize, hi: usize, locality: Locality) {
 pub unsafe fn row_unchecked<T>(s: &[T], lo: usize, hi: usize, locality: Locality) {
     debug_assert!(lo <= hi && hi <= s.len());
     let size = std::mem::size_of::<T>();
+    if (hi - lo) * size > ROW_AHEAD_MAX_BYTES {
+        return;
+    }
     let base = s.as_ptr().cast::<i8>();
     // `lo * size` and `hi * size` lie within `s`'s allocation
     let first = base.wrapping_add(lo * size + AHEAD_BYTES);
