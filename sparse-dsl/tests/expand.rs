@@ -257,6 +257,17 @@ fn spmv_loops_prefetch_their_streams_behind_one_flag() {
     // COO's pairs are not streamed by position in partial sums: no prefetch
     let coo = expand("COO", FORMATS.iter().find(|f| f.0 == "COO").unwrap().1);
     assert!(!method(&coo, "spmv").contains("prefetch"));
+    // 2:4's steps prefetch their values alone, once a step (its coordinates are packed)
+    let nv = expand("NV24", FORMATS.iter().find(|f| f.0 == "NV24").unwrap().1);
+    for f in ["spmv", "spmv_rows"] {
+        let body = method(&nv, f);
+        assert!(
+            body.contains("let lo = a_p1 * 2;\n                            if prefetch {\n                                rt::prefetch::ahead(&self.values, lo, locality);\n                            }"),
+            "NV24 {f}: {body}"
+        );
+        assert_eq!(body.matches("rt::prefetch::ahead").count(), 1, "NV24 {f}");
+        assert!(body.contains("let prefetch = rt::prefetch::enabled(&self.values);"));
+    }
 }
 
 #[test]

@@ -150,6 +150,24 @@ struct Outline {
     locals: std::collections::BTreeSet<String>,
 }
 
+/// Where a loop streaming a stored operand prefetches ([`Cx::prefetches`]).
+#[derive(Clone, Copy)]
+enum Streamed<'a> {
+    /// A row summed in partial sums (CSR's SpMV): its segment `lo..hi` of coordinates and
+    /// values, before its loop (`prefetch::row_unchecked`: a segment lies within the arrays).
+    Row,
+    /// A block of a block row (BSR's), at its position in the loop (`prefetch::ahead`, its
+    /// values `prefetch::blocks_ahead`: per row, they ran 1.3-1.5x slower than per block on
+    /// Zen 2).
+    Block(&'a Ident),
+    /// A step of an n:m level's partial sums (2:4's SpMV), at the step's first position: the
+    /// values alone (`prefetch::ahead`), the coordinates (a byte or less an entry) left to the
+    /// hardware. On Zen 2 (scratch, the report's 2:4 layer of 2,048 x 4,096, `f64`): 3.8-4.7
+    /// ms without, 2.4-2.5 ms with (about 90% of the read probe); the coordinates prefetched
+    /// too, 2.5-2.6 ms.
+    Values(&'a Ident),
+}
+
 /// How a row of a Gustavson kernel with [`WindowedRows`] finds the coordinates it touched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum RowSum {
@@ -3457,7 +3475,7 @@ impl Cx<'_> {
                 one: &read,
                 pair: &pair,
             };
-            let prefetch = self.prefetches(it, None);
+            let prefetch = self.prefetches(it, Streamed::Row);
             return Ok(self.partial_sums(t, hoisted, &seg, &p, &c, reads, v, prefetch));
         }
         let (hoisted, body) = self.hoist(var, body)?;
@@ -3473,7 +3491,7 @@ impl Cx<'_> {
             });
             // a block row of BSR's SpMV: its blocks streamed from memory
             let prefetch = if windowed.is_none() && self.sums_blocks(body_stmts) {
-                self.prefetches(it, Some(&p))
+                self.prefetches(it, Streamed::Block(&p))
             } else {
                 TokenStream::new()
             };
@@ -3545,30 +3563,25 @@ impl Cx<'_> {
     /// The prefetches of the streams iterator `it` reads (its level's coordinates and its
     /// operand's values), behind the kernel's `prefetch` flag and with its `locality`
     /// (non-temporal for 8-byte values), for a loop that streams a stored operand in position
-    /// order: with `p` `None`, a row summed in partial sums (CSR's SpMV), whose segment
-    /// `lo..hi` is prefetched before its loop (`prefetch::row_unchecked`: a segment lies
-    /// within the arrays); with `Some(p)`, a block of a block row (BSR's), prefetched at
-    /// position `p` in the loop (`prefetch::ahead`, its values `prefetch::blocks_ahead`: per
-    /// row, they ran 1.3-1.5x slower than per block on Zen 2). Only
-    /// where the kernel reassociates its sums (the loops of SpMV; the built-ins' and the
-    /// kernels declaring `reassociate`), the level owns its coordinates unpacked, the operand
-    /// (an input) stores its values, its levels below `it` are dense of constant sizes (the
-    /// values of position `p` start at `p` times their product) and no other operand is
+    /// order ([`Streamed`] says which loop and where). Only where the kernel reassociates its
+    /// sums (the loops of SpMV; the built-ins' and the kernels declaring `reassociate`), the
+    /// operand (an input) stores its values, its levels below `it` are dense of constant sizes
+    /// (the values of position `p` start at `p` times their product), the level owns its
+    /// coordinates unpacked (unless only the values are prefetched) and no other operand is
     /// prefetched; nothing otherwise. Records the operand as the one the kernel asks
     /// `prefetch::enabled` and `prefetch::locality` about.
-    fn prefetches(&self, it: usize, p: Option<&Ident>) -> TokenStream {
+    fn prefetches(&self, it: usize, at: Streamed<'_>) -> TokenStream {
         if !self.reassociate {
             return TokenStream::new();
         }
         let li = &self.p.levels.iters[it];
         let t = self.p.kernel.accesses[li.access].tensor;
         let (op, _, cx) = self.level(it);
-        let Some(loc) = cx.crd.as_ref() else {
-            return TokenStream::new();
-        };
-        if loc.stride != 1
-            || !loc.owner
-            || cx.packed()
+        let crd = cx
+            .crd
+            .as_ref()
+            .filter(|loc| loc.stride == 1 && loc.owner && !cx.packed());
+        if (crd.is_none() && !matches!(at, Streamed::Values(_)))
             || !cx.unchecked
             || cx.batched
             || t == self.p.kernel.output.tensor
@@ -3584,7 +3597,7 @@ impl Cx<'_> {
                 _ => return TokenStream::new(),
             }
         }
-        if p.is_none() && block != 1 {
+        if !matches!(at, Streamed::Block(_)) && block != 1 {
             return TokenStream::new();
         }
         let name = self.tensor_name(t);
@@ -3596,27 +3609,39 @@ impl Cx<'_> {
             None => *prefetched = Some(values.clone()),
         }
         let rt = self.rt;
-        let f = &loc.field;
-        let Some(p) = p else {
-            return quote! {
+        let coordinates = crd.map(|loc| {
+            let f = &loc.field;
+            quote!(&#name.#f)
+        });
+        match (at, coordinates) {
+            (Streamed::Row, Some(crd)) => quote! {
                 if prefetch {
-                    #rt::prefetch::row_unchecked(&#name.#f, lo, hi, locality);
+                    #rt::prefetch::row_unchecked(#crd, lo, hi, locality);
                     #rt::prefetch::row_unchecked(#values, lo, hi, locality);
                 }
-            };
-        };
-        let values = match block {
-            1 => quote!(#rt::prefetch::ahead(#values, #p, locality);),
-            n => {
-                let n = usize_lit(n);
-                quote!(#rt::prefetch::blocks_ahead(#values, #p * #n, locality);)
+            },
+            (Streamed::Block(p), Some(crd)) => {
+                let values = match block {
+                    1 => quote!(#rt::prefetch::ahead(#values, #p, locality);),
+                    n => {
+                        let n = usize_lit(n);
+                        quote!(#rt::prefetch::blocks_ahead(#values, #p * #n, locality);)
+                    }
+                };
+                quote! {
+                    if prefetch {
+                        #rt::prefetch::ahead(#crd, #p, locality);
+                        #values
+                    }
+                }
             }
-        };
-        quote! {
-            if prefetch {
-                #rt::prefetch::ahead(&#name.#f, #p, locality);
-                #values
-            }
+            (Streamed::Values(p), _) => quote! {
+                if prefetch {
+                    #rt::prefetch::ahead(#values, #p, locality);
+                }
+            },
+            // (turned down above)
+            (_, None) => TokenStream::new(),
         }
     }
 
@@ -3839,10 +3864,16 @@ impl Cx<'_> {
                     #add
                 }}
             });
+            // the step's values prefetched once, at its first segment
+            let prefetch = match g {
+                0 => self.prefetches(sum.iter, Streamed::Values(&format_ident!("lo"))),
+                _ => TokenStream::new(),
+            };
             quote! {{
                 #at
                 #locates
                 let lo = #lo;
+                #prefetch
                 #(#adds)*
             }}
         });
