@@ -527,22 +527,21 @@ unsafe fn scatter_rows<const SKIP_ZEROS: bool, C: Index, T: Index, V: Value>(
 ) -> Option<()> {
     // every row number fits `T` when the last one does
     T::from_usize(bounds.len().saturating_sub(2))?;
-    let mut p = 0;
-    for (r, end) in bounds.iter().skip(1).enumerate() {
+    // each row's positions as a range of their own: a position carried from row to row (`while
+    // p < end`) ran cryg2500's conversion 1.35x slower (scratch, interleaved, Zen 2)
+    for (r, w) in bounds.windows(2).enumerate() {
         // SAFETY: `r <= bounds.len() - 2`, which fits `T` (checked above)
         let row = unsafe { T::from_usize(r).unwrap_unchecked() };
-        let end = end - first;
-        while p < end {
+        for p in w[0] - first..w[1] - first {
             // SAFETY: `p < crd.len()` and `c < next.len()`, and coordinate `c` is met as many
             // times as it was counted, so `next[c]` stays within `out`'s and `vals`' room and
             // each slot is written at most once (the caller's promise)
             unsafe {
-                let v = *values.get_unchecked(p);
-                p += 1;
-                if SKIP_ZEROS && !*keep.get_unchecked(p - 1) {
+                if SKIP_ZEROS && !*keep.get_unchecked(p) {
                     continue;
                 }
-                let slot = next.get_unchecked_mut(crd.get_unchecked(p - 1).index());
+                let v = *values.get_unchecked(p);
+                let slot = next.get_unchecked_mut(crd.get_unchecked(p).index());
                 let at = *slot;
                 *slot = at + 1;
                 out.add(at).write(row);
