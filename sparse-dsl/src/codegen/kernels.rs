@@ -283,6 +283,9 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             let unit = proc_macro2::Literal::usize_unsuffixed(unit0);
             let before = &before0;
             quote! {
+                if #rt::generated::par_tasks(self.nse()) < 2 {
+                    return self.spmv(x, y);
+                }
                 #rt::generated::check_spmv(self.dim_shape, x.len(), y.len())?;
                 #rt::generated::par_rows(y, #unit, self.nse(), #before, |chunk, row0| {
                     // the row-range form checks nothing and converts nothing: it cannot fail
