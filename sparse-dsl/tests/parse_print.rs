@@ -378,3 +378,26 @@ fn diagnostic_new_and_display() {
     let d = Diagnostic::new("é", 1, 1, "x");
     assert_eq!((d.start, d.column), (0, 1));
 }
+
+#[test]
+fn ell_levels_name_the_counting_and_the_row_level() {
+    let ell = |text: &str| {
+        parse_encoding(text)
+            .unwrap_or_else(|d| panic!("{text}: {d:?}"))
+            .encoding
+            .ell_levels()
+    };
+    assert_eq!(
+        ell("#sparse_tensor.encoding<{ map = [c](i, j) -> (c * 3 * i : dense, i : dense, j : compressed) }>"),
+        Some((0, 1))
+    );
+    // the slices below the rows, counting the columns
+    assert_eq!(
+        ell("#sparse_tensor.encoding<{ map = [c](i, j) -> (j : dense, c * 2 * j : dense, i : compressed) }>"),
+        Some((1, 0))
+    );
+    assert_eq!(
+        ell("#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>"),
+        None
+    );
+}

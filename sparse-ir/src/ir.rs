@@ -837,6 +837,22 @@ pub struct Encoding {
 }
 
 impl Encoding {
+    /// ELL: `(counting level, row level)`, the first level of the form `c * K * i`
+    /// ([`AffineExpr::as_counting`]) and the level that stores the dimension `i` it counts
+    /// whole; `None` without a counting level or without such a row level. A generated
+    /// struct's `validate` checks the ELL slice rules over these two levels (entry `k` of a
+    /// row in slice `k`), and its kernels rely on them (a last-level segment under both holds
+    /// at most one entry).
+    pub fn ell_levels(&self) -> Option<(usize, usize)> {
+        let results = &self.dim_to_lvl.results;
+        let (counting, (dim, _)) = results
+            .iter()
+            .enumerate()
+            .find_map(|(l, r)| r.as_counting().map(|c| (l, c)))?;
+        let row = results.iter().position(|r| r.as_var() == Some(dim))?;
+        Some((counting, row))
+    }
+
     /// An encoding of `lvl_types` with the maps `dim_to_lvl` and `lvl_to_dim` and MLIR's
     /// defaults for the rest: native widths (`posWidth = crdWidth = 0`), no dimension slices, no
     /// `explicitVal` / `implicitVal`. Not checked: [`Encoding::verify`] applies the language's

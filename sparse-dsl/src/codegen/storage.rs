@@ -86,14 +86,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
     let canonical = decl.encoding.to_string();
     let encoding_data = encoding_data::encoding_expr(&decl.encoding, &quote!(#rt::sparse_ir));
     // ELL: the counting level and the level holding the counted dimension, for `validate`.
-    let ell_levels = match counting.and_then(|(cl, (cd, _))| {
-        let row = e
-            .dim_to_lvl
-            .results
-            .iter()
-            .position(|r| r.as_var() == Some(cd))?;
-        Some((cl, row))
-    }) {
+    let ell_levels = match counting.and(e.ell_levels()) {
         Some((cl, row)) => quote! {
             fn ell_levels(&self) -> Option<#rt::storage::EllLevels> {
                 Some(#rt::storage::EllLevels { counting: #cl, row: #row })

@@ -3550,14 +3550,11 @@ impl Cx<'_> {
         let Some(enc) = &self.ops[self.p.kernel.accesses[li.access].tensor].encoding else {
             return false;
         };
-        let results = &enc.dim_to_lvl.results;
-        let above = &results[..li.level.min(results.len())];
-        li.level + 1 == results.len()
+        li.level + 1 == enc.lvl_types.len()
             && !enc.lvl_types[li.level].is_dense()
-            && above.iter().any(|r| {
-                r.as_counting()
-                    .is_some_and(|(d, _)| above.iter().any(|x| x.as_var() == Some(d)))
-            })
+            && enc
+                .ell_levels()
+                .is_some_and(|(counting, row)| counting < li.level && row < li.level)
     }
 
     /// The prefetches of the streams iterator `it` reads (its level's coordinates and its
