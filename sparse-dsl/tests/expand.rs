@@ -267,6 +267,12 @@ fn spmv_loops_prefetch_their_streams_behind_one_flag() {
         );
         assert_eq!(body.matches("rt::prefetch::ahead").count(), 1, "NV24 {f}");
         assert!(body.contains("let prefetch = rt::prefetch::enabled(&self.values);"));
+        // a step holds two segments: the one left over is a test, not a loop (a loop of at
+        // most one turn kept LLVM from unswitching the steps on the flag)
+        assert!(
+            body.contains("if j_div4 < (n_j / 4) {") && !body.contains("while j_div4 < "),
+            "NV24 {f}: {body}"
+        );
     }
 }
 
