@@ -88,9 +88,11 @@ fn shuffled_blocks() -> (usize, Vec<([usize; 2], f64)>) {
 /// BSR assembled from coarse groups frees each group once it is built, so the groups and the
 /// values are never all held together: the peak is twice the values (their pieces and the
 /// joined array), not the groups' 12 bytes an entry on top of them (2.5x the result before).
-/// CSR's output is as large as the groups, so it holds both: about 2x.
+/// CSR's output, as large as the groups, starts at three quarters of the entries and grows
+/// once the groups read by then are freed: about 1.75x (2.01x with the whole output next to
+/// all the groups). Issue 12's target: at most 2x.
 #[test]
-fn assembly_peak_memory_is_about_twice_the_result() {
+fn assembly_peak_memory_is_at_most_twice_the_result() {
     let (n, entries) = shuffled_blocks();
     // the peak of one assembly over its result's bytes, and the number of values stored
     let ratio = |assemble: &dyn Fn() -> (usize, usize)| {
@@ -102,10 +104,10 @@ fn assembly_peak_memory_is_about_twice_the_result() {
         let b = Bsr3::<f64>::from_coo([n, n], entries.iter().copied()).unwrap();
         (b.memory_bytes(), b.values().len())
     });
-    assert!(bsr < 2.1, "Bsr3: peak extra {bsr:.2}x its result");
+    assert!(bsr <= 2.0, "Bsr3: peak extra {bsr:.2}x its result");
     let csr = ratio(&|| {
         let c = Csr::<f64>::from_coo([n, n], entries.iter().copied()).unwrap();
         (c.memory_bytes(), c.values().len())
     });
-    assert!(csr < 2.1, "Csr: peak extra {csr:.2}x its result");
+    assert!(csr < 1.85, "Csr: peak extra {csr:.2}x its result");
 }
