@@ -249,10 +249,32 @@ fn spmv_loops_prefetch_their_streams_behind_one_flag() {
             assert!(body.contains(gated), "{name} {f}: {body}");
             assert_eq!(body.matches("if prefetch").count(), 1, "{name} {f}");
         }
-        // kernels that scatter or gather rows keep their loops as they were
-        for f in ["spmv_transpose", "spmm_row_major"] {
-            assert!(!method(&code, f).contains("prefetch"), "{name} {f}");
+        // SpMM's rows gather rows of `B`: its loops stay as they were; so do BSR's scattered
+        // blocks (a loop over the block's columns in each)
+        assert!(
+            !method(&code, "spmm_row_major").contains("prefetch"),
+            "{name}"
+        );
+        if name == "BSR" {
+            assert!(!method(&code, "spmv_transpose").contains("prefetch"));
         }
+    }
+    // a row scattered into `y` (CSR's transposed SpMV, CSC's SpMV) is prefetched before its
+    // loop into all cache levels: no `locality` asked
+    let scattered = "if prefetch {\n                        \
+                     let temporal = rt::prefetch::Locality::Temporal;\n                        \
+                     rt::prefetch::row_unchecked(&self.crd_1, lo, hi, temporal);\n                        \
+                     rt::prefetch::row_unchecked(&self.values, lo, hi, temporal);\n                    }\n                    \
+                     for a_p1 in lo..hi {";
+    for (name, f) in [("CSR", "spmv_transpose"), ("CSC", "spmv")] {
+        let code = expand(name, FORMATS.iter().find(|x| x.0 == name).unwrap().1);
+        let body = method(&code, f);
+        assert!(body.contains(scattered), "{name} {f}: {body}");
+        assert!(
+            body.contains("let prefetch = rt::prefetch::enabled(&self.values);")
+                && !body.contains("locality("),
+            "{name} {f}: {body}"
+        );
     }
     // COO's pairs are not streamed by position in partial sums: no prefetch
     let coo = expand("COO", FORMATS.iter().find(|f| f.0 == "COO").unwrap().1);
