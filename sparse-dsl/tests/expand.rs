@@ -265,11 +265,21 @@ fn spmv_loops_prefetch_their_streams_behind_one_flag() {
                      let temporal = rt::prefetch::Locality::Temporal;\n                        \
                      rt::prefetch::row_unchecked(&self.crd_1, lo, hi, temporal);\n                        \
                      rt::prefetch::row_unchecked(&self.values, lo, hi, temporal);\n                    }\n                    \
-                     for a_p1 in lo..hi {";
+                     let mut a_p1 = lo;\n                    \
+                     while a_p1 + 4 <= hi {";
     for (name, f) in [("CSR", "spmv_transpose"), ("CSC", "spmv")] {
         let code = expand(name, FORMATS.iter().find(|x| x.0 == name).unwrap().1);
         let body = method(&code, f);
         assert!(body.contains(scattered), "{name} {f}: {body}");
+        // unrolled by four, the rest one by one, in the segment's order
+        for k in 1..4 {
+            assert!(
+                body.contains(&format!("let a_p1 = a_p1 + {k};")),
+                "{name} {f}"
+            );
+        }
+        assert!(body.contains("a_p1 += 4;") && body.contains("a_p1 += 1;"));
+        assert!(!body.contains("in lo..hi"), "{name} {f}: {body}");
         assert!(
             body.contains("let prefetch = rt::prefetch::enabled(&self.values);")
                 && !body.contains("locality("),
@@ -315,6 +325,6 @@ fn ell_segments_are_tested_not_looped() {
         assert!(!body.contains("in lo..hi"), "ELL {f}: {body}");
     }
     let csr = expand("CSR", FORMATS[0].1);
-    assert!(method(&csr, "spmv_transpose").contains("for a_p1 in lo..hi"));
+    assert!(method(&csr, "spmv_transpose").contains("while a_p1 < hi {"));
     assert!(!method(&csr, "spmv_transpose").contains("if lo < hi {\n"));
 }

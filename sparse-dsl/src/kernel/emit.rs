@@ -3510,16 +3510,16 @@ impl Cx<'_> {
                 TokenStream::new()
             };
             // a row scattered into the output (the transposed SpMV): streamed from memory
-            let before = if windowed.is_none()
+            // and unrolled
+            let scattered = windowed.is_none()
                 && prefetch.is_empty()
                 && self.positioned(it)
                 && !self.one_entry_segments(it)
-                && scatters(body_stmts)
-            {
-                self.prefetches(it, Streamed::Scattered)
-            } else {
-                TokenStream::new()
-            };
+                && scatters(body_stmts);
+            if scattered {
+                let before = self.prefetches(it, Streamed::Scattered);
+                return Ok(self.unrolled(hoisted, pattern, &seg, before, &p, &c, &read, &body));
+            }
             if self.one_entry_segments(it) {
                 return Ok(quote! {
                     #hoisted
@@ -3537,7 +3537,6 @@ impl Cx<'_> {
                 #hoisted
                 #pattern
                 let (lo, hi) = #seg;
-                #before
                 for #p in lo..hi {
                     #prefetch
                     let #c = #read;
@@ -3561,6 +3560,55 @@ impl Cx<'_> {
                 #p = #next;
             }
         })
+    }
+
+    /// The loop over segment `seg` (after `before`) running `body` at each position `p` with
+    /// coordinate `c` read by `read`, [`SCATTER_UNROLL`] positions a turn and the rest one by
+    /// one: the same statements in the same order as a `for` over the segment. For a row
+    /// scattered into a dense output (the transposed SpMV), whose loop LLVM keeps as it is:
+    /// on Zen 2 (scratch, interleaved), kron's transposed SpMV 8-12% faster unrolled by four,
+    /// bcsstk16's in cache 7-26%.
+    #[allow(clippy::too_many_arguments)]
+    fn unrolled(
+        &self,
+        hoisted: TokenStream,
+        pattern: Option<TokenStream>,
+        seg: &TokenStream,
+        before: TokenStream,
+        p: &Ident,
+        c: &Ident,
+        read: &TokenStream,
+        body: &TokenStream,
+    ) -> TokenStream {
+        let width = usize_lit(SCATTER_UNROLL);
+        let steps = (1..SCATTER_UNROLL).map(|k| {
+            let k = usize_lit(k);
+            quote! {{
+                let #p = #p + #k;
+                let #c = #read;
+                #body
+            }}
+        });
+        quote! {
+            #hoisted
+            #pattern
+            let (lo, hi) = #seg;
+            #before
+            let mut #p = lo;
+            while #p + #width <= hi {
+                {
+                    let #c = #read;
+                    #body
+                }
+                #(#steps)*
+                #p += #width;
+            }
+            while #p < hi {
+                let #c = #read;
+                #body
+                #p += 1;
+            }
+        }
     }
 
     /// Whether iterator `it`'s level finds its segments in a positions array (compressed,
@@ -4644,6 +4692,9 @@ impl Cx<'_> {
         })
     }
 }
+
+/// Positions a turn of the loop over a row scattered into a dense output ([`Cx::unrolled`]).
+const SCATTER_UNROLL: usize = 4;
 
 /// Whether `body`, the body of a loop over a segment, adds each entry into the dense output
 /// and does nothing else but locate (no loop: the transposed SpMV's `y(j) += A(i, j) * x(i)`,
