@@ -328,3 +328,22 @@ fn ell_segments_are_tested_not_looped() {
     assert!(method(&csr, "spmv_transpose").contains("while a_p1 < hi {"));
     assert!(!method(&csr, "spmv_transpose").contains("if lo < hi {\n"));
 }
+
+#[test]
+fn a_column_formats_transposed_product_sums_in_partial_sums() {
+    // CSC's `spmv_transpose` sums each element of `y` over a column, as CSR's `spmv` over a
+    // row: four partial sums, the row's streams prefetched; CSR's scatters (no sum to split)
+    let csc = expand("CSC", FORMATS[1].1);
+    let body = method(&csc, "spmv_transpose");
+    for lane in [
+        "let mut t0_1",
+        "let mut t0_2",
+        "let mut t0_3",
+        "t0 += t0_1 + t0_2 + t0_3;",
+    ] {
+        assert!(body.contains(lane), "CSC: {body}");
+    }
+    assert!(body.contains("rt::prefetch::row_unchecked(&self.values, lo, hi, locality);"));
+    let csr = expand("CSR", FORMATS[0].1);
+    assert!(!method(&csr, "spmv_transpose").contains("t0_1"));
+}

@@ -5,12 +5,13 @@
 //! levels (rows of CSR, block rows of BSR, the pairs of COO, the columns of CSC scattering
 //! into `y`, ELL slots, ...), emitted as methods generic over the value type.
 //!
-//! `spmv` and `spmv_par` sum each row's innermost segment in four interleaved partial sums
+//! `spmv`, `spmv_par` and `spmv_transpose` sum each row's (a column format's transposed
+//! product: each column's) innermost segment in four interleaved partial sums
 //! (`Method::reassociate`, as MLIR's sparsifier reassociates a vectorized reduction), so a
 //! row is not one chain of dependent additions; floating-point results may differ from a
 //! sequential sum in the last bits. User kernels of `f64`/`f32` values sum in the same order
-//! (`Program::partial_sum`, `Program::block_sum`; the interpreter too); the other built-ins
-//! keep the statement's order. The same loops read a large operand with software prefetches
+//! (`Program::partial_sum`, `Program::block_sum`; the interpreter too); `spmm` keeps the
+//! statement's order. The same loops read a large operand with software prefetches
 //! ahead of its streams where the processor gains from them (`sparse_runtime::prefetch`).
 //!
 //! `spmv_par` splits the outermost level, when it is a dense range over the rows of `y` (CSR,
@@ -80,7 +81,7 @@ fn method(
             rows,
             doc: doc.iter().map(|l| format!(" {l}")).collect(),
             extra,
-            reassociate: name.starts_with("spmv") && !name.starts_with("spmv_transpose"),
+            reassociate: name.starts_with("spmv"),
             generics,
         }),
     };
@@ -171,11 +172,12 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             doc: &[
             "`y = Aᵀ · x`: `x` has `shape()[0]` elements, `y` has `shape()[1]` and is overwritten.",
             "Compiled by the sparsifier from `y(j) = a(i, j) * x(i)` for this format's levels (a",
-            "row format scatters into `y`, a column format accumulates per element). A matrix",
-            "whose values span `prefetch::MIN_BYTES` or more scatters its rows with software",
-            "prefetches ahead of their coordinates and values, into all cache levels, on the",
-            "processors that gain from them (`sparse_runtime::prefetch::enabled`; the results",
-            "are the same).",
+            "row format scatters into `y`, in the statement's order; a column format sums each",
+            "element as `spmv` sums a row, in four interleaved partial sums, reassociated: a float",
+            "result may differ from a sequential sum in the last bits). A matrix whose values span",
+            "`prefetch::MIN_BYTES` or more is read with software prefetches ahead of its",
+            "coordinates and values on the processors that gain from them (as `spmv`; a scattered",
+            "row into all cache levels; the results are the same).",
             "",
             "Errors: `StorageError::LengthMismatch` naming `\"x\"` or `\"y\"` when a length is wrong.",
         ],
