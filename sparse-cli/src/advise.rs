@@ -27,8 +27,8 @@ pub struct AdviseArgs {
     /// The matrix: Matrix Market (`.mtx`, coordinate format), a SciPy sparse matrix (`.npz`),
     /// or `-` for a Matrix Market matrix on standard input.
     pub matrix: PathBuf,
-    /// The kernel to measure: `spmv` (y = A·x) or `spmm` (C = A·B, B dense with 16 columns,
-    /// row-major).
+    /// The kernel to measure: `spmv` (y = A·x), `spmv-transpose` (y = Aᵀ·x) or `spmm` (C =
+    /// A·B, B dense with 16 columns, row-major).
     #[arg(long, value_enum, default_value_t = Kernel::Spmv)]
     pub kernel: Kernel,
     /// Threads: 1 runs the serial `spmv`; N > 1 runs `spmv_par` (and the probe) in a rayon
@@ -42,6 +42,9 @@ pub struct AdviseArgs {
 pub enum Kernel {
     /// `y = A·x`: the generated `spmv` (1 thread) or `spmv_par` (more).
     Spmv,
+    /// `y = Aᵀ·x` (`x`: rows values, `y`: cols values): the generated `spmv_transpose`
+    /// (serial: there is no parallel transposed kernel); CSC is offered beside the row formats.
+    SpmvTranspose,
     /// `C = A·B` with `B` (`cols x 16`) and `C` (`rows x 16`) dense and row-major: the
     /// generated `spmm` (serial: there is no parallel SpMM kernel).
     Spmm,
@@ -230,6 +233,41 @@ fn narrow_csr(s: &Structure) -> Option<Candidate> {
     Some(c)
 }
 
+/// CSC with 32-bit positions and coordinates, offered for `y = Aᵀ·x`.
+pub const CSC_U32: Candidate = Candidate {
+    name: "CSC u32",
+    alias: "Csc",
+    build: |c| boxed(formats::CscP32C32::from_coo_tensor(c)),
+};
+
+/// The narrowest CSC that fits: `posWidth` 32 or 64 by nnz, `crdWidth` 8, 16 or 32 by the row
+/// count (64-bit positions with 32-bit coordinates only); `None` when that is CSC u32 itself.
+fn narrow_csc(s: &Structure) -> Option<Candidate> {
+    use formats::*;
+    if s.nnz > u32::MAX as usize {
+        return Some(Candidate {
+            name: "CSC p64/c32",
+            alias: "Csc",
+            build: |c| boxed(CscP64C32::from_coo_tensor(c)),
+        });
+    }
+    if s.rows <= 1 << 8 {
+        Some(Candidate {
+            name: "CSC p32/c8",
+            alias: "Csc",
+            build: |c| boxed(CscP32C8::from_coo_tensor(c)),
+        })
+    } else if s.rows <= 1 << 16 {
+        Some(Candidate {
+            name: "CSC p32/c16",
+            alias: "Csc",
+            build: |c| boxed(CscP32C16::from_coo_tensor(c)),
+        })
+    } else {
+        None
+    }
+}
+
 /// The ELL candidate with the fewest declared slots that hold the longest row, if any.
 fn ell(max_row: usize) -> Option<Candidate> {
     use formats::*;
@@ -296,13 +334,18 @@ const NV24: Candidate = Candidate {
     build: |c| boxed(formats::Nv24::from_coo_tensor(c)),
 };
 
-/// The candidates `s` suits, simplest first (CSR u32, the narrow CSR, DCSR, ELL, BSR 2x2, 3x3,
-/// 4x4, 2:4), and one note per family not offered saying why (e.g.
+/// The candidates `s` suits for `kernel`, simplest first (CSR u32, the narrow CSR, for
+/// `y = Aᵀ·x` CSC u32 and the narrow CSC, DCSR, ELL, BSR 2x2, 3x3, 4x4, 2:4), and one note per
+/// family not offered saying why (e.g.
 /// `ELL: the longest row (81) is more than 1.25 x the mean (59.5)`).
-pub fn select(s: &Structure) -> (Vec<Candidate>, Vec<String>) {
+pub fn select(s: &Structure, kernel: Kernel) -> (Vec<Candidate>, Vec<String>) {
     let mut offered = vec![CSR_U32];
     let mut not = Vec::new();
     offered.extend(narrow_csr(s));
+    if kernel == Kernel::SpmvTranspose {
+        offered.push(CSC_U32);
+        offered.extend(narrow_csc(s));
+    }
     if 2 * s.empty_rows > s.rows {
         offered.push(DCSR);
     } else {
@@ -376,9 +419,11 @@ impl Operands {
     ///
     /// Errors: a message naming the array when it cannot be allocated.
     pub fn new(kernel: Kernel, threads: usize, rows: usize, cols: usize) -> Result<Self, String> {
-        let k = match kernel {
-            Kernel::Spmv => 1,
-            Kernel::Spmm => SPMM_COLS,
+        let (k, rows, cols) = match kernel {
+            Kernel::Spmv => (1, rows, cols),
+            // x has the rows' length, y the columns'
+            Kernel::SpmvTranspose => (1, cols, rows),
+            Kernel::Spmm => (SPMM_COLS, rows, cols),
         };
         let in_len = cols
             .checked_mul(k)
@@ -408,6 +453,7 @@ impl Operands {
         match self.kernel {
             Kernel::Spmv if self.threads > 1 => a.spmv_par(&self.input, out),
             Kernel::Spmv => a.spmv(&self.input, out),
+            Kernel::SpmvTranspose => a.spmv_transpose(&self.input, out),
             Kernel::Spmm => a.spmm(&self.input, out, SPMM_COLS),
         }
     }
@@ -438,16 +484,21 @@ fn alloc(n: usize) -> Result<Vec<f64>, String> {
 /// The matrix's product computed straight from its COO entries (duplicates add up), and the
 /// scale of each output element's terms (`|A|·|input|`), for checking the candidates.
 fn reference(coo: &CooTensor<f64>, ops: &Operands) -> Result<(Vec<f64>, Vec<f64>), String> {
-    let k = ops.out_len / coo.shape[0].max(1);
+    // the output's and the input's dimension (swapped for `y = Aᵀ·x`)
+    let (o, i) = match ops.kernel {
+        Kernel::SpmvTranspose => (1, 0),
+        Kernel::Spmv | Kernel::Spmm => (0, 1),
+    };
+    let k = ops.out_len / coo.shape[o].max(1);
     let mut want = alloc(ops.out_len)?;
     want.resize(ops.out_len, 0.0);
     let mut scale = alloc(ops.out_len)?;
     scale.resize(ops.out_len, 0.0);
     for (c, v) in coo.iter() {
         for t in 0..k {
-            let b = ops.input[c[1] * k + t];
-            want[c[0] * k + t] += v * b;
-            scale[c[0] * k + t] += (v * b).abs();
+            let b = ops.input[c[i] * k + t];
+            want[c[o] * k + t] += v * b;
+            scale[c[o] * k + t] += (v * b).abs();
         }
     }
     Ok((want, scale))
@@ -676,7 +727,7 @@ pub fn advise(
     round: impl FnMut(usize, usize) + Send,
 ) -> Result<Advice, String> {
     let structure = Structure::of(coo);
-    let (candidates, not_offered) = select(&structure);
+    let (candidates, not_offered) = select(&structure, kernel);
     let mut built = Vec::new();
     let mut skipped = Vec::new();
     for c in candidates {
@@ -693,7 +744,7 @@ pub fn advise(
     }
     let threads = match kernel {
         Kernel::Spmv => threads,
-        Kernel::Spmm => 1,
+        Kernel::SpmvTranspose | Kernel::Spmm => 1,
     };
     let operands = Operands::new(kernel, threads, structure.rows, structure.cols)?;
     let (want, scale) = reference(coo, &operands)?;
@@ -849,9 +900,14 @@ pub fn run(args: &AdviseArgs) -> Result<(), String> {
     bar.finish_and_clear();
     let advice = advice?;
     let mut notes = Vec::new();
-    if args.kernel == Kernel::Spmm && args.threads > 1 {
+    let serial = match args.kernel {
+        Kernel::Spmv => None,
+        Kernel::SpmvTranspose => Some("spmv_transpose"),
+        Kernel::Spmm => Some("spmm"),
+    };
+    if let (Some(name), true) = (serial, args.threads > 1) {
         notes.push(format!(
-            "spmm has no parallel kernel: measured on 1 thread (--threads {} applies to spmv)",
+            "{name} has no parallel kernel: measured on 1 thread (--threads {} applies to spmv)",
             args.threads
         ));
     }
@@ -877,6 +933,7 @@ pub fn render(name: &str, a: &Advice, extra_notes: &[String]) -> String {
     let what = match ops.kernel {
         Kernel::Spmv if ops.threads > 1 => format!("spmv_par (y = A·x), {} threads", ops.threads),
         Kernel::Spmv => "spmv (y = A·x), 1 thread".to_string(),
+        Kernel::SpmvTranspose => "spmv_transpose (y = Aᵀ·x), 1 thread".to_string(),
         Kernel::Spmm => format!(
             "spmm (C = A·B, B {} x {SPMM_COLS} row-major), 1 thread",
             s.cols
@@ -956,7 +1013,7 @@ pub fn render(name: &str, a: &Advice, extra_notes: &[String]) -> String {
         let _ = writeln!(out, "skipped: {c}: cannot store the matrix: {e}");
     }
     let dense = match ops.kernel {
-        Kernel::Spmv => "x + y",
+        Kernel::Spmv | Kernel::SpmvTranspose => "x + y",
         Kernel::Spmm => "B + C",
     };
     let _ = writeln!(
@@ -1085,6 +1142,11 @@ mod tests {
     }
 
     #[test]
+    fn recommendation_is_fastest_on_bcsstk16_transposed() {
+        recommendation_holds("bcsstk16.mtx", Kernel::SpmvTranspose);
+    }
+
+    #[test]
     fn recommendation_is_fastest_on_bcsstk16() {
         recommendation_holds("bcsstk16.mtx", Kernel::Spmv);
     }
@@ -1133,7 +1195,7 @@ mod tests {
         // 2x2 blocks: (0,0) (0,2) (1,1) -> 12 / 4; 3x3: (0,0) (0,1) -> 18 / 4; 4x4: (0,0) (0,1).
         assert_eq!(s.block_fill, [3.0, 4.5, 8.0]);
         assert_eq!(s.fill_2_4(), 4.0);
-        let (offered, not) = select(&s);
+        let (offered, not) = select(&s, Kernel::Spmv);
         let names: Vec<&str> = offered.iter().map(|c| c.name).collect();
         // 2 of 4 rows empty is not more than half: no DCSR; max 3 > 1.25 x 1: no ELL.
         assert_eq!(names, ["CSR u32", "CSR p32/c8"]);
@@ -1141,6 +1203,33 @@ mod tests {
         assert_eq!(
             not[5],
             "2:4: fill 4.00 (2 values per group of 4 columns of every row), not below 1.5"
+        );
+        // `y = Aᵀ·x` offers CSC too, narrowed by the row count (4 rows: 8-bit coordinates)
+        let (offered, _) = select(&s, Kernel::SpmvTranspose);
+        let names: Vec<&str> = offered.iter().map(|c| c.name).collect();
+        assert_eq!(names, ["CSR u32", "CSR p32/c8", "CSC u32", "CSC p32/c8"]);
+    }
+
+    #[test]
+    fn transposed_product_checks_against_the_entries() {
+        // A 2 x 3 matrix: y = Aᵀ·x has 3 elements, x 2 (`1 + k % 7`: 1, 2)
+        let mut coo = CooTensor::new(vec![2, 3]);
+        for (i, j, v) in [(0, 0, 1.0), (0, 2, 2.0), (1, 1, 3.0), (1, 2, 4.0)] {
+            coo.push(&[i, j], v);
+        }
+        let ops = Operands::new(Kernel::SpmvTranspose, 1, 2, 3).unwrap();
+        assert_eq!(
+            (ops.input.as_slice(), ops.out_len),
+            ([1.0, 2.0].as_slice(), 3)
+        );
+        let (want, _) = reference(&coo, &ops).unwrap();
+        assert_eq!(want, [1.0, 6.0, 10.0]);
+        let a = advise(&coo, Kernel::SpmvTranspose, 1, SHORT, false, |_, _| {}).unwrap();
+        let names: Vec<&str> = a.rows.iter().map(|r| r.built.candidate.name).collect();
+        // (rows of 2 entries each: ELL with 4 slots too)
+        assert_eq!(
+            names,
+            ["CSR u32", "CSR p32/c8", "CSC u32", "CSC p32/c8", "ELL 4"]
         );
     }
 }

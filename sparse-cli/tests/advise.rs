@@ -178,6 +178,40 @@ fn block_diagonal_offers_bsr3_and_ell() {
 }
 
 #[test]
+fn transposed_product_offers_csc() {
+    // the same 20 blocks: `y = Aᵀ·x` offers CSC beside the row formats, on 1 thread
+    let entries: Vec<(usize, usize)> = (0..20)
+        .flat_map(|b| (0..9).map(move |k| (3 * b + k / 3, 3 * b + k % 3)))
+        .collect();
+    let dir = temp_dir("transposed");
+    let path = write_mtx(dir.path(), "blocks.mtx", [60, 60], &entries);
+    let out = advise_ok(&["--kernel", "spmv-transpose", "--threads", "2", &path]);
+    let names: Vec<String> = table(&out).into_iter().map(|(name, _)| name).collect();
+    assert_eq!(
+        names,
+        [
+            "CSR u32",
+            "CSR p32/c8",
+            "CSC u32",
+            "CSC p32/c8",
+            "ELL 4",
+            "BSR 3x3"
+        ],
+        "{out}"
+    );
+    let kernel = out.lines().nth(1).unwrap();
+    assert_eq!(
+        rounds(kernel, "spmv_transpose (y = Aᵀ·x), 1 thread"),
+        Some(()),
+        "{out}"
+    );
+    assert!(
+        out.contains("note: spmv_transpose has no parallel kernel: measured on 1 thread (--threads 2 applies to spmv)"),
+        "{out}"
+    );
+}
+
+#[test]
 fn mostly_empty_rows_offer_dcsr_not_ell() {
     // 90 of 100 rows empty; the others hold 5 entries each.
     let entries: Vec<(usize, usize)> = (0..10)
@@ -279,7 +313,7 @@ fn errors() {
         "error: cannot open /no/such/matrix.mtx: No such file or directory (os error 2)\n"
     );
     let err = advise_err(&[west, "--kernel", "spgemm"]);
-    assert!(err.starts_with("error: invalid value 'spgemm' for '--kernel <KERNEL>'\n  [possible values: spmv, spmm]\n"), "{err}");
+    assert!(err.starts_with("error: invalid value 'spgemm' for '--kernel <KERNEL>'\n  [possible values: spmv, spmv-transpose, spmm]\n"), "{err}");
     let err = advise_err(&[west, "--threads", "0"]);
     assert!(err.starts_with(
         "error: invalid value '0' for '--threads <N>': must be at least 1 (1 runs the serial kernel)\n"

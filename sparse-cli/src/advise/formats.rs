@@ -3,7 +3,8 @@
 //! `advise.rs` offers the ones the matrix's structure suits.
 //!
 //! Every format here stores `f64` values; [`Measurable`] is the object-safe face of their
-//! inherent methods (`from_coo_tensor`, `memory_bytes`, `spmv`, `spmv_par`, `spmm`).
+//! inherent methods (`from_coo_tensor`, `memory_bytes`, `spmv`, `spmv_par`, `spmv_transpose`,
+//! `spmm`).
 
 use sparse::runtime::generated::DenseOrder;
 use sparse::runtime::{CooTensor, StorageError};
@@ -39,6 +40,15 @@ sparse::sparse_format! {
     pub Ell32 = #sparse_tensor.encoding<{ map = [c](i, j) -> (c * 32 * i : dense, i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>;
     /// ELL with 64 slots per row.
     pub Ell64 = #sparse_tensor.encoding<{ map = [c](i, j) -> (c * 64 * i : dense, i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>;
+    /// CSC, 32-bit positions and coordinates (offered for `y = Aᵀ·x`, which it sums column by
+    /// column).
+    pub CscP32C32 = #sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed), posWidth = 32, crdWidth = 32 }>;
+    /// CSC, 32-bit positions, 16-bit coordinates (at most 65,536 rows).
+    pub CscP32C16 = #sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed), posWidth = 32, crdWidth = 16 }>;
+    /// CSC, 32-bit positions, 8-bit coordinates (at most 256 rows).
+    pub CscP32C8 = #sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed), posWidth = 32, crdWidth = 8 }>;
+    /// CSC, 64-bit positions (more than 2^32 - 1 entries), 32-bit coordinates.
+    pub CscP64C32 = #sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed), posWidth = 64, crdWidth = 32 }>;
     /// 2:4 structured sparsity: at most 2 entries in every group of 4 columns of a row.
     pub Nv24 = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : block2_4), crdWidth = 8 }>;
 }
@@ -58,6 +68,10 @@ pub trait Measurable: Send + Sync {
     ///
     /// Errors: as [`Measurable::spmv`].
     fn spmv_par(&self, x: &[f64], y: &mut [f64]) -> Result<(), StorageError>;
+    /// `y = Aᵀ·x` with the generated serial kernel (`x`: m values, `y`: n values, overwritten).
+    ///
+    /// Errors: as [`Measurable::spmv`].
+    fn spmv_transpose(&self, x: &[f64], y: &mut [f64]) -> Result<(), StorageError>;
     /// `C = A·B` with `B` (`n x k`) and `C` (`m x k`, overwritten) dense and row-major.
     ///
     /// Errors: `StorageError::LengthMismatch` when a length is not its rows times `k`.
@@ -80,6 +94,9 @@ macro_rules! measurable {
             fn spmv_par(&self, x: &[f64], y: &mut [f64]) -> Result<(), StorageError> {
                 $t::spmv_par(self, x, y)
             }
+            fn spmv_transpose(&self, x: &[f64], y: &mut [f64]) -> Result<(), StorageError> {
+                $t::spmv_transpose(self, x, y)
+            }
             fn spmm(&self, b: &[f64], c: &mut [f64], k: usize) -> Result<(), StorageError> {
                 $t::spmm(self, b, c, k, DenseOrder::RowMajor)
             }
@@ -95,7 +112,7 @@ macro_rules! measurable {
 
 measurable!(
     CsrP32C32, CsrP32C16, CsrP32C8, CsrP64C32, CsrP64C16, CsrP64C8, Dcsr, Bsr2, Bsr3, Bsr4, Ell4,
-    Ell8, Ell16, Ell32, Ell64, Nv24,
+    Ell8, Ell16, Ell32, Ell64, CscP32C32, CscP32C16, CscP32C8, CscP64C32, Nv24,
 );
 
 /// Builds the storage of a matrix in one format, boxed (the generated `from_coo_tensor`).
