@@ -134,14 +134,21 @@ fn lp_afiro_report() {
     );
 }
 
-#[test]
-fn block_diagonal_offers_bsr3_and_ell() {
-    // 20 dense 3x3 blocks on the diagonal: BSR 3x3 stores no zero, 2x2 and 4x4 tiles do.
+/// A 60 x 60 matrix of 20 dense 3x3 blocks on the diagonal, written as `blocks.mtx` in a
+/// fresh directory named after `name` (kept alive by the returned guard).
+fn diagonal_blocks(name: &str) -> (tempfile::TempDir, String) {
     let entries: Vec<(usize, usize)> = (0..20)
         .flat_map(|b| (0..9).map(move |k| (3 * b + k / 3, 3 * b + k % 3)))
         .collect();
-    let dir = temp_dir("blocks");
+    let dir = temp_dir(name);
     let path = write_mtx(dir.path(), "blocks.mtx", [60, 60], &entries);
+    (dir, path)
+}
+
+#[test]
+fn block_diagonal_offers_bsr3_and_ell() {
+    // 20 dense 3x3 blocks on the diagonal: BSR 3x3 stores no zero, 2x2 and 4x4 tiles do.
+    let (_dir, path) = diagonal_blocks("blocks");
     let out = advise_ok(&["--kernel", "spmm", &path]);
     let rows = table(&out);
     let want: Vec<(String, String)> = [
@@ -180,11 +187,7 @@ fn block_diagonal_offers_bsr3_and_ell() {
 #[test]
 fn transposed_product_offers_csc() {
     // the same 20 blocks: `y = Aᵀ·x` offers CSC beside the row formats, on 1 thread
-    let entries: Vec<(usize, usize)> = (0..20)
-        .flat_map(|b| (0..9).map(move |k| (3 * b + k / 3, 3 * b + k % 3)))
-        .collect();
-    let dir = temp_dir("transposed");
-    let path = write_mtx(dir.path(), "blocks.mtx", [60, 60], &entries);
+    let (_dir, path) = diagonal_blocks("transposed");
     let out = advise_ok(&["--kernel", "spmv-transpose", "--threads", "2", &path]);
     let names: Vec<String> = table(&out).into_iter().map(|(name, _)| name).collect();
     assert_eq!(
