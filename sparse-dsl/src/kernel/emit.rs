@@ -3696,12 +3696,24 @@ impl Cx<'_> {
             quote!(&#name.#f)
         });
         match (at, coordinates) {
-            (Streamed::Row, Some(crd)) => quote! {
-                if prefetch {
-                    #rt::prefetch::row_unchecked(#crd, lo, hi, locality);
-                    #rt::prefetch::row_unchecked(#values, lo, hi, locality);
+            // a row's lines before its loop: with the kernel's locality, or into all cache
+            // levels when the row is scattered
+            (Streamed::Row | Streamed::Scattered, Some(crd)) => {
+                let (bind, locality) = match at {
+                    Streamed::Scattered => (
+                        quote!(let temporal = #rt::prefetch::Locality::Temporal;),
+                        quote!(temporal),
+                    ),
+                    _ => (TokenStream::new(), quote!(locality)),
+                };
+                quote! {
+                    if prefetch {
+                        #bind
+                        #rt::prefetch::row_unchecked(#crd, lo, hi, #locality);
+                        #rt::prefetch::row_unchecked(#values, lo, hi, #locality);
+                    }
                 }
-            },
+            }
             (Streamed::Block(p), Some(crd)) => {
                 let values = match block {
                     1 => quote!(#rt::prefetch::ahead(#values, #p, locality);),
@@ -3720,13 +3732,6 @@ impl Cx<'_> {
             (Streamed::Values(p), _) => quote! {
                 if prefetch {
                     #rt::prefetch::ahead(#values, #p, locality);
-                }
-            },
-            (Streamed::Scattered, Some(crd)) => quote! {
-                if prefetch {
-                    let temporal = #rt::prefetch::Locality::Temporal;
-                    #rt::prefetch::row_unchecked(#crd, lo, hi, temporal);
-                    #rt::prefetch::row_unchecked(#values, lo, hi, temporal);
                 }
             },
             // (turned down above)
