@@ -258,6 +258,16 @@ fn spmv_loops_prefetch_their_streams_behind_one_flag() {
         if name == "BSR" {
             assert!(!method(&code, "spmv_transpose").contains("prefetch"));
         }
+        // the serial kernel's block rows run as two streams when it prefetches; a range of
+        // rows (a task of `spmv_par`) and CSR's rows in order
+        let order = "in rt::prefetch::row_order(n_i / 2, prefetch) {";
+        assert_eq!(
+            method(&code, "spmv").contains(order),
+            name == "BSR",
+            "{name}: {}",
+            method(&code, "spmv")
+        );
+        assert!(!method(&code, "spmv_rows").contains("row_order"), "{name}");
     }
     // a row scattered into `y` (CSR's transposed SpMV, CSC's SpMV) is prefetched before its
     // loop into all cache levels: no `locality` asked

@@ -129,6 +129,10 @@ struct Cx<'a> {
     /// once one loop does: the kernel then asks `prefetch::enabled` and `prefetch::locality`
     /// of it before its loops.
     prefetched: std::cell::RefCell<Option<TokenStream>>,
+    /// Set once a loop prefetches the blocks of a block row ([`Streamed::Block`]): the
+    /// outermost loop over the output's rows then runs in `prefetch::row_order`, two streams
+    /// of block rows when the kernel prefetches.
+    streams_blocks: std::cell::Cell<bool>,
 }
 
 /// The kernel-level values the rarer rows of a Gustavson kernel (spanned rows, rows run
@@ -592,6 +596,7 @@ pub fn emit(k: &KernelDecl, p: &Program, rt: &TokenStream) -> Result<TokenStream
         row_sum: std::cell::Cell::new(RowSum::FirstTouch),
         outline: None,
         prefetched: std::cell::RefCell::new(None),
+        streams_blocks: std::cell::Cell::new(false),
     };
     if k.method.as_ref().is_some_and(|m| m.rows) {
         cx.rows = Some(cx.rows_unit()?);
@@ -2223,6 +2228,17 @@ impl Cx<'_> {
 
     fn extent(&self, var: usize) -> TokenStream {
         match self.p.levels.vars[var].extent {
+            Extent::Index { div, .. } if div != 1 => {
+                let n = self.extent_bare(var);
+                quote!((#n))
+            }
+            _ => self.extent_bare(var),
+        }
+    }
+
+    /// [`Self::extent`] without parentheses around a quotient: a function's argument.
+    fn extent_bare(&self, var: usize) -> TokenStream {
+        match self.p.levels.vars[var].extent {
             Extent::Const(c) | Extent::Index { value: Some(c), .. } => {
                 let c = usize_lit(c);
                 quote!(#c)
@@ -2234,7 +2250,7 @@ impl Cx<'_> {
             Extent::Index { index, div, .. } => {
                 let n = self.extent_ident(index);
                 let div = usize_lit(div);
-                quote!((#n / #div))
+                quote!(#n / #div)
             }
         }
     }
@@ -2349,6 +2365,16 @@ impl Cx<'_> {
             }
         }
         unit
+    }
+
+    /// Whether `l` is the outermost loop of a serial kernel (not the row-range form, no `Par`)
+    /// whose iterations write rows of the output no other iteration reads or writes: the
+    /// row-range form would apply ([`Self::rows_unit`]), so the rows may run in any order.
+    fn independent_rows(&self, l: &Loop) -> bool {
+        self.rows.is_none()
+            && self.par.is_none()
+            && matches!(self.p.body.first(), Some(Stmt::Loop(outer)) if std::ptr::eq(outer, l))
+            && self.rows_unit().is_ok()
     }
 
     /// The block size of the output's first index (1 if not blocked), after checking that the
@@ -3360,6 +3386,18 @@ impl Cx<'_> {
                 return self.nm_partial_sums(l, sum, &n);
             }
             let (hoisted, body) = self.hoist(l.var, &case.body)?;
+            if self.streams_blocks.get() && self.independent_rows(l) {
+                // the serial kernel's rows, independent of each other: two streams of block
+                // rows when the kernel prefetches (`prefetch::row_order`)
+                let rt = self.rt;
+                let n = self.extent_bare(l.var);
+                return Ok(quote! {
+                    #hoisted
+                    for #c in #rt::prefetch::row_order(#n, prefetch) {
+                        #body
+                    }
+                });
+            }
             return Ok(quote! {
                 #hoisted
                 for #c in 0..#n {
@@ -3715,6 +3753,7 @@ impl Cx<'_> {
                 }
             }
             (Streamed::Block(p), Some(crd)) => {
+                self.streams_blocks.set(true);
                 let values = match block {
                     1 => quote!(#rt::prefetch::ahead(#values, #p, locality);),
                     n => {
