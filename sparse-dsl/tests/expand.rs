@@ -258,16 +258,19 @@ fn spmv_loops_prefetch_their_streams_behind_one_flag() {
         if name == "BSR" {
             assert!(!method(&code, "spmv_transpose").contains("prefetch"));
         }
-        // the serial kernel's block rows run as two streams when it prefetches; a range of
-        // rows (a task of `spmv_par`) and CSR's rows in order
-        let order = "in rt::prefetch::row_order(n_i / 2, prefetch) {";
-        assert_eq!(
-            method(&code, "spmv").contains(order),
-            name == "BSR",
-            "{name}: {}",
-            method(&code, "spmv")
-        );
-        assert!(!method(&code, "spmv_rows").contains("row_order"), "{name}");
+        // BSR's block rows run as two streams when the kernel prefetches, all of them or a
+        // range (a task of `spmv_par`); CSR's rows in order
+        for (f, order) in [
+            ("spmv", "in rt::prefetch::row_order(0..n_i / 2, prefetch) {"),
+            (
+                "spmv_rows",
+                "in rt::prefetch::row_order(\n                    row0..row0 + y.len() / 2,\n                    prefetch,\n                ) {",
+            ),
+        ] {
+            let body = method(&code, f);
+            assert_eq!(body.contains(order), name == "BSR", "{name} {f}: {body}");
+            assert_eq!(body.contains("row_order"), name == "BSR", "{name} {f}");
+        }
     }
     // a row scattered into `y` (CSR's transposed SpMV, CSC's SpMV) is prefetched before its
     // loop into all cache levels: no `locality` asked

@@ -273,21 +273,24 @@ pub fn blocks_ahead<T>(s: &[T], at: usize, locality: Locality) {
 }
 
 /// The order in which a kernel whose rows are independent (each writes its own rows of a dense
-/// output) visits its `n` rows: `0, 1, ..., n - 1`, or, when `halves`, alternately a row of
-/// the first half and the row half the rows later (`0, h, 1, h + 1, ...` for `h = ⌈n/2⌉`),
-/// so that the operand is read as two streams instead of one. A generated kernel that streams
-/// a blocked operand (BSR's block rows, [`blocks_ahead`]) passes its `prefetch` flag
-/// ([`enabled`]): a block row's values are one stream of 72 bytes a block beside a coordinate
-/// stream of 4, and one core of a Zen 2 keeps too few lines of a single stream in flight even
-/// with its prefetches. On Zen 2 (AMD EPYC family 23 model 49, scratch loops of the generated
-/// kernel's sums interleaved in one process, 2026-12-02), BSR 3x3 of `kron(I_40, bcsstk16)`
-/// ran 6.4-7.5 ms in row order and 5.1-6.9 ms in halves (0.81-0.92x in each of six runs);
-/// quarters ran 1.07-1.13x, and CSR (two streams already) in halves 1.03-1.12x. Each row is
-/// computed by the same loops either way, so the result is the same.
+/// output) visits its rows `rows`: in increasing order, or, when `halves`, alternately a row
+/// of the first half and the row half the rows later (`0, h, 1, h + 1, ...` for `0..n`, `h =
+/// ⌈n/2⌉`), so that the operand is read as two streams instead of one. A generated kernel that
+/// streams a blocked operand (BSR's block rows, [`blocks_ahead`]) passes its `prefetch` flag
+/// ([`enabled`]), for all its rows or for each range of `spmv_par`: a block row's values are
+/// one stream of 72 bytes a block beside a coordinate stream of 4, and one core of a Zen 2
+/// keeps too few lines of a single stream in flight even with its prefetches. On Zen 2 (AMD
+/// EPYC family 23 model 49, scratch loops of the generated kernel's sums interleaved in one
+/// process, 2026-12-02), BSR 3x3 of `kron(I_40, bcsstk16)` ran 5.7-7.2 ms in row order and
+/// 4.6-6.3 ms in halves (0.81-0.92x in each of nine runs), two threads 0.93-0.96x; quarters
+/// ran 1.07-1.13x; CSR (two streams already) in halves 1.03-1.12x. Each row is computed by
+/// the same loops either way, so the result is the same.
 #[inline]
-pub fn row_order(n: usize, halves: bool) -> RowOrder {
+pub fn row_order(rows: std::ops::Range<usize>, halves: bool) -> RowOrder {
+    let n = rows.end.saturating_sub(rows.start);
     let lower = if halves { n.div_ceil(2) } else { n };
     RowOrder {
+        start: rows.start,
         next: 0,
         lower,
         n,
@@ -296,12 +299,14 @@ pub fn row_order(n: usize, halves: bool) -> RowOrder {
     }
 }
 
-/// The rows of [`row_order`], as an iterator of row indices (each of `0..n` once).
+/// The rows of [`row_order`], as an iterator of row indices (each of the range once).
 #[derive(Clone, Debug)]
 pub struct RowOrder {
-    /// The next row of the first half (all rows when not in halves).
+    /// The first row of the range.
+    start: usize,
+    /// The next row of the first half, from `start` (all rows when not in halves).
     next: usize,
-    /// The end of the first half (`n` when not in halves).
+    /// The end of the first half, from `start` (`n` when not in halves).
     lower: usize,
     /// The number of rows.
     n: usize,
@@ -321,14 +326,14 @@ impl Iterator for RowOrder {
             // the partner of row `next - 1` (none for the middle row of an odd count)
             let r = self.next - 1 + self.stride;
             if r < self.n {
-                return Some(r);
+                return Some(self.start + r);
             }
         }
         if self.next < self.lower {
             let r = self.next;
             self.next += 1;
             self.upper = self.stride > 0;
-            return Some(r);
+            return Some(self.start + r);
         }
         None
     }
@@ -354,22 +359,22 @@ mod tests {
 
     #[test]
     fn row_order_visits_each_row_once() {
-        let seq: Vec<usize> = row_order(5, false).collect();
+        let seq: Vec<usize> = row_order(0..5, false).collect();
         assert_eq!(seq, [0, 1, 2, 3, 4]);
-        let halves: Vec<usize> = row_order(5, true).collect();
+        let halves: Vec<usize> = row_order(0..5, true).collect();
         assert_eq!(halves, [0, 3, 1, 4, 2]);
-        let even: Vec<usize> = row_order(6, true).collect();
-        assert_eq!(even, [0, 3, 1, 4, 2, 5]);
-        assert_eq!(row_order(1, true).collect::<Vec<_>>(), [0]);
-        assert_eq!(row_order(0, true).count(), 0);
+        let even: Vec<usize> = row_order(10..16, true).collect();
+        assert_eq!(even, [10, 13, 11, 14, 12, 15]);
+        assert_eq!(row_order(7..8, true).collect::<Vec<_>>(), [7]);
+        assert_eq!(row_order(3..3, true).count(), 0);
         for n in 0..40 {
             for halves in [false, true] {
-                let mut order = row_order(n, halves);
+                let mut order = row_order(5..5 + n, halves);
                 let mut seen = vec![false; n];
                 let mut left = n;
                 assert_eq!(order.len(), left);
                 while let Some(r) = order.next() {
-                    assert!(!std::mem::replace(&mut seen[r], true), "row {r} twice");
+                    assert!(!std::mem::replace(&mut seen[r - 5], true), "row {r} twice");
                     left -= 1;
                     assert_eq!(order.len(), left, "n {n}, after row {r}");
                 }

@@ -130,8 +130,8 @@ struct Cx<'a> {
     /// of it before its loops.
     prefetched: std::cell::RefCell<Option<TokenStream>>,
     /// Set once a loop prefetches the blocks of a block row ([`Streamed::Block`]): the
-    /// outermost loop over the output's rows then runs in `prefetch::row_order`, two streams
-    /// of block rows when the kernel prefetches.
+    /// outermost loop over the output's rows (or a range of them) then runs in
+    /// `prefetch::row_order`, two streams of block rows when the kernel prefetches.
     streams_blocks: std::cell::Cell<bool>,
 }
 
@@ -3336,6 +3336,16 @@ impl Cx<'_> {
                     quote!(#out.len() / (#unit * #cols))
                 }
             };
+            if self.streams_blocks.get() {
+                // the range's block rows as two streams when the kernel prefetches (as the
+                // serial kernel's, [`Self::independent_rows`])
+                let rt = self.rt;
+                return Ok(quote! {
+                    for #c in #rt::prefetch::row_order(row0..row0 + #len, prefetch) {
+                        #body
+                    }
+                });
+            }
             return Ok(quote! {
                 for #c in row0..row0 + #len {
                     #body
@@ -3393,7 +3403,7 @@ impl Cx<'_> {
                 let n = self.extent_bare(l.var);
                 return Ok(quote! {
                     #hoisted
-                    for #c in #rt::prefetch::row_order(#n, prefetch) {
+                    for #c in #rt::prefetch::row_order(0..#n, prefetch) {
                         #body
                     }
                 });
