@@ -31,8 +31,8 @@ pub struct AdviseArgs {
     /// A·B, B dense with 16 columns, row-major).
     #[arg(long, value_enum, default_value_t = Kernel::Spmv)]
     pub kernel: Kernel,
-    /// Threads: 1 runs the serial `spmv`; N > 1 runs `spmv_par` (and the probe) in a rayon
-    /// pool of N threads.
+    /// Threads: 1 runs the serial kernel; N > 1 runs `spmv_par` or `spmv_transpose_par` (and
+    /// the probe) in a rayon pool of N threads (`spmm` stays serial).
     #[arg(long, default_value_t = 1, value_parser = parse_threads, value_name = "N")]
     pub threads: usize,
 }
@@ -42,8 +42,9 @@ pub struct AdviseArgs {
 pub enum Kernel {
     /// `y = A·x`: the generated `spmv` (1 thread) or `spmv_par` (more).
     Spmv,
-    /// `y = Aᵀ·x` (`x`: rows values, `y`: cols values): the generated `spmv_transpose`
-    /// (serial: there is no parallel transposed kernel); CSC is offered beside the row formats.
+    /// `y = Aᵀ·x` (`x`: rows values, `y`: cols values): the generated `spmv_transpose` (1
+    /// thread) or `spmv_transpose_par` (more: CSC's columns split over the threads, the row
+    /// formats serial); CSC is offered beside the row formats.
     SpmvTranspose,
     /// `C = A·B` with `B` (`cols x 16`) and `C` (`rows x 16`) dense and row-major: the
     /// generated `spmm` (serial: there is no parallel SpMM kernel).
@@ -453,6 +454,7 @@ impl Operands {
         match self.kernel {
             Kernel::Spmv if self.threads > 1 => a.spmv_par(&self.input, out),
             Kernel::Spmv => a.spmv(&self.input, out),
+            Kernel::SpmvTranspose if self.threads > 1 => a.spmv_transpose_par(&self.input, out),
             Kernel::SpmvTranspose => a.spmv_transpose(&self.input, out),
             Kernel::Spmm => a.spmm(&self.input, out, SPMM_COLS),
         }
@@ -743,8 +745,8 @@ pub fn advise(
         return Err("no candidate format could store the matrix".into());
     }
     let threads = match kernel {
-        Kernel::Spmv => threads,
-        Kernel::SpmvTranspose | Kernel::Spmm => 1,
+        Kernel::Spmv | Kernel::SpmvTranspose => threads,
+        Kernel::Spmm => 1,
     };
     let operands = Operands::new(kernel, threads, structure.rows, structure.cols)?;
     let (want, scale) = reference(coo, &operands)?;
@@ -900,16 +902,20 @@ pub fn run(args: &AdviseArgs) -> Result<(), String> {
     bar.finish_and_clear();
     let advice = advice?;
     let mut notes = Vec::new();
-    let serial = match args.kernel {
-        Kernel::Spmv => None,
-        Kernel::SpmvTranspose => Some("spmv_transpose"),
-        Kernel::Spmm => Some("spmm"),
-    };
-    if let (Some(name), true) = (serial, args.threads > 1) {
-        notes.push(format!(
-            "{name} has no parallel kernel: measured on 1 thread (--threads {} applies to spmv)",
-            args.threads
-        ));
+    if args.threads > 1 {
+        match args.kernel {
+            Kernel::Spmv => {}
+            Kernel::SpmvTranspose => notes.push(
+                "spmv_transpose_par splits the columns of the column formats (CSC) over the \
+                 threads; the other formats scatter into y and run on 1 thread"
+                    .to_string(),
+            ),
+            Kernel::Spmm => notes.push(format!(
+                "spmm has no parallel kernel: measured on 1 thread (--threads {} applies to spmv \
+                 and spmv-transpose)",
+                args.threads
+            )),
+        }
     }
     let text = render(&name, &advice, &notes);
     crate::write_stdout(|w| w.write_all(text.as_bytes()))
@@ -933,6 +939,9 @@ pub fn render(name: &str, a: &Advice, extra_notes: &[String]) -> String {
     let what = match ops.kernel {
         Kernel::Spmv if ops.threads > 1 => format!("spmv_par (y = A·x), {} threads", ops.threads),
         Kernel::Spmv => "spmv (y = A·x), 1 thread".to_string(),
+        Kernel::SpmvTranspose if ops.threads > 1 => {
+            format!("spmv_transpose_par (y = Aᵀ·x), {} threads", ops.threads)
+        }
         Kernel::SpmvTranspose => "spmv_transpose (y = Aᵀ·x), 1 thread".to_string(),
         Kernel::Spmm => format!(
             "spmm (C = A·B, B {} x {SPMM_COLS} row-major), 1 thread",

@@ -149,7 +149,11 @@ fn diagonal_blocks(name: &str) -> (tempfile::TempDir, String) {
 fn block_diagonal_offers_bsr3_and_ell() {
     // 20 dense 3x3 blocks on the diagonal: BSR 3x3 stores no zero, 2x2 and 4x4 tiles do.
     let (_dir, path) = diagonal_blocks("blocks");
-    let out = advise_ok(&["--kernel", "spmm", &path]);
+    let out = advise_ok(&["--kernel", "spmm", "--threads", "2", &path]);
+    assert!(
+        out.contains("note: spmm has no parallel kernel: measured on 1 thread (--threads 2 applies to spmv and spmv-transpose)\n"),
+        "{out}"
+    );
     let rows = table(&out);
     let want: Vec<(String, String)> = [
         ("CSR u32", "1.00"),
@@ -186,7 +190,8 @@ fn block_diagonal_offers_bsr3_and_ell() {
 
 #[test]
 fn transposed_product_offers_csc() {
-    // the same 20 blocks: `y = Aᵀ·x` offers CSC beside the row formats, on 1 thread
+    // the same 20 blocks: `y = Aᵀ·x` offers CSC beside the row formats, with the parallel
+    // kernel on 2 threads (CSC's columns split, the row formats serial)
     let (_dir, path) = diagonal_blocks("transposed");
     let out = advise_ok(&["--kernel", "spmv-transpose", "--threads", "2", &path]);
     let names: Vec<String> = table(&out).into_iter().map(|(name, _)| name).collect();
@@ -204,14 +209,23 @@ fn transposed_product_offers_csc() {
     );
     let kernel = out.lines().nth(1).unwrap();
     assert_eq!(
-        rounds(kernel, "spmv_transpose (y = Aᵀ·x), 1 thread"),
+        rounds(kernel, "spmv_transpose_par (y = Aᵀ·x), 2 threads"),
         Some(()),
         "{out}"
     );
     assert!(
-        out.contains("note: spmv_transpose has no parallel kernel: measured on 1 thread (--threads 2 applies to spmv)"),
+        out.contains("note: spmv_transpose_par splits the columns of the column formats (CSC) over the threads; the other formats scatter into y and run on 1 thread\n"),
         "{out}"
     );
+    // on 1 thread: the serial kernel, no note
+    let out = advise_ok(&["--kernel", "spmv-transpose", &path]);
+    let kernel = out.lines().nth(1).unwrap();
+    assert_eq!(
+        rounds(kernel, "spmv_transpose (y = Aᵀ·x), 1 thread"),
+        Some(()),
+        "{out}"
+    );
+    assert!(!out.contains("note: spmv_transpose_par"), "{out}");
 }
 
 #[test]

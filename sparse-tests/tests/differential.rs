@@ -7,6 +7,7 @@ use sparse::runtime::{CooTensor, DynamicStorage, Index};
 sparse::sparse_format! {
     Csr = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>;
     Csc = #sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed), posWidth = 16, crdWidth = 16 }>;
+    Csc32 = #sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed), posWidth = 32, crdWidth = 32 }>;
     Csr8 = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 8, crdWidth = 8 }>;
     Dcsr = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed, j : compressed), crdWidth = 8 }>;
     Dcsc = #sparse_tensor.encoding<{ map = (i, j) -> (j : compressed, i : compressed), posWidth = 32, crdWidth = 8 }>;
@@ -865,6 +866,46 @@ fn spmv_par_splits_a_large_matrix_and_matches_spmv() {
     let mut yns = vec![f64::NAN; n];
     nv.spmv(&x, &mut yns).unwrap();
     assert_eq!(ynp, yns);
+    // y = Aᵀ·x: CSC's and BSC's columns split over the threads, each summed as the serial
+    // kernel sums it; CSR scatters into `y` and runs the serial kernel
+    let csc = Csc32::<f64>::from_coo([n, n], entries.iter().cloned()).unwrap();
+    let bsc = Bsc23::<f64>::from_coo([n, n], entries.iter().cloned()).unwrap();
+    let mut want_t = vec![f64::NAN; n];
+    csc.spmv_transpose(&x, &mut want_t).unwrap();
+    for (j, w) in want_t.iter().enumerate().step_by(89) {
+        let column: f64 = entries
+            .iter()
+            .filter(|(c, _)| c[1] == j)
+            .map(|(c, v)| v * x[c[0]])
+            .sum();
+        assert!(
+            (column - w).abs() <= 1e-9 * column.abs().max(1.0),
+            "column {j}"
+        );
+    }
+    let mut yt = vec![f64::NAN; n];
+    csc.spmv_transpose_par(&x, &mut yt).unwrap();
+    assert_eq!(yt, want_t);
+    let (mut ybs, mut ybp) = (vec![f64::NAN; n], vec![f64::NAN; n]);
+    bsc.spmv_transpose(&x, &mut ybs).unwrap();
+    bsc.spmv_transpose_par(&x, &mut ybp).unwrap();
+    assert_eq!(ybp, ybs);
+    let (mut ycs, mut ycp) = (vec![f64::NAN; n], vec![f64::NAN; n]);
+    csr.spmv_transpose(&x, &mut ycs).unwrap();
+    csr.spmv_transpose_par(&x, &mut ycp).unwrap();
+    assert_eq!(ycp, ycs);
+    let err = csc.spmv_transpose_par(&x[1..], &mut yt).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            sparse::runtime::StorageError::LengthMismatch {
+                operand: "x",
+                expected: 600,
+                got: 599
+            }
+        ),
+        "{err}"
+    );
     // called from rayon's own threads (nested parallelism), the ranges still all run
     let (mut y1, mut y2) = (vec![f64::NAN; n], vec![f64::NAN; n]);
     sparse::runtime::rayon::join(

@@ -611,13 +611,19 @@ where
 type Spmv<S> = fn(&S, &[f64], &mut [f64]) -> Result<(), sparse::Error>;
 type Spmm<S> = fn(&S, &[f64], &mut [f64], usize, DenseOrder) -> Result<(), sparse::Error>;
 
-/// The built-in methods (`spmv`, `spmv_par`, `spmv_transpose`, `spmm` in both orders), which
-/// the sparsifier generates for every format, against dense references.
+/// The built-in methods (`spmv`, `spmv_par`, `spmv_transpose`, `spmv_transpose_par`, `spmm`
+/// in both orders), which the sparsifier generates for every format, against dense references.
 fn check_builtins<S: FromCoo<f64>>(
     text: &str,
     a: &[f64],
     x: &[f64],
-    (spmv, spmv_par, spmv_transpose, spmm): (Spmv<S>, Spmv<S>, Spmv<S>, Spmm<S>),
+    (spmv, spmv_par, spmv_transpose, spmv_transpose_par, spmm): (
+        Spmv<S>,
+        Spmv<S>,
+        Spmv<S>,
+        Spmv<S>,
+        Spmm<S>,
+    ),
 ) -> Result<(), TestCaseError> {
     let a = storable(text, &[M, K], a);
     let s: S = build(&[M, K], &a);
@@ -639,6 +645,13 @@ fn check_builtins<S: FromCoo<f64>>(
     prop_assert!(
         spmv_transpose(&s, x, &mut y).is_err(),
         "x of the wrong length"
+    );
+    let mut yp = vec![f64::NAN; K];
+    spmv_transpose_par(&s, &xt, &mut yp).unwrap();
+    prop_assert_eq!(&yp, &want, "spmv_transpose_par {}", text);
+    prop_assert!(
+        spmv_transpose_par(&s, x, &mut yp).is_err(),
+        "x of the wrong length (parallel)"
     );
     // B: K x 3 from x; C: M x 3
     let n = 3;
@@ -679,6 +692,7 @@ macro_rules! check_formats {
                         |s, x, y| s.spmv(x, y),
                         |s, x, y| s.spmv_par(x, y),
                         |s, x, y| s.spmv_transpose(x, y),
+                        |s, x, y| s.spmv_transpose_par(x, y),
                         |s, b, c, n, o| s.spmm(b, c, n, o),
                     ),
                 )?;

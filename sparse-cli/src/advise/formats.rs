@@ -72,6 +72,11 @@ pub trait Measurable: Send + Sync {
     ///
     /// Errors: as [`Measurable::spmv`].
     fn spmv_transpose(&self, x: &[f64], y: &mut [f64]) -> Result<(), StorageError>;
+    /// `y = Aᵀ·x` with the generated parallel kernel, on the current rayon pool (the columns
+    /// of a column format split over the threads; the row formats run the serial kernel).
+    ///
+    /// Errors: as [`Measurable::spmv`].
+    fn spmv_transpose_par(&self, x: &[f64], y: &mut [f64]) -> Result<(), StorageError>;
     /// `C = A·B` with `B` (`n x k`) and `C` (`m x k`, overwritten) dense and row-major.
     ///
     /// Errors: `StorageError::LengthMismatch` when a length is not its rows times `k`.
@@ -96,6 +101,9 @@ macro_rules! measurable {
             }
             fn spmv_transpose(&self, x: &[f64], y: &mut [f64]) -> Result<(), StorageError> {
                 $t::spmv_transpose(self, x, y)
+            }
+            fn spmv_transpose_par(&self, x: &[f64], y: &mut [f64]) -> Result<(), StorageError> {
+                $t::spmv_transpose_par(self, x, y)
             }
             fn spmm(&self, b: &[f64], c: &mut [f64], k: usize) -> Result<(), StorageError> {
                 $t::spmm(self, b, c, k, DenseOrder::RowMajor)

@@ -17,7 +17,9 @@
 //! `spmv_par` splits the outermost level, when it is a dense range over the rows of `y` (CSR,
 //! BSR, loose CSR, all-dense), into ranges of about equal stored entries (the positions of
 //! level 1 when it has segment bounds), one rayon task each, each running the row-range form
-//! of the same loops; other formats run the serial `spmv`.
+//! of the same loops; other formats run the serial `spmv`. `spmv_transpose_par` does the same
+//! for `y = Aᵀ·x` when the outermost level runs over the elements of that `y` (the columns of
+//! CSC and BSC); the row formats, which scatter into it, run the serial `spmv_transpose`.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -305,6 +307,44 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         }
         None => quote!(self.spmv(x, y)?;),
     };
+    // the transposed product's row-range form, when the outermost level runs over the
+    // elements of `y(j) = a(i, j) * x(i)` (a column format: CSC, BSC, whose columns are then
+    // summed as `spmv` sums rows)
+    let rows_t = method(
+        cx,
+        Spec {
+            name: "spmv_transpose_rows",
+            public: false,
+            statement: "y(j) = a(i, j) * x(i)",
+            generics: Vec::new(),
+            rows: true,
+            doc: &[
+                "`y = Aᵀ · x` for the columns (block columns) `row0 .. row0 + len` that `y` holds.",
+            ],
+        },
+        vec![slice("x", false), slice("y", true)],
+        Vec::new(),
+    )
+    .ok();
+    let par_t_body = match &rows_t {
+        Some(_) => {
+            let unit = proc_macro2::Literal::usize_unsuffixed(unit0);
+            let before = &before0;
+            quote! {
+                if #rt::generated::par_tasks(self.nse()) < 2 {
+                    return self.spmv_transpose(x, y);
+                }
+                let [m, n] = self.dim_shape;
+                #rt::generated::check_spmv([n, m], x.len(), y.len())?;
+                #rt::generated::par_rows(y, #unit, self.nse(), #before, |chunk, row0| {
+                    // the row-range form checks nothing and converts nothing: it cannot fail
+                    let done = self.spmv_transpose_rows(x, chunk, row0);
+                    debug_assert!(done.is_ok());
+                });
+            }
+        }
+        None => quote!(self.spmv_transpose(x, y)?;),
+    };
     // SparseDenseMatmul's row-range form, rows `row0 ..` of a row-major `c`, when the
     // outermost level is the samples one by one (a BSR block row holds several samples, which
     // the even split of samples over tiles may cut)
@@ -460,6 +500,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         spmv_sizes.extend(quote!(let crd = ::core::mem::size_of::<#crd_ty>() as u64;));
     }
     let rows = rows.unwrap_or_default();
+    let rows_t = rows_t.unwrap_or_default();
     let spmm_rows = spmm_rows.unwrap_or_default();
     let name = &cx.name;
     Ok(quote! {
@@ -624,6 +665,22 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
 
 
             #spmv_transpose
+
+            /// `y = Aᵀ · x` in parallel (rayon): when the outermost level runs over the
+            /// elements of `y`, the columns of `A` (CSC, BSC), and the matrix stores at least
+            /// `PAR_MIN_ENTRIES` values a thread (`sparse_runtime::generated::par_rows`; a BSC
+            /// block counts its block's values), its units are split into ranges of about equal
+            /// stored entries, the threads taking them in turn, each running the same loops as
+            /// [`Self::spmv_transpose`] on its columns; smaller matrices and other formats (the
+            /// row formats, which scatter into `y`, COO, ELL) run the serial `spmv_transpose`.
+            /// Same operands and errors as `spmv_transpose`; the result is identical to its
+            /// (each column is summed in the same order).
+            pub fn spmv_transpose_par(&self, x: &[V], y: &mut [V]) -> Result<(), StorageError> {
+                #par_t_body
+                Ok(())
+            }
+
+            #rows_t
 
             /// `C = A · B` with `B` (`shape()[1] x n`) and `C` (`shape()[0] x n`, overwritten)
             /// dense in `order`.
