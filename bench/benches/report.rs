@@ -69,7 +69,7 @@ const NM: &str = "2:4 layer 2048x4096 (synthetic)";
 const MODELS: [(&str, &str); 10] = [
     ("SpMV", "nnz·(value + coordinate bytes) + (rows+1)·position bytes + x + y (each read or written once)"),
     ("SpMV ELL, 2:4", "the format's stored arrays (`memory_bytes`: positions, coordinates, values with their padding) + x + y"),
-    ("SpMV transposed", "as SpMV (`y = Aᵀ·x`: A read once, x read, y written)"),
+    ("SpMV transposed", "as SpMV (`y = Aᵀ·x`: A read once, x read, y written); 2 threads: CSC's (positions per column), against the two-thread probe"),
     ("SpMV BSR 3x3", "blocks·(9 values + 1 coordinate) + (block rows+1)·position bytes + x + y"),
     ("SpMV 2 threads", "as SpMV (BSR: as BSR 3x3), against the two-thread probe"),
     ("SpMM k=16", "nnz·12 + (rows+1)·4 + B (cols·16·8) + C (rows·16·8): B read once"),
@@ -726,7 +726,9 @@ fn sparse_group(
 }
 
 /// `y = Aᵀ·x` (the built-in `spmv_transpose`) against sprs, nalgebra-sparse and faer, each
-/// multiplying by the transpose of its CSR matrix without forming it.
+/// multiplying by the transpose of its CSR matrix without forming it; and the same product
+/// from CSC on two threads (`spmv_transpose_par`: the columns split over rayon) against our
+/// serial CSR kernel and faer's.
 fn transpose_group(
     label: &str,
     coo: &CooTensor<f64>,
@@ -751,7 +753,19 @@ fn transpose_group(
     let mut y = vec![f64::NAN; n];
     a.spmv_transpose(&x, &mut y).expect("spmv_transpose");
     check_sum(&format!("{label} spmv_transpose"), &y, &want, &scale);
+    // the same product from CSC (each element of `y` a column's sum), split over the threads
+    let csc: Csc<f64> = a.convert().expect("convert");
+    let mut y = vec![f64::NAN; n];
+    csc.spmv_transpose_par(&x, &mut y)
+        .expect("spmv_transpose_par");
+    check_sum(
+        &format!("{label} Csc spmv_transpose_par"),
+        &y,
+        &want,
+        &scale,
+    );
     let (mut y1, mut y2, mut y3, mut y4) = (vec![0.0; n], vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+    let mut y5 = vec![0.0; n];
     let impls: Vec<Timed<'_>> = vec![
         (
             "ours Csr spmv_transpose",
@@ -789,23 +803,44 @@ fn transpose_group(
                 )
             }),
         ),
+        (
+            "ours Csc spmv_transpose_par",
+            Box::new(|| {
+                csc.spmv_transpose_par(black_box(&x), &mut y5)
+                    .expect("spmv_transpose_par")
+            }),
+        ),
     ];
     let t = run_group(&format!("{label} SpMV transposed"), impls, probes, seen);
     let bytes = (nnz * 12 + (m + 1) * 4 + (m + n) * 8) as f64;
-    vec![Measure {
-        probes: None,
-        matrix: label.to_string(),
-        kernel: "SpMV transposed".into(),
-        ours: "Csr spmv_transpose".into(),
-        seconds: t[0],
-        bytes: Some(bytes),
-        bound: Bound::OneThread,
-        peers: vec![
-            ("sprs".into(), t[1]),
-            ("nalgebra-sparse".into(), t[2]),
-            ("faer".into(), t[3]),
-        ],
-    }]
+    // CSC's positions are per column
+    let csc_bytes = (nnz * 12 + (n + 1) * 4 + (m + n) * 8) as f64;
+    vec![
+        Measure {
+            probes: None,
+            matrix: label.to_string(),
+            kernel: "SpMV transposed".into(),
+            ours: "Csr spmv_transpose".into(),
+            seconds: t[0],
+            bytes: Some(bytes),
+            bound: Bound::OneThread,
+            peers: vec![
+                ("sprs".into(), t[1]),
+                ("nalgebra-sparse".into(), t[2]),
+                ("faer".into(), t[3]),
+            ],
+        },
+        Measure {
+            probes: None,
+            matrix: label.to_string(),
+            kernel: "SpMV transposed, 2 threads".into(),
+            ours: "Csc spmv_transpose_par".into(),
+            seconds: t[4],
+            bytes: Some(csc_bytes),
+            bound: Bound::TwoThreads,
+            peers: vec![("ours Csr serial".into(), t[0]), ("faer".into(), t[3])],
+        },
+    ]
 }
 
 /// A format other than CSR whose SpMV [`format_spmv_group`] measures.
