@@ -289,24 +289,30 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         }
         _ => quote!(|r: usize| r),
     };
-    let par_body = match &rows {
-        Some(_) => {
-            let unit = proc_macro2::Literal::usize_unsuffixed(unit0);
-            let before = &before0;
-            quote! {
-                if #rt::generated::par_tasks(self.nse()) < 2 {
-                    return self.spmv(x, y);
-                }
-                #rt::generated::check_spmv(self.dim_shape, x.len(), y.len())?;
-                #rt::generated::par_rows(y, #unit, self.nse(), #before, |chunk, row0| {
-                    // the row-range form checks nothing and converts nothing: it cannot fail
-                    let done = self.spmv_rows(x, chunk, row0);
-                    debug_assert!(done.is_ok());
-                });
+    // the body of `spmv_par` (`spmv_transpose_par`): the serial kernel below two tasks'
+    // worth or without a row-range form, else the row-range form over nnz-balanced ranges of
+    // the outermost level; `shape` is the operator's (rows of `y` by elements of `x`)
+    let par_of = |form: &Option<TokenStream>, serial: &str, shape: TokenStream| {
+        let serial = format_ident!("{serial}");
+        let Some(_) = form else {
+            return quote!(self.#serial(x, y)?;);
+        };
+        let range = format_ident!("{serial}_rows");
+        let unit = proc_macro2::Literal::usize_unsuffixed(unit0);
+        let before = &before0;
+        quote! {
+            if #rt::generated::par_tasks(self.nse()) < 2 {
+                return self.#serial(x, y);
             }
+            #rt::generated::check_spmv(#shape, x.len(), y.len())?;
+            #rt::generated::par_rows(y, #unit, self.nse(), #before, |chunk, row0| {
+                // the row-range form checks nothing and converts nothing: it cannot fail
+                let done = self.#range(x, chunk, row0);
+                debug_assert!(done.is_ok());
+            });
         }
-        None => quote!(self.spmv(x, y)?;),
     };
+    let par_body = par_of(&rows, "spmv", quote!(self.dim_shape));
     // the transposed product's row-range form, when the outermost level runs over the
     // elements of `y(j) = a(i, j) * x(i)` (a column format: CSC, BSC, whose columns are then
     // summed as `spmv` sums rows)
@@ -326,25 +332,11 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         Vec::new(),
     )
     .ok();
-    let par_t_body = match &rows_t {
-        Some(_) => {
-            let unit = proc_macro2::Literal::usize_unsuffixed(unit0);
-            let before = &before0;
-            quote! {
-                if #rt::generated::par_tasks(self.nse()) < 2 {
-                    return self.spmv_transpose(x, y);
-                }
-                let [m, n] = self.dim_shape;
-                #rt::generated::check_spmv([n, m], x.len(), y.len())?;
-                #rt::generated::par_rows(y, #unit, self.nse(), #before, |chunk, row0| {
-                    // the row-range form checks nothing and converts nothing: it cannot fail
-                    let done = self.spmv_transpose_rows(x, chunk, row0);
-                    debug_assert!(done.is_ok());
-                });
-            }
-        }
-        None => quote!(self.spmv_transpose(x, y)?;),
-    };
+    let par_t_body = par_of(
+        &rows_t,
+        "spmv_transpose",
+        quote!([self.dim_shape[1], self.dim_shape[0]]),
+    );
     // SparseDenseMatmul's row-range form, rows `row0 ..` of a row-major `c`, when the
     // outermost level is the samples one by one (a BSR block row holds several samples, which
     // the even split of samples over tiles may cut)
