@@ -610,6 +610,8 @@ where
 
 type Spmv<S> = fn(&S, &[f64], &mut [f64]) -> Result<(), sparse::Error>;
 type Spmm<S> = fn(&S, &[f64], &mut [f64], usize, DenseOrder) -> Result<(), sparse::Error>;
+/// `spmv`, `spmv_par`, `spmv_transpose`, `spmv_transpose_par`, `spmm` of one format.
+type Builtins<S> = (Spmv<S>, Spmv<S>, Spmv<S>, Spmv<S>, Spmm<S>);
 
 /// The built-in methods (`spmv`, `spmv_par`, `spmv_transpose`, `spmv_transpose_par`, `spmm`
 /// in both orders), which the sparsifier generates for every format, against dense references.
@@ -617,13 +619,7 @@ fn check_builtins<S: FromCoo<f64>>(
     text: &str,
     a: &[f64],
     x: &[f64],
-    (spmv, spmv_par, spmv_transpose, spmv_transpose_par, spmm): (
-        Spmv<S>,
-        Spmv<S>,
-        Spmv<S>,
-        Spmv<S>,
-        Spmm<S>,
-    ),
+    (spmv, spmv_par, spmv_transpose, spmv_transpose_par, spmm): Builtins<S>,
 ) -> Result<(), TestCaseError> {
     let a = storable(text, &[M, K], a);
     let s: S = build(&[M, K], &a);
