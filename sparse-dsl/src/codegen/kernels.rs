@@ -665,8 +665,8 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             /// stored entries, the threads taking them in turn, each running the same loops as
             /// [`Self::spmv_transpose`] on its columns; smaller matrices and other formats (the
             /// row formats, which scatter into `y`, COO, ELL) run the serial `spmv_transpose`.
-            /// Same operands and errors as `spmv_transpose`; the result is identical to its
-            /// (each column is summed in the same order).
+            /// Same operands and errors as `spmv_transpose`; the result is identical to
+            /// `spmv_transpose`'s (each column is summed in the same order).
             pub fn spmv_transpose_par(&self, x: &[V], y: &mut [V]) -> Result<(), StorageError> {
                 #par_t_body
                 Ok(())
