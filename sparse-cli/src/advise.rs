@@ -1,9 +1,11 @@
-//! `sparse advise MATRIX [--kernel spmv|spmm] [--threads N]`: the format advisor (issue 12).
+//! `sparse advise MATRIX [--kernel spmv|spmv-transpose|spmm] [--threads N]`: the format advisor
+//! (issue 12).
 //!
 //! Reads the matrix, looks at its structure ([`Structure`]), offers the candidate formats it
 //! suits ([`select`]: CSR at the narrowest widths that fit beside the CSR u32 baseline, BSR at
 //! the block sizes whose fill is below [`MAX_FILL`], ELL when the rows are regular, 2:4 when
-//! every group of 4 columns of a row holds at most 2 entries, DCSR when most rows are empty),
+//! every group of 4 columns of a row holds at most 2 entries, DCSR when most rows are empty;
+//! for `y = Aᵀ·x` also CSC and BSC),
 //! builds each with the formats `sparse_format!` generates (`advise/formats.rs`), checks each
 //! one's result against the matrix's entries, then times them all, and a bandwidth probe,
 //! interleaved in rounds ([`measure`]); prints a table and the encoding of the fastest.
@@ -321,6 +323,26 @@ const BSR: [Candidate; 3] = [
     },
 ];
 
+/// The BSC candidates, `b` = 2, 3, 4 (for `y = Aᵀ·x`: the same blocks as BSR's, so the same
+/// fill).
+const BSC: [Candidate; 3] = [
+    Candidate {
+        name: "BSC 2x2",
+        alias: "Bsc2",
+        build: |c| boxed(formats::Bsc2::from_coo_tensor(c)),
+    },
+    Candidate {
+        name: "BSC 3x3",
+        alias: "Bsc3",
+        build: |c| boxed(formats::Bsc3::from_coo_tensor(c)),
+    },
+    Candidate {
+        name: "BSC 4x4",
+        alias: "Bsc4",
+        build: |c| boxed(formats::Bsc4::from_coo_tensor(c)),
+    },
+];
+
 /// DCSR: only the non-empty rows stored.
 const DCSR: Candidate = Candidate {
     name: "DCSR",
@@ -336,7 +358,8 @@ const NV24: Candidate = Candidate {
 };
 
 /// The candidates `s` suits for `kernel`, simplest first (CSR u32, the narrow CSR, for
-/// `y = Aᵀ·x` CSC u32 and the narrow CSC, DCSR, ELL, BSR 2x2, 3x3, 4x4, 2:4), and one note per
+/// `y = Aᵀ·x` CSC u32 and the narrow CSC, DCSR, ELL, BSR 2x2, 3x3, 4x4 (each followed by BSC
+/// of its blocks for `y = Aᵀ·x`), 2:4), and one note per
 /// family not offered saying why (e.g.
 /// `ELL: the longest row (81) is more than 1.25 x the mean (59.5)`).
 pub fn select(s: &Structure, kernel: Kernel) -> (Vec<Candidate>, Vec<String>) {
@@ -371,9 +394,12 @@ pub fn select(s: &Structure, kernel: Kernel) -> (Vec<Candidate>, Vec<String>) {
             )),
         }
     }
-    for (c, fill) in BSR.into_iter().zip(s.block_fill) {
+    for ((c, bsc), fill) in BSR.into_iter().zip(BSC).zip(s.block_fill) {
         if fill < MAX_FILL {
             offered.push(c);
+            if kernel == Kernel::SpmvTranspose {
+                offered.push(bsc);
+            }
         } else {
             not.push(format!("{}: fill {fill:.2}, not below {MAX_FILL}", c.name));
         }

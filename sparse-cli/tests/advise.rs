@@ -190,8 +190,8 @@ fn block_diagonal_offers_bsr3_and_ell() {
 
 #[test]
 fn transposed_product_offers_csc() {
-    // the same 20 blocks: `y = Aᵀ·x` offers CSC beside the row formats, with the parallel
-    // kernel on 2 threads (CSC's columns split, the row formats serial)
+    // the same 20 blocks: `y = Aᵀ·x` offers CSC beside the row formats and BSC beside BSR,
+    // with the parallel kernel on 2 threads (CSC's columns split, the row formats serial)
     let (_dir, path) = diagonal_blocks("transposed");
     let out = advise_ok(&["--kernel", "spmv-transpose", "--threads", "2", &path]);
     let names: Vec<String> = table(&out).into_iter().map(|(name, _)| name).collect();
@@ -203,7 +203,8 @@ fn transposed_product_offers_csc() {
             "CSC u32",
             "CSC p32/c8",
             "ELL 4",
-            "BSR 3x3"
+            "BSR 3x3",
+            "BSC 3x3"
         ],
         "{out}"
     );

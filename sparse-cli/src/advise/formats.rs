@@ -49,6 +49,13 @@ sparse::sparse_format! {
     pub CscP32C8 = #sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed), posWidth = 32, crdWidth = 8 }>;
     /// CSC, 64-bit positions (more than 2^32 - 1 entries), 32-bit coordinates.
     pub CscP64C32 = #sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed), posWidth = 64, crdWidth = 32 }>;
+    /// Block sparse column, 2x2 dense blocks (offered for `y = Aᵀ·x`, which it sums block
+    /// column by block column).
+    pub Bsc2 = #sparse_tensor.encoding<{ map = (i, j) -> (j floordiv 2 : dense, i floordiv 2 : compressed, j mod 2 : dense, i mod 2 : dense), posWidth = 32, crdWidth = 32 }>;
+    /// Block sparse column, 3x3 dense blocks.
+    pub Bsc3 = #sparse_tensor.encoding<{ map = (i, j) -> (j floordiv 3 : dense, i floordiv 3 : compressed, j mod 3 : dense, i mod 3 : dense), posWidth = 32, crdWidth = 32 }>;
+    /// Block sparse column, 4x4 dense blocks.
+    pub Bsc4 = #sparse_tensor.encoding<{ map = (i, j) -> (j floordiv 4 : dense, i floordiv 4 : compressed, j mod 4 : dense, i mod 4 : dense), posWidth = 32, crdWidth = 32 }>;
     /// 2:4 structured sparsity: at most 2 entries in every group of 4 columns of a row.
     pub Nv24 = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : block2_4), crdWidth = 8 }>;
 }
@@ -120,7 +127,7 @@ macro_rules! measurable {
 
 measurable!(
     CsrP32C32, CsrP32C16, CsrP32C8, CsrP64C32, CsrP64C16, CsrP64C8, Dcsr, Bsr2, Bsr3, Bsr4, Ell4,
-    Ell8, Ell16, Ell32, Ell64, CscP32C32, CscP32C16, CscP32C8, CscP64C32, Nv24,
+    Ell8, Ell16, Ell32, Ell64, CscP32C32, CscP32C16, CscP32C8, CscP64C32, Bsc2, Bsc3, Bsc4, Nv24,
 );
 
 /// Builds the storage of a matrix in one format, boxed (the generated `from_coo_tensor`).
