@@ -932,7 +932,7 @@ pub fn run(args: &AdviseArgs) -> Result<(), String> {
         match args.kernel {
             Kernel::Spmv => {}
             Kernel::SpmvTranspose => notes.push(
-                "spmv_transpose_par splits the columns of the column formats (CSC) over the \
+                "spmv_transpose_par splits the columns of the column formats (CSC, BSC) over the \
                  threads; the other formats scatter into y and run on 1 thread"
                     .to_string(),
             ),

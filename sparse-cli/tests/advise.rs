@@ -215,7 +215,7 @@ fn transposed_product_offers_csc() {
         "{out}"
     );
     assert!(
-        out.contains("note: spmv_transpose_par splits the columns of the column formats (CSC) over the threads; the other formats scatter into y and run on 1 thread\n"),
+        out.contains("note: spmv_transpose_par splits the columns of the column formats (CSC, BSC) over the threads; the other formats scatter into y and run on 1 thread\n"),
         "{out}"
     );
     // on 1 thread: the serial kernel, no note
