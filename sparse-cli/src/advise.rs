@@ -33,8 +33,8 @@ pub struct AdviseArgs {
     /// A·B, B dense with 16 columns, row-major).
     #[arg(long, value_enum, default_value_t = Kernel::Spmv)]
     pub kernel: Kernel,
-    /// Threads: 1 runs the serial kernel; N > 1 runs `spmv_par` or `spmv_transpose_par` (and
-    /// the probe) in a rayon pool of N threads (`spmm` stays serial).
+    /// Threads: 1 runs the serial kernel; N > 1 runs `spmv_par`, `spmv_transpose_par` or
+    /// `spmm_par` (and the probe) in a rayon pool of N threads.
     #[arg(long, default_value_t = 1, value_parser = parse_threads, value_name = "N")]
     pub threads: usize,
 }
@@ -45,11 +45,12 @@ pub enum Kernel {
     /// `y = A·x`: the generated `spmv` (1 thread) or `spmv_par` (more).
     Spmv,
     /// `y = Aᵀ·x` (`x`: rows values, `y`: cols values): the generated `spmv_transpose` (1
-    /// thread) or `spmv_transpose_par` (more: CSC's columns split over the threads, the row
-    /// formats serial); CSC is offered beside the row formats.
+    /// thread) or `spmv_transpose_par` (more: CSC's and BSC's columns split over the threads,
+    /// the row formats serial); CSC and BSC are offered beside the row formats.
     SpmvTranspose,
     /// `C = A·B` with `B` (`cols x 16`) and `C` (`rows x 16`) dense and row-major: the
-    /// generated `spmm` (serial: there is no parallel SpMM kernel).
+    /// generated `spmm` (1 thread) or `spmm_par` (more: the rows of `C` split over the threads
+    /// for CSR and 2:4, the other formats serial).
     Spmm,
 }
 
@@ -482,6 +483,7 @@ impl Operands {
             Kernel::Spmv => a.spmv(&self.input, out),
             Kernel::SpmvTranspose if self.threads > 1 => a.spmv_transpose_par(&self.input, out),
             Kernel::SpmvTranspose => a.spmv_transpose(&self.input, out),
+            Kernel::Spmm if self.threads > 1 => a.spmm_par(&self.input, out, SPMM_COLS),
             Kernel::Spmm => a.spmm(&self.input, out, SPMM_COLS),
         }
     }
@@ -770,10 +772,6 @@ pub fn advise(
     if built.is_empty() {
         return Err("no candidate format could store the matrix".into());
     }
-    let threads = match kernel {
-        Kernel::Spmv | Kernel::SpmvTranspose => threads,
-        Kernel::Spmm => 1,
-    };
     let operands = Operands::new(kernel, threads, structure.rows, structure.cols)?;
     let (want, scale) = reference(coo, &operands)?;
     let mut outs = Vec::new();
@@ -936,11 +934,11 @@ pub fn run(args: &AdviseArgs) -> Result<(), String> {
                  threads; the other formats scatter into y and run on 1 thread"
                     .to_string(),
             ),
-            Kernel::Spmm => notes.push(format!(
-                "spmm has no parallel kernel: measured on 1 thread (--threads {} applies to spmv \
-                 and spmv-transpose)",
-                args.threads
-            )),
+            Kernel::Spmm => notes.push(
+                "spmm_par splits the rows of C over the threads for the formats whose outermost \
+                 level is those rows one by one (CSR, 2:4); the other formats run on 1 thread"
+                    .to_string(),
+            ),
         }
     }
     let text = render(&name, &advice, &notes);
@@ -969,6 +967,10 @@ pub fn render(name: &str, a: &Advice, extra_notes: &[String]) -> String {
             format!("spmv_transpose_par (y = Aᵀ·x), {} threads", ops.threads)
         }
         Kernel::SpmvTranspose => "spmv_transpose (y = Aᵀ·x), 1 thread".to_string(),
+        Kernel::Spmm if ops.threads > 1 => format!(
+            "spmm_par (C = A·B, B {} x {SPMM_COLS} row-major), {} threads",
+            s.cols, ops.threads
+        ),
         Kernel::Spmm => format!(
             "spmm (C = A·B, B {} x {SPMM_COLS} row-major), 1 thread",
             s.cols

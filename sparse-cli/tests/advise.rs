@@ -151,7 +151,7 @@ fn block_diagonal_offers_bsr3_and_ell() {
     let (_dir, path) = diagonal_blocks("blocks");
     let out = advise_ok(&["--kernel", "spmm", "--threads", "2", &path]);
     assert!(
-        out.contains("note: spmm has no parallel kernel: measured on 1 thread (--threads 2 applies to spmv and spmv-transpose)\n"),
+        out.contains("note: spmm_par splits the rows of C over the threads for the formats whose outermost level is those rows one by one (CSR, 2:4); the other formats run on 1 thread\n"),
         "{out}"
     );
     let rows = table(&out);
@@ -181,7 +181,7 @@ fn block_diagonal_offers_bsr3_and_ell() {
     );
     let kernel = out.lines().nth(1).unwrap();
     assert_eq!(
-        rounds(kernel, "spmm (C = A·B, B 60 x 16 row-major), 1 thread"),
+        rounds(kernel, "spmm_par (C = A·B, B 60 x 16 row-major), 2 threads"),
         Some(()),
         "{out}"
     );

@@ -906,6 +906,39 @@ fn spmv_par_splits_a_large_matrix_and_matches_spmv() {
         ),
         "{err}"
     );
+    // C = A·B with B dense (n x 3): CSR's rows split over the threads when C is row-major,
+    // each row summed as `spmm` sums it; column-major C and BSR run the serial kernel
+    use sparse::runtime::generated::DenseOrder;
+    let k = 3;
+    let b: Vec<f64> = (0..n * k).map(|f| 0.5 + (f % 13) as f64 / 8.0).collect();
+    for order in [DenseOrder::RowMajor, DenseOrder::ColMajor] {
+        let (mut c, mut cp) = (vec![f64::NAN; n * k], vec![f64::NAN; n * k]);
+        csr.spmm(&b, &mut c, k, order).unwrap();
+        csr.spmm_par(&b, &mut cp, k, order).unwrap();
+        assert_eq!(cp, c, "{order:?}");
+        let (mut cb, mut cbp) = (vec![f64::NAN; n * k], vec![f64::NAN; n * k]);
+        bsr.spmm(&b, &mut cb, k, order).unwrap();
+        bsr.spmm_par(&b, &mut cbp, k, order).unwrap();
+        assert_eq!(cbp, cb, "BSR {order:?}");
+    }
+    let mut c = vec![f64::NAN; n * k];
+    csr.spmm(&b, &mut c, k, DenseOrder::RowMajor).unwrap();
+    let row: f64 = entries
+        .iter()
+        .filter(|(at, _)| at[0] == 7)
+        .map(|(at, v)| v * b[at[1] * k + 2])
+        .sum();
+    assert!((row - c[7 * k + 2]).abs() <= 1e-9 * row.abs().max(1.0));
+    let err = csr
+        .spmm_par(&b, &mut c[1..], k, DenseOrder::RowMajor)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            sparse::runtime::StorageError::LengthMismatch { operand: "c", .. }
+        ),
+        "{err}"
+    );
     // called from rayon's own threads (nested parallelism), the ranges still all run
     let (mut y1, mut y2) = (vec![f64::NAN; n], vec![f64::NAN; n]);
     sparse::runtime::rayon::join(

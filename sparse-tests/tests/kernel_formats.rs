@@ -610,16 +610,18 @@ where
 
 type Spmv<S> = fn(&S, &[f64], &mut [f64]) -> Result<(), sparse::Error>;
 type Spmm<S> = fn(&S, &[f64], &mut [f64], usize, DenseOrder) -> Result<(), sparse::Error>;
-/// `spmv`, `spmv_par`, `spmv_transpose`, `spmv_transpose_par`, `spmm` of one format.
-type Builtins<S> = (Spmv<S>, Spmv<S>, Spmv<S>, Spmv<S>, Spmm<S>);
+/// `spmv`, `spmv_par`, `spmv_transpose`, `spmv_transpose_par`, `spmm`, `spmm_par` of one
+/// format.
+type Builtins<S> = (Spmv<S>, Spmv<S>, Spmv<S>, Spmv<S>, Spmm<S>, Spmm<S>);
 
 /// The built-in methods (`spmv`, `spmv_par`, `spmv_transpose`, `spmv_transpose_par`, `spmm`
-/// in both orders), which the sparsifier generates for every format, against dense references.
+/// and `spmm_par` in both orders), which the sparsifier generates for every format, against
+/// dense references.
 fn check_builtins<S: FromCoo<f64>>(
     text: &str,
     a: &[f64],
     x: &[f64],
-    (spmv, spmv_par, spmv_transpose, spmv_transpose_par, spmm): Builtins<S>,
+    (spmv, spmv_par, spmv_transpose, spmv_transpose_par, spmm, spmm_par): Builtins<S>,
 ) -> Result<(), TestCaseError> {
     let a = storable(text, &[M, K], a);
     let s: S = build(&[M, K], &a);
@@ -655,18 +657,21 @@ fn check_builtins<S: FromCoo<f64>>(
     let want: Vec<f64> = (0..M * n)
         .map(|f| (0..K).map(|j| a[(f / n) * K + j] * b[j * n + f % n]).sum())
         .collect();
-    let mut c = vec![f64::NAN; M * n];
-    spmm(&s, &b, &mut c, n, DenseOrder::RowMajor).unwrap();
-    prop_assert_eq!(&c, &want, "spmm row-major {}", text);
     let bt: Vec<f64> = (0..K * n).map(|f| b[(f % K) * n + f / K]).collect();
-    let mut ct = vec![f64::NAN; M * n];
-    spmm(&s, &bt, &mut ct, n, DenseOrder::ColMajor).unwrap();
     let want_t: Vec<f64> = (0..M * n).map(|f| want[(f % M) * n + f / M]).collect();
-    prop_assert_eq!(&ct, &want_t, "spmm column-major {}", text);
-    prop_assert!(
-        spmm(&s, &b, &mut c, n + 1, DenseOrder::RowMajor).is_err(),
-        "n too large"
-    );
+    for (name, f) in [("spmm", spmm), ("spmm_par", spmm_par)] {
+        let mut c = vec![f64::NAN; M * n];
+        f(&s, &b, &mut c, n, DenseOrder::RowMajor).unwrap();
+        prop_assert_eq!(&c, &want, "{} row-major {}", name, text);
+        let mut ct = vec![f64::NAN; M * n];
+        f(&s, &bt, &mut ct, n, DenseOrder::ColMajor).unwrap();
+        prop_assert_eq!(&ct, &want_t, "{} column-major {}", name, text);
+        prop_assert!(
+            f(&s, &b, &mut c, n + 1, DenseOrder::RowMajor).is_err(),
+            "{} n too large",
+            name
+        );
+    }
     Ok(())
 }
 
@@ -690,6 +695,7 @@ macro_rules! check_formats {
                         |s, x, y| s.spmv_transpose(x, y),
                         |s, x, y| s.spmv_transpose_par(x, y),
                         |s, b, c, n, o| s.spmm(b, c, n, o),
+                        |s, b, c, n, o| s.spmm_par(b, c, n, o),
                     ),
                 )?;
             )*

@@ -88,6 +88,12 @@ pub trait Measurable: Send + Sync {
     ///
     /// Errors: `StorageError::LengthMismatch` when a length is not its rows times `k`.
     fn spmm(&self, b: &[f64], c: &mut [f64], k: usize) -> Result<(), StorageError>;
+    /// `C = A·B` as [`Measurable::spmm`] with the generated parallel kernel, on the current
+    /// rayon pool (the rows of `C` split over the threads for CSR and 2:4; the other formats
+    /// run the serial kernel).
+    ///
+    /// Errors: as [`Measurable::spmm`].
+    fn spmm_par(&self, b: &[f64], c: &mut [f64], k: usize) -> Result<(), StorageError>;
     /// The number of stored values (entries plus the explicit zeros of blocks or groups).
     fn stored(&self) -> usize;
     /// The encoding in MLIR's canonical form (the generated `ENCODING`).
@@ -114,6 +120,9 @@ macro_rules! measurable {
             }
             fn spmm(&self, b: &[f64], c: &mut [f64], k: usize) -> Result<(), StorageError> {
                 $t::spmm(self, b, c, k, DenseOrder::RowMajor)
+            }
+            fn spmm_par(&self, b: &[f64], c: &mut [f64], k: usize) -> Result<(), StorageError> {
+                $t::spmm_par(self, b, c, k, DenseOrder::RowMajor)
             }
             fn stored(&self) -> usize {
                 self.values().len()

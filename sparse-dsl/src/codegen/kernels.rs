@@ -20,6 +20,8 @@
 //! of the same loops; other formats run the serial `spmv`. `spmv_transpose_par` does the same
 //! for `y = Aᵀ·x` when the outermost level runs over the elements of that `y` (the columns of
 //! CSC and BSC); the row formats, which scatter into it, run the serial `spmv_transpose`.
+//! `spmm_par` splits a row-major `C`'s rows the same way when the outermost level runs over
+//! them one by one (the row-range form `spmm_rows`); otherwise it runs the serial `spmm`.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -361,6 +363,30 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
     } else {
         None
     };
+    // `spmm_par`: a row-major `C` split by rows over rayon when the row-range form exists
+    let spmm_par_body = match &spmm_rows {
+        Some(_) => {
+            let before = &before0;
+            quote! {
+                let [m, k] = self.dim_shape;
+                let fits = b.len() == k.saturating_mul(n) && c.len() == m.saturating_mul(n);
+                let work = self.nse().saturating_mul(n);
+                if order != #rt::generated::DenseOrder::RowMajor
+                    || !fits
+                    || #rt::generated::par_tasks(work) < 2
+                {
+                    return self.spmm(b, c, n, order);
+                }
+                #rt::generated::par_rows(c, n, work, #before, |chunk, row0| {
+                    // the row-range form checks nothing and converts nothing: it cannot fail
+                    let done = self.spmm_rows(b, chunk, n, row0);
+                    debug_assert!(done.is_ok());
+                });
+                Ok(())
+            }
+        }
+        None => quote!(self.spmm(b, c, n, order)),
+    };
     // the staged run of `sparsecore_spmm`: the row loops per tile when there are some
     let spmm_staged = match &spmm_rows {
         Some(_) => quote! {
@@ -690,6 +716,25 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                     #rt::generated::DenseOrder::RowMajor => self.spmm_row_major(b, c, n),
                     #rt::generated::DenseOrder::ColMajor => self.spmm_col_major(b, c, n),
                 }
+            }
+
+            /// [`Self::spmm`] in parallel (rayon): for a row-major `C`, when the outermost
+            /// level runs over the rows of `C` one by one (CSR, loose CSR, 2:4, all-dense) and
+            /// the stored values times `n` reach `PAR_MIN_ENTRIES` a thread
+            /// (`sparse_runtime::generated::par_rows`), the rows are split into ranges of
+            /// about equal stored entries, the threads taking them in turn, each running the
+            /// same loops as `spmm` on its rows; a column-major `C`, smaller products and other
+            /// formats (BSR, COO, column-major ones, ELL) run the serial `spmm`. Same operands
+            /// and errors as `spmm`; the result is identical to `spmm`'s (each row is summed in
+            /// the same order).
+            pub fn spmm_par(
+                &self,
+                b: &[V],
+                c: &mut [V],
+                n: usize,
+                order: #rt::generated::DenseOrder,
+            ) -> Result<(), StorageError> {
+                #spmm_par_body
             }
 
             #spmm
