@@ -50,7 +50,7 @@ pub enum Kernel {
     SpmvTranspose,
     /// `C = A·B` with `B` (`cols x 16`) and `C` (`rows x 16`) dense and row-major: the
     /// generated `spmm` (1 thread) or `spmm_par` (more: the rows of `C` split over the threads
-    /// for CSR and 2:4, the other formats serial).
+    /// for CSR, BSR (by block rows) and 2:4, the other formats serial).
     Spmm,
 }
 
@@ -936,7 +936,8 @@ pub fn run(args: &AdviseArgs) -> Result<(), String> {
             ),
             Kernel::Spmm => notes.push(
                 "spmm_par splits the rows of C over the threads for the formats whose outermost \
-                 level is those rows one by one (CSR, 2:4); the other formats run on 1 thread"
+                 level runs over those rows (CSR, BSR's block rows, 2:4); the other formats run \
+                 on 1 thread"
                     .to_string(),
             ),
         }

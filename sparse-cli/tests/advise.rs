@@ -151,7 +151,7 @@ fn block_diagonal_offers_bsr3_and_ell() {
     let (_dir, path) = diagonal_blocks("blocks");
     let out = advise_ok(&["--kernel", "spmm", "--threads", "2", &path]);
     assert!(
-        out.contains("note: spmm_par splits the rows of C over the threads for the formats whose outermost level is those rows one by one (CSR, 2:4); the other formats run on 1 thread\n"),
+        out.contains("note: spmm_par splits the rows of C over the threads for the formats whose outermost level runs over those rows (CSR, BSR's block rows, 2:4); the other formats run on 1 thread\n"),
         "{out}"
     );
     let rows = table(&out);

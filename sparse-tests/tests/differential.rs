@@ -906,8 +906,8 @@ fn spmv_par_splits_a_large_matrix_and_matches_spmv() {
         ),
         "{err}"
     );
-    // C = A·B with B dense (n x 3): CSR's rows split over the threads when C is row-major,
-    // each row summed as `spmm` sums it; column-major C and BSR run the serial kernel
+    // C = A·B with B dense (n x 3): CSR's rows and BSR's block rows split over the threads when
+    // C is row-major, each row summed as `spmm` sums it; column-major C runs the serial kernel
     use sparse::runtime::generated::DenseOrder;
     let k = 3;
     let b: Vec<f64> = (0..n * k).map(|f| 0.5 + (f % 13) as f64 / 8.0).collect();

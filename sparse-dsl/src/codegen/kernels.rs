@@ -21,7 +21,8 @@
 //! for `y = Aᵀ·x` when the outermost level runs over the elements of that `y` (the columns of
 //! CSC and BSC); the row formats, which scatter into it, run the serial `spmv_transpose`.
 //! `spmm_par` splits a row-major `C`'s rows the same way when the outermost level runs over
-//! them one by one (the row-range form `spmm_rows`); otherwise it runs the serial `spmm`.
+//! them (one by one, or BSR's block rows: the row-range form `spmm_rows`); otherwise it runs
+//! the serial `spmm`.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -339,10 +340,11 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         "spmv_transpose",
         quote!([self.dim_shape[1], self.dim_shape[0]]),
     );
-    // SparseDenseMatmul's row-range form, rows `row0 ..` of a row-major `c`, when the
-    // outermost level is the samples one by one (a BSR block row holds several samples, which
-    // the even split of samples over tiles may cut)
-    let spmm_rows = if unit0 == 1 && rows.is_some() {
+    // the row-range form of a row-major `c`, units (rows or block rows) `row0 ..`, when the
+    // outermost level runs over the rows of `c`: `spmm_par`'s ranges, and SparseDenseMatmul's
+    // tiles where that level is the samples one by one (a BSR block row holds several samples,
+    // which the even split of samples over tiles may cut)
+    let spmm_rows = if rows.is_some() {
         method(
             cx,
             Spec {
@@ -351,7 +353,9 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 statement: "c(i, k) = a(i, j) * b(j, k)",
                 generics: Vec::new(),
                 rows: true,
-                doc: &["`C = A · B` (row-major) for the rows `row0 ..` that `c` holds."],
+                doc: &[
+                    "`C = A · B` (row-major) for the rows (block rows) `row0 ..` that `c` holds.",
+                ],
             },
             vec![
                 matrix("b", false, false, quote!(self.dim_shape[1])),
@@ -367,6 +371,14 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
     let spmm_par_body = match &spmm_rows {
         Some(_) => {
             let before = &before0;
+            // the elements of `c` per unit: `n` per row
+            let unit = match unit0 {
+                1 => quote!(n),
+                rows => {
+                    let rows = proc_macro2::Literal::usize_unsuffixed(rows);
+                    quote!(#rows * n)
+                }
+            };
             quote! {
                 let [m, k] = self.dim_shape;
                 let fits = b.len() == k.saturating_mul(n) && c.len() == m.saturating_mul(n);
@@ -377,7 +389,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
                 {
                     return self.spmm(b, c, n, order);
                 }
-                #rt::generated::par_rows(c, n, work, #before, |chunk, row0| {
+                #rt::generated::par_rows(c, #unit, work, #before, |chunk, row0| {
                     // the row-range form checks nothing and converts nothing: it cannot fail
                     let done = self.spmm_rows(b, chunk, n, row0);
                     debug_assert!(done.is_ok());
@@ -388,7 +400,7 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
         None => quote!(self.spmm(b, c, n, order)),
     };
     // the staged run of `sparsecore_spmm`: the row loops per tile when there are some
-    let spmm_staged = match &spmm_rows {
+    let spmm_staged = match spmm_rows.as_ref().filter(|_| unit0 == 1) {
         Some(_) => quote! {
             let bytes = self.sparsecore_bytes(n);
             let run = #rt::sparsecore::tiles::run_staged_rows(chip, &entries, b, c, n, self.dim_shape[1], bytes, |chunk, row0| {
@@ -719,14 +731,14 @@ pub(super) fn emit(cx: &Ctx) -> Result<TokenStream, CodegenError> {
             }
 
             /// [`Self::spmm`] in parallel (rayon): for a row-major `C`, when the outermost
-            /// level runs over the rows of `C` one by one (CSR, loose CSR, 2:4, all-dense) and
-            /// the stored values times `n` reach `PAR_MIN_ENTRIES` a thread
-            /// (`sparse_runtime::generated::par_rows`), the rows are split into ranges of
-            /// about equal stored entries, the threads taking them in turn, each running the
-            /// same loops as `spmm` on its rows; a column-major `C`, smaller products and other
-            /// formats (BSR, COO, column-major ones, ELL) run the serial `spmm`. Same operands
-            /// and errors as `spmm`; the result is identical to `spmm`'s (each row is summed in
-            /// the same order).
+            /// level runs over the rows of `C` (CSR, BSR's block rows, loose CSR, 2:4,
+            /// all-dense) and the stored values times `n` reach `PAR_MIN_ENTRIES` a thread
+            /// (`sparse_runtime::generated::par_rows`; a BSR block counts its block's values),
+            /// its units are split into ranges of about equal stored entries, the threads
+            /// taking them in turn, each running the same loops as `spmm` on its rows; a
+            /// column-major `C`, smaller products and other formats (COO, column-major ones,
+            /// ELL) run the serial `spmm`. Same operands and errors as `spmm`; the result is
+            /// identical to `spmm`'s (each row is summed in the same order).
             pub fn spmm_par(
                 &self,
                 b: &[V],
