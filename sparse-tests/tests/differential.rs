@@ -911,6 +911,7 @@ fn spmv_par_splits_a_large_matrix_and_matches_spmv() {
     use sparse::runtime::generated::DenseOrder;
     let k = 3;
     let b: Vec<f64> = (0..n * k).map(|f| 0.5 + (f % 13) as f64 / 8.0).collect();
+    let col_blocks = BsrColBlocks::<f64>::from_coo([n, n], entries.iter().cloned()).unwrap();
     for order in [DenseOrder::RowMajor, DenseOrder::ColMajor] {
         let (mut c, mut cp) = (vec![f64::NAN; n * k], vec![f64::NAN; n * k]);
         csr.spmm(&b, &mut c, k, order).unwrap();
@@ -920,6 +921,12 @@ fn spmv_par_splits_a_large_matrix_and_matches_spmv() {
         bsr.spmm(&b, &mut cb, k, order).unwrap();
         bsr.spmm_par(&b, &mut cbp, k, order).unwrap();
         assert_eq!(cbp, cb, "BSR {order:?}");
+        // blocks of 2 x 3 stored column by column: ranges of whole block rows (2 rows of C)
+        let (mut cc, mut ccp) = (vec![f64::NAN; n * k], vec![f64::NAN; n * k]);
+        col_blocks.spmm(&b, &mut cc, k, order).unwrap();
+        col_blocks.spmm_par(&b, &mut ccp, k, order).unwrap();
+        assert_eq!(ccp, cc, "BSR 2x3, column-major blocks, {order:?}");
+        assert_eq!(cc, c, "BSR 2x3 against CSR, {order:?}");
     }
     let mut c = vec![f64::NAN; n * k];
     csr.spmm(&b, &mut c, k, DenseOrder::RowMajor).unwrap();
