@@ -687,6 +687,65 @@ fn sparse_output_width_overflow_is_an_error() {
     assert_eq!(c.nse(), 1, "the output is left as it was");
 }
 
+#[test]
+fn a_sparse_output_is_refilled_in_its_own_arrays() {
+    // an f64 kernel that cannot fail empties the output's arrays and fills them again: a second
+    // product into the same output keeps its allocations and gives the same entries
+    let a = csr(
+        [3, 4],
+        &[
+            (0, 0, 1.0),
+            (0, 3, 2.0),
+            (1, 1, 3.0),
+            (2, 0, 4.0),
+            (2, 2, 5.0),
+        ],
+    );
+    let b = csr(
+        [4, 3],
+        &[(0, 1, 1.5), (1, 0, -2.0), (2, 2, 0.5), (3, 1, 4.0)],
+    );
+    let mut c = csr([3, 3], &[(0, 0, 9.0), (1, 1, 9.0), (2, 2, 9.0)]);
+    spgemm(&mut c, &a, &b).unwrap();
+    c.validate().unwrap();
+    let want = [([0, 1], 9.5), ([1, 0], -6.0), ([2, 1], 6.0), ([2, 2], 2.5)];
+    let got: Vec<_> = c.iter().map(|(at, &v)| (at, v)).collect();
+    assert_eq!(got, want);
+    let (pos, crd, vals) = (
+        c.positions(1).unwrap().as_ptr(),
+        c.coordinates(1).unwrap().as_ptr(),
+        c.values().as_ptr(),
+    );
+    spgemm(&mut c, &a, &b).unwrap();
+    let got: Vec<_> = c.iter().map(|(at, &v)| (at, v)).collect();
+    assert_eq!(got, want);
+    assert_eq!(
+        c.positions(1).unwrap().as_ptr(),
+        pos,
+        "positions reallocated"
+    );
+    assert_eq!(
+        c.coordinates(1).unwrap().as_ptr(),
+        crd,
+        "coordinates reallocated"
+    );
+    assert_eq!(c.values().as_ptr(), vals, "values reallocated");
+    // an output whose entry count could overflow its 8-bit positions (2 x 300 > 255) gets new
+    // arrays, so an error leaves it as it was (`sparse_output_width_overflow_is_an_error`)
+    assert!(!sparse::runtime::generated::refills(
+        &[2, 300],
+        u8::MAX as usize
+    ));
+    assert!(sparse::runtime::generated::refills(
+        &[15, 17],
+        u8::MAX as usize
+    ));
+    assert!(!sparse::runtime::generated::refills(
+        &[usize::MAX, 2],
+        usize::MAX
+    ));
+}
+
 /// The Gustavson workspace of an `f64` SpGEMM marks untouched slots with a signaling NaN no
 /// operand holds (`generated::untouched_marker`): operands holding the first candidates of
 /// that marker (and other NaNs) still give every product once, in place.

@@ -4,7 +4,7 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
-use super::level::{is_root, to_index, Insert, InsertNames, LevelCtx, LevelGen};
+use super::level::{is_root, output_buffer, to_index, Insert, InsertNames, LevelCtx, LevelGen};
 
 /// The compressed level format.
 pub struct Compressed;
@@ -149,18 +149,22 @@ impl LevelGen for Compressed {
         let root = is_root(parent);
         // the output's previous arrays tell how much room to reserve (a kernel run again on
         // similar operands then fills them without growing)
-        let base = &cx.base;
+        let (base, rt, reuse) = (&cx.base, &cx.rt, names.reuse.as_ref());
         let pos_field = cx.pos_field.as_ref()?;
-        let mut init = if root {
-            quote!(let mut #pos: ::std::vec::Vec<#pos_ty> = ::std::vec![0];)
-        } else {
-            quote!(let mut #pos: ::std::vec::Vec<#pos_ty> = ::std::vec::Vec::with_capacity(#base.#pos_field.len());)
+        let mut init = match (root, reuse) {
+            (true, None) => quote!(let mut #pos: ::std::vec::Vec<#pos_ty> = ::std::vec![0];),
+            (true, Some(_)) => {
+                let buffer = output_buffer(rt, pos, pos_ty, base, pos_field, reuse);
+                quote! {
+                    #buffer
+                    #pos.push(0);
+                }
+            }
+            (false, _) => output_buffer(rt, pos, pos_ty, base, pos_field, reuse),
         };
         if loc.owner {
-            let f = &loc.field;
-            init.extend(quote!(let mut #crd: ::std::vec::Vec<#crd_ty> = ::std::vec::Vec::with_capacity(#base.#f.len());));
+            init.extend(output_buffer(rt, crd, crd_ty, base, &loc.field, reuse));
         }
-        init.extend(coordinate_width_check(cx));
         // the segments of parents up to this one start here
         let open = if root {
             TokenStream::new()
@@ -220,6 +224,7 @@ impl LevelGen for Compressed {
             #check
         };
         Some(Insert {
+            check: coordinate_width_check(cx),
             init,
             open,
             step,

@@ -192,11 +192,40 @@ pub struct InsertNames {
     /// A `&[usize]` of coordinates of this level under one parent, ascending, each once: what
     /// [`Insert::extend`] appends (a workspace's sorted touched coordinates).
     pub coords: Ident,
+    /// The `bool` the kernel computed before the buffers (`reuse`): the output's own arrays
+    /// are emptied and refilled ([`output_buffer`]) when it holds; `None`: the kernel never
+    /// refills them (its loops can fail, or read the output), and each buffer is a new vector.
+    pub reuse: Option<Ident>,
+}
+
+/// The declaration of an output buffer `local` (element type `ty`) in place of the output's
+/// array `base.field`: the array itself, emptied, when `reuse` names the kernel's flag and it
+/// holds at run time (`generated::output_buffer`: no allocation, so no fresh pages), else a
+/// new vector with as much room as the array holds.
+pub fn output_buffer(
+    rt: &TokenStream,
+    local: &Ident,
+    ty: &TokenStream,
+    base: &TokenStream,
+    field: &Ident,
+    reuse: Option<&Ident>,
+) -> TokenStream {
+    match reuse {
+        Some(reuse) => quote! {
+            let mut #local: ::std::vec::Vec<#ty> = #rt::generated::output_buffer(&mut #base.#field, #reuse);
+        },
+        None => quote! {
+            let mut #local: ::std::vec::Vec<#ty> = ::std::vec::Vec::with_capacity(#base.#field.len());
+        },
+    }
 }
 
 /// A level's part of in-order insertion: statements, in the kernel's function body.
 #[derive(Clone, Debug, Default)]
 pub struct Insert {
+    /// Before any level's buffers: the level's checks (a width too narrow for its coordinates
+    /// is an error before the output is touched).
+    pub check: TokenStream,
     /// Before the loops: declares the level's buffers.
     pub init: TokenStream,
     /// For each entry, before [`Insert::step`]: closes the segments of the parents before the

@@ -5,7 +5,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
 use super::compressed::{coordinate_width_check, owned_crd_fields};
-use super::level::{to_index, Insert, InsertNames, LevelCtx, LevelGen};
+use super::level::{output_buffer, to_index, Insert, InsertNames, LevelCtx, LevelGen};
 
 /// The singleton level format.
 pub struct Singleton;
@@ -49,12 +49,19 @@ impl LevelGen for Singleton {
         let mut init = TokenStream::new();
         if loc.owner {
             let (base, f) = (&cx.base, &loc.field);
-            init.extend(quote!(let mut #crd: ::std::vec::Vec<#ty> = ::std::vec::Vec::with_capacity(#base.#f.len());));
+            init.extend(output_buffer(
+                &cx.rt,
+                crd,
+                ty,
+                base,
+                f,
+                names.reuse.as_ref(),
+            ));
         }
-        init.extend(coordinate_width_check(cx));
         // one coordinate per parent position, in the parent's order
         let v = to_index(ty, c.clone());
         Some(Insert {
+            check: coordinate_width_check(cx),
             init,
             step: quote!(#crd.push(#v);),
             count: parents.clone(),

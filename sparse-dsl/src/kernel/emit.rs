@@ -2073,6 +2073,14 @@ impl Cx<'_> {
         }
         let (mut init, mut step, mut finish) =
             (TokenStream::new(), TokenStream::new(), TokenStream::new());
+        // the levels' checks, all before any buffer
+        let mut checks = TokenStream::new();
+        // the output's own arrays are emptied and refilled when nothing between that and the
+        // end can fail: loops that cannot (no integer division) and do not read the output,
+        // and, decided at run time, an output whose every entry count fits its positions
+        let out_t = self.p.kernel.output.tensor;
+        let reuse = (!self.wraps() && !self.p.kernel.accesses.iter().any(|a| a.tensor == out_t))
+            .then(|| self.insert_ident("reuse"));
         // the steps of the levels above the current one, and the current one's coordinate
         let mut above = TokenStream::new();
         let mut per_parent = None;
@@ -2104,10 +2112,12 @@ impl Cx<'_> {
                 c: c.clone(),
                 parents: parents.clone(),
                 coords: format_ident!("touched_now"),
+                reuse: reuse.clone(),
             };
             let Some(ins) = g.insert(lcx, &names) else {
                 return Ok(None);
             };
+            checks.extend(ins.check);
             init.extend(ins.init);
             if l + 1 == rank {
                 let coord = c.to_string();
@@ -2163,13 +2173,41 @@ impl Cx<'_> {
             }
         }
         let values = self.insert_ident("values");
-        init.extend(quote!(let mut #values: ::std::vec::Vec<#v> = ::std::vec::Vec::with_capacity(#o.values.len());));
+        let rt = self.rt;
+        // (values stored narrower than they are computed go to a new buffer)
+        let reuse_values = reuse.as_ref().filter(|_| self.narrow(quote!(w)).is_none());
+        init.extend(crate::codegen::level::output_buffer(
+            rt,
+            &values,
+            v,
+            &quote!(#o),
+            &format_ident!("values"),
+            reuse_values,
+        ));
+        if let Some(reuse) = &reuse {
+            // the narrowest position width bounds the entries the output may hold
+            let widths = out.levels.iter().filter(|(_, l)| l.pos_field.is_some());
+            let narrowest = widths
+                .map(|(_, l)| l.pos_ty.to_string())
+                .filter(|t| t != "usize" && t != "u64")
+                .min_by_key(|t| t.trim_start_matches('u').parse::<u32>().unwrap_or(64));
+            let max = match narrowest {
+                Some(t) => {
+                    let t = format_ident!("{t}");
+                    quote!(#t::MAX as usize)
+                }
+                None => quote!(usize::MAX),
+            };
+            checks.extend(quote! {
+                let #reuse = #rt::generated::refills(&#o.lvl_sizes, #max);
+            });
+        }
+        init = quote!(#checks #init);
         if leaf.is_some() {
             // every position of the last (dense) level holds a value
             let zero = self.zero();
             finish.extend(quote!(#values.resize(#parents, #zero);));
         }
-        let rt = self.rt;
         let parts = format_ident!("{}Parts", format);
         let stored_values = match self.narrow(quote!(w)) {
             Some(narrow) => quote!(#values.into_iter().map(|w| #narrow).collect()),
