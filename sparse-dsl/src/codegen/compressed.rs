@@ -237,7 +237,7 @@ impl LevelGen for Compressed {
 }
 
 /// The bits of index type `ty` when it is narrower than `usize` on 64-bit targets.
-fn narrow_bits(ty: &TokenStream) -> Option<u32> {
+pub(crate) fn narrow_bits(ty: &TokenStream) -> Option<u32> {
     match ty.to_string().as_str() {
         "u8" => Some(8),
         "u16" => Some(16),

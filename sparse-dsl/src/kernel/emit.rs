@@ -2186,16 +2186,16 @@ impl Cx<'_> {
         ));
         if let Some(reuse) = &reuse {
             // the narrowest position width bounds the entries the output may hold
-            let widths = out.levels.iter().filter(|(_, l)| l.pos_field.is_some());
-            let narrowest = widths
-                .map(|(_, l)| l.pos_ty.to_string())
-                .filter(|t| t != "usize" && t != "u64")
-                .min_by_key(|t| t.trim_start_matches('u').parse::<u32>().unwrap_or(64));
+            let narrowest = out
+                .levels
+                .iter()
+                .filter(|(_, l)| l.pos_field.is_some())
+                .filter_map(|(_, l)| {
+                    crate::codegen::compressed::narrow_bits(&l.pos_ty).map(|b| (b, &l.pos_ty))
+                })
+                .min_by_key(|(b, _)| *b);
             let max = match narrowest {
-                Some(t) => {
-                    let t = format_ident!("{t}");
-                    quote!(#t::MAX as usize)
-                }
+                Some((_, t)) => quote!(#t::MAX as usize),
                 None => quote!(usize::MAX),
             };
             checks.extend(quote! {
