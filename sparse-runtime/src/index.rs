@@ -170,6 +170,17 @@ impl<'a> IndexSlice<'a> {
     pub fn extend_into(&self, out: &mut Vec<usize>) {
         each_slice!(self, s => out.extend(s.iter().map(|x| x.index())))
     }
+    /// Appends all elements to `out` as `P` (which grows as `Vec::extend` does); `None` at the
+    /// first element that `P` cannot hold, `out` then holding the elements before it.
+    pub(crate) fn extend_as<P: Index>(&self, out: &mut Vec<P>) -> Option<()> {
+        each_slice!(self, s => {
+            out.reserve(s.len());
+            for x in s.iter() {
+                out.push(P::from_usize(x.index())?);
+            }
+            Some(())
+        })
+    }
     /// Bytes occupied by the elements.
     pub fn bytes(&self) -> usize {
         each_slice!(self, s => std::mem::size_of_val(*s))
